@@ -1,0 +1,211 @@
+//! The audit trail: one JSON line per decision, written off the hot path.
+//!
+//! Workers hand records to a bounded queue; one writer thread serializes and
+//! writes them. If the queue is full, `allow` records are dropped and counted
+//! (the count is itself recorded at the end); `deny` records wait for room, so
+//! denials are never lost. See `docs/audit.md` for the schema.
+
+use base64::Engine;
+use serde::{Serialize, Serializer};
+use std::io::Write;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc::{sync_channel, Receiver, SyncSender, TrySendError};
+use std::sync::Arc;
+
+/// Version of the record schema in `docs/audit.md`.
+pub const SCHEMA: u32 = 1;
+
+/// Bytes that are written as a string when they are UTF-8 and as
+/// `{"bytes": "<base64>"}` when not, so no path is ever lost or mangled.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Bytes(pub Vec<u8>);
+
+impl Serialize for Bytes {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match std::str::from_utf8(&self.0) {
+            Ok(text) => s.serialize_str(text),
+            Err(_) => {
+                use serde::ser::SerializeMap;
+                let mut m = s.serialize_map(Some(1))?;
+                m.serialize_entry("bytes", &base64::engine::general_purpose::STANDARD.encode(&self.0))?;
+                m.end()
+            }
+        }
+    }
+}
+
+/// An errno, written by its symbolic name (`"EACCES"`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ErrnoName(pub nix::errno::Errno);
+
+impl Serialize for ErrnoName {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(&format_args!("{:?}", self.0))
+    }
+}
+
+/// One decision on one path.
+#[derive(Debug, Clone, Serialize)]
+pub struct Decision {
+    /// Sequence number, in the order decisions were made.
+    pub seq: u64,
+    /// Wall-clock time, nanoseconds since the Unix epoch.
+    pub time_ns: u128,
+    /// Process id of the caller.
+    pub pid: u32,
+    /// Thread id of the caller.
+    pub tid: u32,
+    /// Syscall name.
+    pub syscall: &'static str,
+    /// Syscall number.
+    pub nr: i32,
+    /// The path as the program passed it.
+    pub path: Bytes,
+    /// The canonical path the decision was made on (absent when resolution
+    /// failed before there was one).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub resolved: Option<Bytes>,
+    /// The access asked for.
+    pub access: &'static str,
+    /// `allow` or `deny`.
+    pub decision: &'static str,
+    /// The errno returned to the program, if any (`EACCES` for a denial).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub errno: Option<ErrnoName>,
+    /// What decided.
+    pub rule: String,
+    /// Time the supervisor spent on the call, in nanoseconds.
+    pub handling_ns: u64,
+}
+
+/// A record in the trail.
+#[derive(Debug, Clone, Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Record {
+    /// The run started.
+    SessionStart {
+        /// Schema version.
+        schema: u32,
+        /// interpose version.
+        version: &'static str,
+        /// The sandboxed command line.
+        command: Vec<Bytes>,
+        /// The surface: `[path, mode, origin]`.
+        surface: Vec<serde_json::Value>,
+        /// Kernel features in use.
+        features: serde_json::Value,
+        /// Wall-clock start, nanoseconds since the Unix epoch.
+        time_ns: u128,
+    },
+    /// A decision.
+    Decision(Decision),
+    /// The run ended.
+    SessionEnd {
+        /// How the command ended: its exit code, or 128 + signal.
+        exit_status: i32,
+        /// Decisions that allowed.
+        allowed: u64,
+        /// Decisions that denied.
+        denied: u64,
+        /// `allow` records dropped because the writer fell behind.
+        dropped_allow_records: u64,
+        /// Wall-clock end, nanoseconds since the Unix epoch.
+        time_ns: u128,
+    },
+}
+
+enum Msg {
+    Record(Record),
+    Flush(std::sync::mpsc::SyncSender<()>),
+}
+
+/// The sending side, shared by the workers.
+#[derive(Clone)]
+pub struct Sink {
+    tx: SyncSender<Msg>,
+    dropped: Arc<AtomicU64>,
+    seq: Arc<AtomicU64>,
+}
+
+/// Wall-clock nanoseconds since the Unix epoch.
+pub fn now_ns() -> u128 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0)
+}
+
+impl Sink {
+    /// Starts the writer thread on `out`.
+    pub fn start(out: Box<dyn Write + Send>) -> Sink {
+        let (tx, rx) = sync_channel(16 * 1024);
+        std::thread::Builder::new()
+            .name("interpose-audit".into())
+            .spawn(move || writer(rx, out))
+            .expect("spawning the audit writer");
+        Sink { tx, dropped: Arc::new(AtomicU64::new(0)), seq: Arc::new(AtomicU64::new(0)) }
+    }
+
+    /// The next sequence number.
+    pub fn next_seq(&self) -> u64 {
+        self.seq.fetch_add(1, Ordering::Relaxed) + 1
+    }
+
+    /// Queues a record. Denials and session records wait for room; allows
+    /// are dropped (and counted) when the queue is full.
+    pub fn send(&self, record: Record) {
+        let droppable = matches!(&record, Record::Decision(d) if d.decision == "allow");
+        if droppable {
+            if let Err(TrySendError::Full(_)) = self.tx.try_send(Msg::Record(record)) {
+                self.dropped.fetch_add(1, Ordering::Relaxed);
+            }
+        } else {
+            let _ = self.tx.send(Msg::Record(record));
+        }
+    }
+
+    /// Number of `allow` records dropped so far.
+    pub fn dropped(&self) -> u64 {
+        self.dropped.load(Ordering::Relaxed)
+    }
+
+    /// Waits until everything queued so far is written and flushed.
+    pub fn flush(&self) {
+        let (ack, done) = sync_channel(1);
+        if self.tx.send(Msg::Flush(ack)).is_ok() {
+            let _ = done.recv();
+        }
+    }
+}
+
+fn writer(rx: Receiver<Msg>, out: Box<dyn Write + Send>) {
+    let mut out = std::io::BufWriter::with_capacity(64 * 1024, out);
+    let mut failed = false;
+    for msg in rx {
+        match msg {
+            Msg::Record(r) if !failed => {
+                let ok = serde_json::to_writer(&mut out, &r).is_ok() && out.write_all(b"\n").is_ok();
+                if !ok {
+                    failed = true;
+                    eprintln!("interpose: writing the audit trail failed; further records are lost");
+                }
+            }
+            Msg::Record(_) => {}
+            Msg::Flush(ack) => {
+                let _ = out.flush();
+                let _ = ack.send(());
+            }
+        }
+    }
+    let _ = out.flush();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn non_utf8_paths_are_base64() {
+        let v = serde_json::to_value(Bytes(b"/tmp/\xff".to_vec())).unwrap();
+        assert_eq!(v, serde_json::json!({"bytes": "L3RtcC//"}));
+        let v = serde_json::to_value(Bytes(b"/tmp/ok".to_vec())).unwrap();
+        assert_eq!(v, serde_json::json!("/tmp/ok"));
+    }
+}

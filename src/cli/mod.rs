@@ -1,0 +1,96 @@
+//! Command-line flags (clap structs) and one thin handler per verb.
+
+pub mod check;
+pub mod run;
+
+use clap::{Args, Parser, Subcommand};
+use std::path::PathBuf;
+
+/// interpose: run a command inside a filesystem trust boundary enforced by
+/// seccomp user notification with a Landlock backstop.
+#[derive(Debug, Parser)]
+#[command(name = "interpose", version, about, long_about = None)]
+pub struct Cli {
+    /// The verb.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The verbs.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run a command confined to a read/write surface (the default verb:
+    /// `interpose --rw DIR -- CMD` means `interpose run --rw DIR -- CMD`).
+    Run(RunArgs),
+    /// Print the kernel features interpose needs and whether they are present.
+    Check,
+    /// Developer tools.
+    #[command(hide = true, subcommand)]
+    Debug(DebugCommand),
+}
+
+/// Developer tools.
+#[derive(Debug, Subcommand)]
+pub enum DebugCommand {
+    /// Print libseccomp's PFC dump of the filter (golden file `bpf/filter.pfc`).
+    FilterPfc,
+}
+
+/// Flags of `interpose run`.
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// Allow reading, writing, creating, deleting and executing beneath PATH.
+    #[arg(long = "rw", value_name = "PATH")]
+    pub rw: Vec<PathBuf>,
+    /// Allow reading and executing beneath PATH.
+    #[arg(long = "ro", value_name = "PATH")]
+    pub ro: Vec<PathBuf>,
+    /// Leave out the built-in system surface (/usr, /etc, /dev/null, ...).
+    #[arg(long)]
+    pub no_system: bool,
+    /// Write one JSON line per decision to FILE (`-` for stderr).
+    #[arg(long, value_name = "FILE")]
+    pub audit: Option<PathBuf>,
+    /// Run without the Landlock backstop (for measurements only: calls
+    /// answered with CONTINUE are then open to path-swap races).
+    #[arg(long)]
+    pub no_landlock: bool,
+    /// The command and its arguments.
+    #[arg(required = true, trailing_var_arg = true, allow_hyphen_values = true, value_name = "COMMAND")]
+    pub command: Vec<std::ffi::OsString>,
+}
+
+/// Inserts the default verb `run` when the first argument is not a verb.
+pub fn with_default_verb(mut args: Vec<std::ffi::OsString>) -> Vec<std::ffi::OsString> {
+    const VERBS: &[&str] = &["run", "check", "debug", "help", "--help", "-h", "--version", "-V"];
+    if args.len() > 1 && !VERBS.iter().any(|v| args[1] == *v) {
+        args.insert(1, "run".into());
+    }
+    args
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(args: &[&str]) -> Cli {
+        Cli::parse_from(with_default_verb(args.iter().map(Into::into).collect()))
+    }
+
+    #[test]
+    fn run_is_the_default_verb() {
+        let Command::Run(a) = parse(&["interpose", "--rw", "/w", "--", "ls", "-la"]).command else { panic!() };
+        assert_eq!(a.rw, vec![PathBuf::from("/w")]);
+        assert_eq!(a.command, vec!["ls", "-la"]);
+        let Command::Run(a) = parse(&["interpose", "run", "--ro", "/d", "--", "cat", "--", "x"]).command else {
+            panic!()
+        };
+        assert_eq!(a.command, vec!["cat", "--", "x"]);
+        assert!(matches!(parse(&["interpose", "check"]).command, Command::Check));
+    }
+
+    #[test]
+    fn a_command_is_required() {
+        assert!(Cli::try_parse_from(["interpose", "run", "--rw", "/w"]).is_err());
+    }
+}

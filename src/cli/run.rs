@@ -1,0 +1,345 @@
+//! `interpose run`: build the surface, start the sandbox, supervise it, and
+//! exit with the command's status.
+
+use super::RunArgs;
+use crate::audit::{self, Sink};
+use crate::policy::{self, Mode, Origin, Rule, Surface};
+use crate::sandbox::{self, filter, Plan};
+use crate::supervisor::procs::ProcTree;
+use crate::supervisor::Supervisor;
+use crate::sys::{process, seccomp, Errno};
+use std::ffi::{CString, OsStr, OsString};
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
+use std::path::{Path, PathBuf};
+
+/// interpose's own failures (exit status 125).
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    /// A path flag names nothing.
+    #[error("{flag} {path}: {source}")]
+    BadPath {
+        /// The flag.
+        flag: &'static str,
+        /// Its value.
+        path: String,
+        /// Why it cannot be used.
+        source: std::io::Error,
+    },
+    /// The kernel lacks a feature enforcement needs.
+    #[error("this kernel cannot enforce the surface: {0} is missing (see `interpose check`)")]
+    MissingFeature(&'static str),
+    /// Building the filter failed.
+    #[error(transparent)]
+    Filter(#[from] filter::FilterError),
+    /// Building the Landlock ruleset failed.
+    #[error(transparent)]
+    Landlock(#[from] sandbox::landlock::LandlockError),
+    /// Starting the sandbox failed.
+    #[error(transparent)]
+    Spawn(#[from] sandbox::SpawnError),
+    /// Another system call failed.
+    #[error("{what}: {source}")]
+    Io {
+        /// What was being done.
+        what: String,
+        /// The error.
+        source: std::io::Error,
+    },
+    /// The command contains a NUL byte.
+    #[error("the command line or environment contains a NUL byte")]
+    Nul,
+}
+
+fn io(what: impl Into<String>) -> impl FnOnce(std::io::Error) -> RunError {
+    let what = what.into();
+    move |source| RunError::Io { what, source }
+}
+
+fn errno(what: &'static str) -> impl FnOnce(Errno) -> RunError {
+    move |e| RunError::Io { what: what.into(), source: std::io::Error::from(e) }
+}
+
+/// Signals that reach interpose and are passed on to the command.
+const FORWARDED: [i32; 6] = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGQUIT, libc::SIGUSR1, libc::SIGUSR2];
+
+/// A private temporary directory, removed when dropped.
+struct TmpDir(PathBuf);
+
+impl TmpDir {
+    fn create() -> Result<TmpDir, RunError> {
+        let base = std::env::temp_dir();
+        for attempt in 0..16u32 {
+            let nonce = audit::now_ns() as u64 ^ (u64::from(attempt) << 48);
+            let path = base.join(format!("interpose-{}-{nonce:x}", std::process::id()));
+            match std::fs::DirBuilder::new().mode(0o700).create(&path) {
+                Ok(()) => return Ok(TmpDir(path.canonicalize().map_err(io("private TMPDIR"))?)),
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+                Err(e) => return Err(io(format!("creating a private TMPDIR in {}", base.display()))(e)),
+            }
+        }
+        Err(RunError::Io { what: "creating a private TMPDIR".into(), source: std::io::ErrorKind::AlreadyExists.into() })
+    }
+}
+
+use std::os::unix::fs::DirBuilderExt;
+
+impl Drop for TmpDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// Builds the surface from the flags.
+pub fn surface(args: &RunArgs, tmpdir: Option<&Path>) -> Result<Surface, RunError> {
+    let mut s = Surface::new();
+    if !args.no_system {
+        for skipped in policy::system::add_system(&mut s) {
+            tracing::debug!("system surface: skipped {}: {}", skipped.path, skipped.why);
+        }
+    }
+    if let Some(t) = tmpdir {
+        s.add(Rule { path: t.to_path_buf(), mode: Mode::Rw, origin: Origin::TmpDir });
+    }
+    for (flag, paths, mode) in [("--ro", &args.ro, Mode::Ro), ("--rw", &args.rw, Mode::Rw)] {
+        for p in paths {
+            let canonical = std::fs::canonicalize(p).map_err(|source| RunError::BadPath {
+                flag,
+                path: p.display().to_string(),
+                source,
+            })?;
+            s.add(Rule { path: canonical, mode, origin: Origin::Flag(format!("{flag} {}", p.display())) });
+        }
+    }
+    Ok(s)
+}
+
+/// Finds `program` the way `execvp` would, in `path` (the command's PATH).
+fn find_program(program: &OsStr, path: Option<&OsStr>) -> Option<PathBuf> {
+    if program.as_bytes().contains(&b'/') {
+        return Some(PathBuf::from(program));
+    }
+    let path = path.map_or_else(|| OsString::from("/usr/local/bin:/usr/bin:/bin"), OsStr::to_os_string);
+    std::env::split_paths(&path).map(|dir| dir.join(program)).find(|candidate| {
+        use std::os::unix::fs::PermissionsExt;
+        candidate.metadata().is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    })
+}
+
+fn cstring(s: impl Into<Vec<u8>>) -> Result<CString, RunError> {
+    CString::new(s).map_err(|_| RunError::Nul)
+}
+
+fn require(present: bool, name: &'static str) -> Result<(), RunError> {
+    if present {
+        Ok(())
+    } else {
+        Err(RunError::MissingFeature(name))
+    }
+}
+
+/// Runs the command; returns interpose's exit status.
+pub fn run(args: &RunArgs) -> Result<i32, RunError> {
+    // Fail closed: refuse to start without what enforcement needs.
+    require(seccomp::action_available(seccomp::RET_USER_NOTIF), "seccomp user notification")?;
+    require(
+        seccomp::filter_flags_supported(seccomp::FILTER_FLAG_NEW_LISTENER | seccomp::FILTER_FLAG_WAIT_KILLABLE_RECV),
+        "SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV (Linux 5.19)",
+    )?;
+    let sizes = seccomp::notif_sizes().map_err(errno("SECCOMP_GET_NOTIF_SIZES"))?;
+    require(
+        usize::from(sizes.seccomp_notif) <= std::mem::size_of::<seccomp::Notif>(),
+        "a struct seccomp_notif layout interpose knows",
+    )?;
+
+    let tmpdir = TmpDir::create()?;
+    let surface = surface(args, Some(&tmpdir.0))?;
+
+    let landlock = if args.no_landlock {
+        eprintln!("interpose: warning: --no-landlock: running without the Landlock backstop; calls answered with CONTINUE can be raced");
+        None
+    } else {
+        let backstop = sandbox::landlock::build(&surface)?;
+        if !backstop.scoped {
+            eprintln!(
+                "interpose: warning: Landlock ABI {} has no scopes; the command can signal processes outside the sandbox",
+                backstop.abi
+            );
+        }
+        Some(backstop)
+    };
+
+    let mut env: Vec<(OsString, OsString)> = std::env::vars_os().filter(|(k, _)| k != "TMPDIR").collect();
+    env.push(("TMPDIR".into(), tmpdir.0.clone().into_os_string()));
+    let path_var = env.iter().find(|(k, _)| k == "PATH").map(|(_, v)| v.clone());
+    let program = &args.command[0];
+    let Some(resolved) = find_program(program, path_var.as_deref()) else {
+        eprintln!("interpose: {}: command not found", program.to_string_lossy());
+        return Ok(127);
+    };
+
+    let plan = Plan {
+        program: cstring(resolved.into_os_string().into_vec())?,
+        argv: args.command.iter().map(|a| cstring(a.as_bytes())).collect::<Result<_, _>>()?,
+        env: env
+            .iter()
+            .map(|(k, v)| cstring([k.as_bytes(), b"=", v.as_bytes()].concat()))
+            .collect::<Result<_, _>>()?,
+        filter: filter::program()?,
+        landlock: landlock.map(|b| b.ruleset),
+    };
+
+    let sink = match &args.audit {
+        None => None,
+        Some(p) if p.as_os_str() == "-" => Some(Sink::start(Box::new(std::io::stderr()))),
+        Some(p) => {
+            let f = std::fs::File::create(p).map_err(io(format!("--audit {}", p.display())))?;
+            Some(Sink::start(Box::new(f)))
+        }
+    };
+    if let Some(sink) = &sink {
+        sink.send(session_start(args, &surface));
+    }
+
+    // Block the signals we handle through a signalfd before forking, so none
+    // is lost in between; the child restores the original mask.
+    let mut handled = nix::sys::signal::SigSet::empty();
+    for s in FORWARDED.into_iter().chain([libc::SIGCHLD]) {
+        handled.add(nix::sys::signal::Signal::try_from(s).expect("a valid signal"));
+    }
+    let original = handled.thread_swap_mask(nix::sys::signal::SigmaskHow::SIG_BLOCK).map_err(errno("sigprocmask"))?;
+    process::set_child_subreaper().map_err(errno("PR_SET_CHILD_SUBREAPER"))?;
+
+    let started = sandbox::start(&plan, original.as_ref())?;
+    drop(plan);
+    // The supervisor creates files for the command with the command's umask,
+    // applied by hand; its own must not interfere.
+    process::umask(0);
+    if let Err(e) = seccomp::set_flags(
+        std::os::fd::AsFd::as_fd(&started.listener),
+        seccomp::USER_NOTIF_FD_SYNC_WAKE_UP,
+    ) {
+        tracing::debug!("SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP unavailable: {e}");
+    }
+    let sandbox::Started { pid, listener, channel } = started;
+    let supervisor = Supervisor::new(listener, surface, sink.clone()).map_err(errno("starting the supervisor"))?;
+    supervisor.start(2);
+
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(io("tokio runtime"))?;
+    let status = runtime.block_on(supervise(pid, channel, handled, &args.command[0]))?;
+
+    end_sandbox();
+    if let Some(sink) = &sink {
+        use std::sync::atomic::Ordering::Relaxed;
+        sink.send(audit::Record::SessionEnd {
+            exit_status: status,
+            allowed: supervisor.stats.allowed.load(Relaxed),
+            denied: supervisor.stats.denied.load(Relaxed),
+            dropped_allow_records: sink.dropped(),
+            time_ns: audit::now_ns(),
+        });
+        sink.flush();
+    }
+    drop(tmpdir);
+    Ok(status)
+}
+
+fn session_start(args: &RunArgs, surface: &Surface) -> audit::Record {
+    let features = crate::cli::check::probe()
+        .into_iter()
+        .map(|f| (f.name.to_string(), serde_json::json!({"present": f.present, "detail": f.detail})))
+        .collect::<serde_json::Map<_, _>>();
+    audit::Record::SessionStart {
+        schema: audit::SCHEMA,
+        version: env!("CARGO_PKG_VERSION"),
+        command: args.command.iter().map(|a| audit::Bytes(a.as_bytes().to_vec())).collect(),
+        surface: surface
+            .effective_rules()
+            .map(|(_, r)| serde_json::json!([r.path.to_string_lossy(), r.mode, r.origin.to_string()]))
+            .collect(),
+        features: serde_json::Value::Object(features),
+        time_ns: audit::now_ns(),
+    }
+}
+
+/// Waits for the command, forwarding signals and reaping orphans; returns
+/// its exit status as a shell would report it.
+async fn supervise(
+    pid: libc::pid_t,
+    channel: std::os::fd::OwnedFd,
+    handled: nix::sys::signal::SigSet,
+    program: &OsStr,
+) -> Result<i32, RunError> {
+    use nix::sys::signalfd::{SfdFlags, SignalFd};
+    use nix::sys::wait::{waitpid, WaitPidFlag, WaitStatus};
+
+    let program = program.to_string_lossy().into_owned();
+    tokio::task::spawn_blocking(move || {
+        if let Err(e) = sandbox::exec_result(&channel) {
+            eprintln!("interpose: cannot execute {program}: {}", std::io::Error::from(e));
+        }
+    });
+
+    let sfd = SignalFd::with_flags(&handled, SfdFlags::SFD_NONBLOCK | SfdFlags::SFD_CLOEXEC).map_err(errno("signalfd"))?;
+    let sfd = crate::sys::reactor::register(sfd).map_err(io("signalfd"))?;
+    loop {
+        // Reap first: SIGCHLD may have been delivered before we listened.
+        loop {
+            match waitpid(None, Some(WaitPidFlag::WNOHANG)) {
+                Ok(WaitStatus::Exited(p, code)) if p.as_raw() == pid => return Ok(code),
+                Ok(WaitStatus::Signaled(p, sig, _)) if p.as_raw() == pid => return Ok(128 + sig as i32),
+                Ok(WaitStatus::StillAlive) | Err(_) => break,
+                Ok(_) => continue, // an orphan re-parented to us
+            }
+        }
+        let mut guard = sfd.readable().await.map_err(io("signalfd"))?;
+        while let Ok(Some(info)) = guard.get_inner().read_signal() {
+            let sig = info.ssi_signo as i32;
+            // A signal the terminal sent (SI_KERNEL) went to the whole
+            // foreground process group, the command included: passing it on
+            // would deliver it twice.
+            if sig != libc::SIGCHLD && info.ssi_code != libc::SI_KERNEL {
+                let _ = process::kill(pid, sig);
+            }
+        }
+        guard.clear_ready();
+    }
+}
+
+/// Kills whatever the command left running (it would run on unsupervised,
+/// with every trapped call failing) and reaps it.
+fn end_sandbox() {
+    let tree = ProcTree { supervisor: std::process::id() };
+    for _ in 0..64 {
+        let inside: Vec<u32> = std::fs::read_dir("/proc")
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+            .filter(|&p| crate::policy::Processes::is_inside(&tree, p))
+            .collect();
+        if inside.is_empty() {
+            break;
+        }
+        for p in inside {
+            let _ = process::kill(p as libc::pid_t, libc::SIGKILL);
+        }
+        while let Ok(st) = nix::sys::wait::waitpid(None, Some(nix::sys::wait::WaitPidFlag::WNOHANG)) {
+            if st == nix::sys::wait::WaitStatus::StillAlive {
+                std::thread::sleep(std::time::Duration::from_millis(1));
+            }
+        }
+    }
+    while nix::sys::wait::waitpid(None, Some(nix::sys::wait::WaitPidFlag::WNOHANG)).is_ok_and(|s| s != nix::sys::wait::WaitStatus::StillAlive) {}
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn programs_are_found_like_execvp() {
+        assert_eq!(find_program(OsStr::new("sh"), Some(OsStr::new("/nonexistent:/bin"))), Some("/bin/sh".into()));
+        assert_eq!(find_program(OsStr::new("./x"), None), Some("./x".into()));
+        assert_eq!(find_program(OsStr::new("no-such-program-here"), Some(OsStr::new("/bin"))), None);
+    }
+}

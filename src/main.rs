@@ -1,0 +1,41 @@
+//! The `interpose` binary.
+
+use clap::Parser;
+use interpose::cli::{self, Cli, Command, DebugCommand};
+use std::process::ExitCode;
+
+/// Exit status when interpose itself fails.
+const INTERPOSE_FAILED: u8 = 125;
+
+fn main() -> ExitCode {
+    tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::from_env("INTERPOSE_LOG"))
+        .with_writer(std::io::stderr)
+        .init();
+    let args = Cli::try_parse_from(cli::with_default_verb(std::env::args_os().collect()));
+    let args = match args {
+        Ok(a) => a,
+        Err(e) if e.use_stderr() => {
+            let _ = e.print();
+            return ExitCode::from(INTERPOSE_FAILED);
+        }
+        Err(e) => {
+            let _ = e.print();
+            return ExitCode::SUCCESS;
+        }
+    };
+    let result: anyhow::Result<i32> = match args.command {
+        Command::Run(run) => cli::run::run(&run).map_err(Into::into),
+        Command::Check => Ok(cli::check::run()),
+        Command::Debug(DebugCommand::FilterPfc) => {
+            interpose::sandbox::filter::pfc().map(|p| print!("{p}")).map(|()| 0).map_err(Into::into)
+        }
+    };
+    match result {
+        Ok(code) => ExitCode::from(u8::try_from(code).unwrap_or(INTERPOSE_FAILED)),
+        Err(e) => {
+            eprintln!("interpose: error: {e:#}");
+            ExitCode::from(INTERPOSE_FAILED)
+        }
+    }
+}

@@ -1,0 +1,198 @@
+//! The built-in system surface: what ordinary programs need to start and run,
+//! minus the host's secrets. Built once at start-up from the host's files.
+
+use super::{Mode, Origin, Rule, Surface};
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+
+/// Read-only trees: programs, libraries and configuration.
+const READ_ONLY: &[&str] = &[
+    "/usr",
+    "/bin",
+    "/sbin",
+    "/lib",
+    "/lib32",
+    "/lib64",
+    "/libx32",
+    "/etc",
+    "/proc",
+    "/sys/devices/system/cpu",
+    "/sys/fs/cgroup",
+];
+
+/// Device nodes every program may read and write.
+const DEVICES: &[&str] = &[
+    "/dev/null",
+    "/dev/zero",
+    "/dev/full",
+    "/dev/random",
+    "/dev/urandom",
+    "/dev/tty",
+    "/dev/ptmx",
+    "/dev/pts",
+];
+
+/// Secrets inside the read-only trees, denied whatever their permissions.
+const SECRETS: &[&str] = &[
+    "/etc/shadow",
+    "/etc/shadow-",
+    "/etc/gshadow",
+    "/etc/gshadow-",
+    "/etc/sudoers",
+    "/etc/sudoers.d",
+    "/etc/ssl/private",
+    "/etc/security/opasswd",
+    "/etc/krb5.keytab",
+    // Kernel memory and logs, readable by root.
+    "/proc/kcore",
+    "/proc/kmsg",
+    "/proc/kallsyms",
+    "/proc/kpagecount",
+    "/proc/kpageflags",
+    "/proc/kpagecgroup",
+    "/proc/sysrq-trigger",
+    "/proc/timer_list",
+];
+
+/// A path that was left out of the surface, and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Skipped {
+    /// The path as written in the profile or flag.
+    pub path: String,
+    /// Why it was left out.
+    pub why: String,
+}
+
+/// Adds the built-in system surface to `surface`. Returns what was skipped.
+pub fn add_system(surface: &mut Surface) -> Vec<Skipped> {
+    let mut skipped = Vec::new();
+    let mut add = |path: &str, mode: Mode, why: &'static str, surface: &mut Surface| match std::fs::canonicalize(path) {
+        Ok(canonical) => surface.add(Rule { path: canonical, mode, origin: Origin::System(why) }),
+        Err(e) => skipped.push(Skipped { path: path.into(), why: e.to_string() }),
+    };
+    for p in READ_ONLY {
+        add(p, Mode::Ro, "programs and libraries", surface);
+    }
+    for p in DEVICES {
+        add(p, Mode::Rw, "standard devices", surface);
+    }
+    // Files that /etc links to elsewhere, such as resolv.conf under /run.
+    for target in etc_link_targets() {
+        surface.add(Rule { path: target, mode: Mode::Ro, origin: Origin::System("target of a link in /etc") });
+    }
+    // Denied whether or not they exist yet, so a later-created one is too.
+    for p in SECRETS {
+        surface.add(Rule { path: PathBuf::from(p), mode: Mode::Deny, origin: Origin::System("host secret") });
+    }
+    // Whatever in /etc only its owner or group may read is a secret too
+    // (SSH host keys, TLS keys, credential stores): the sandboxed command may
+    // run as root, so file permissions alone would not stop it.
+    for p in unreadable_by_others(Path::new("/etc"), 3) {
+        surface.add(Rule { path: p, mode: Mode::Deny, origin: Origin::System("not world-readable") });
+    }
+    for m in proc_mounts() {
+        surface.add_proc_mount(m);
+    }
+    skipped
+}
+
+fn etc_link_targets() -> Vec<PathBuf> {
+    let Ok(dir) = std::fs::read_dir("/etc") else { return Vec::new() };
+    dir.flatten()
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_symlink()))
+        .filter_map(|e| std::fs::canonicalize(e.path()).ok())
+        .filter(|t| t.is_file() && !t.starts_with("/etc") && !t.starts_with("/proc"))
+        .collect()
+}
+
+/// Entries beneath `dir`, to `depth` levels, whose mode denies "others" read.
+fn unreadable_by_others(dir: &Path, depth: u32) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let Ok(entries) = std::fs::read_dir(dir) else { return out };
+    for e in entries.flatten() {
+        let Ok(md) = e.path().symlink_metadata() else { continue };
+        if md.file_type().is_symlink() {
+            continue;
+        }
+        if md.mode() & 0o004 == 0 {
+            out.push(e.path());
+        } else if md.is_dir() && depth > 1 {
+            out.extend(unreadable_by_others(&e.path(), depth - 1));
+        }
+    }
+    out
+}
+
+/// Mount points of every procfs in this mount namespace.
+pub fn proc_mounts() -> Vec<PathBuf> {
+    let Ok(info) = std::fs::read_to_string("/proc/self/mountinfo") else { return vec!["/proc".into()] };
+    let mut out: Vec<PathBuf> = info
+        .lines()
+        .filter_map(|line| {
+            let (left, right) = line.split_once(" - ")?;
+            let fstype = right.split(' ').next()?;
+            let mount = left.split(' ').nth(4)?;
+            (fstype == "proc").then(|| PathBuf::from(unescape_mountinfo(mount)))
+        })
+        .collect();
+    if out.is_empty() {
+        out.push("/proc".into());
+    }
+    out
+}
+
+/// Undoes mountinfo's octal escapes (`\040` for a space).
+fn unescape_mountinfo(s: &str) -> String {
+    use std::os::unix::ffi::OsStringExt;
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'\\' && i + 3 < b.len() && b[i + 1..i + 4].iter().all(|c| (b'0'..=b'7').contains(c)) {
+            out.push((b[i + 1] - b'0') * 64 + (b[i + 2] - b'0') * 8 + (b[i + 3] - b'0'));
+            i += 4;
+        } else {
+            out.push(b[i]);
+            i += 1;
+        }
+    }
+    std::ffi::OsString::from_vec(out).to_string_lossy().into_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::policy::{Access, Processes};
+
+    struct Nobody;
+    impl Processes for Nobody {
+        fn is_inside(&self, _: u32) -> bool {
+            false
+        }
+    }
+
+    #[test]
+    fn mountinfo_escapes() {
+        assert_eq!(unescape_mountinfo("/a\\040b"), "/a b");
+        assert_eq!(unescape_mountinfo("/plain"), "/plain");
+    }
+
+    #[test]
+    fn system_surface_reads_programs_but_not_secrets() {
+        let mut s = Surface::new();
+        add_system(&mut s);
+        let ok = |p: &str, a| s.decide(p.as_bytes(), a, &Nobody).allowed;
+        assert!(ok("/usr/bin/env", Access::Exec));
+        assert!(ok("/etc/passwd", Access::Read));
+        assert!(!ok("/etc/passwd", Access::Write));
+        assert!(!ok("/etc/shadow", Access::Read));
+        assert!(ok("/dev/null", Access::Write));
+        assert!(!ok("/root/.bashrc", Access::Read));
+        assert!(!ok("/tmp/x", Access::Read));
+        assert!(!ok("/proc/1/environ", Access::Read));
+        assert!(!ok("/proc/kcore", Access::Read));
+        assert!(!ok("/proc/kmsg", Access::Read));
+        assert!(ok("/proc/cpuinfo", Access::Read));
+        assert!(s.proc_mounts().iter().any(|m| m == Path::new("/proc")));
+    }
+}

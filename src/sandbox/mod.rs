@@ -1,0 +1,249 @@
+//! Starting the sandboxed command: fork, confine the child, hand the
+//! seccomp listener to the parent, exec.
+//!
+//! Everything that allocates (the BPF program, the Landlock ruleset, argv and
+//! the environment) is prepared in the parent; the child only makes raw
+//! syscalls between `fork` and `execve`, in the order the threat model needs:
+//! close inherited descriptors, die with the parent, Landlock, no_new_privs,
+//! the seccomp filter with its listener, hand the listener over, exec.
+
+pub mod filter;
+pub mod landlock;
+
+use crate::sys::process::{self, Fork};
+use crate::sys::{seccomp, Errno};
+use std::ffi::CString;
+use std::os::fd::{AsFd, AsRawFd, OwnedFd};
+
+/// A step of the child's set-up, reported to the parent when it fails.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
+pub enum Stage {
+    /// Restoring the signal mask.
+    SignalMask = 1,
+    /// Closing inherited descriptors.
+    CloseFds = 2,
+    /// `PR_SET_PDEATHSIG`.
+    DeathSignal = 3,
+    /// The parent died before the child was set up.
+    ParentGone = 4,
+    /// `PR_SET_NO_NEW_PRIVS`.
+    NoNewPrivs = 5,
+    /// `landlock_restrict_self`.
+    Landlock = 6,
+    /// Installing the seccomp filter.
+    Seccomp = 7,
+    /// Passing the listener to the parent.
+    SendListener = 8,
+    /// `execve` of the command.
+    Exec = 9,
+}
+
+impl Stage {
+    fn from_u8(v: u8) -> Option<Stage> {
+        use Stage::*;
+        [SignalMask, CloseFds, DeathSignal, ParentGone, NoNewPrivs, Landlock, Seccomp, SendListener, Exec]
+            .into_iter()
+            .find(|s| *s as u8 == v)
+    }
+
+    /// What the stage does, for error messages.
+    pub fn describe(self) -> &'static str {
+        match self {
+            Stage::SignalMask => "restoring the signal mask",
+            Stage::CloseFds => "closing inherited file descriptors",
+            Stage::DeathSignal => "setting the parent-death signal",
+            Stage::ParentGone => "checking that interpose is still running",
+            Stage::NoNewPrivs => "setting no_new_privs",
+            Stage::Landlock => "applying the Landlock ruleset",
+            Stage::Seccomp => "installing the seccomp filter",
+            Stage::SendListener => "handing the seccomp listener to the supervisor",
+            Stage::Exec => "executing the command",
+        }
+    }
+}
+
+/// Errors starting the sandbox.
+#[derive(Debug, thiserror::Error)]
+pub enum SpawnError {
+    /// A call in the parent failed.
+    #[error("{what}: {errno}")]
+    Parent {
+        /// The failed step.
+        what: &'static str,
+        /// Its errno.
+        errno: Errno,
+    },
+    /// The child failed a set-up step and reported it.
+    #[error("in the sandboxed child, {}: {errno}", stage.describe())]
+    Child {
+        /// The step.
+        stage: Stage,
+        /// Its errno.
+        errno: Errno,
+    },
+    /// The child ended without saying why.
+    #[error("the sandboxed child exited during set-up")]
+    ChildVanished,
+}
+
+/// What the child needs, prepared in the parent.
+pub struct Plan {
+    /// Absolute or relative path of the program to exec.
+    pub program: CString,
+    /// Its argument vector.
+    pub argv: Vec<CString>,
+    /// Its environment, `NAME=value`.
+    pub env: Vec<CString>,
+    /// The BPF program.
+    pub filter: Vec<libc::sock_filter>,
+    /// The Landlock ruleset, unless running without the backstop.
+    pub landlock: Option<OwnedFd>,
+}
+
+/// A started sandbox whose command has not necessarily exec'd yet.
+pub struct Started {
+    /// The command's pid.
+    pub pid: libc::pid_t,
+    /// The seccomp listener.
+    pub listener: OwnedFd,
+    /// The parent's end of the set-up channel: end-of-stream once the
+    /// command has exec'd, or an `Exec` failure report.
+    pub channel: OwnedFd,
+}
+
+const TAG_LISTENER: u8 = b'L';
+const TAG_ERROR: u8 = b'E';
+
+/// Forks and starts the command under `plan`. `child_mask` is the signal
+/// mask the command starts with (the parent keeps its signals blocked for
+/// its signalfd).
+pub fn start(plan: &Plan, child_mask: &libc::sigset_t) -> Result<Started, SpawnError> {
+    let parent_err = |what| move |errno| SpawnError::Parent { what, errno };
+    let (ours, theirs) = nix::sys::socket::socketpair(
+        nix::sys::socket::AddressFamily::Unix,
+        nix::sys::socket::SockType::SeqPacket,
+        None,
+        nix::sys::socket::SockFlag::SOCK_CLOEXEC,
+    )
+    .map_err(parent_err("creating the set-up channel"))?;
+
+    let ptrs = |v: &[CString]| v.iter().map(|s| s.as_ptr()).chain(std::iter::once(std::ptr::null())).collect::<Vec<_>>();
+    let argv = ptrs(&plan.argv);
+    let envp = ptrs(&plan.env);
+    let parent = std::process::id() as libc::pid_t;
+
+    match process::fork().map_err(parent_err("fork"))? {
+        Fork::Child => {
+            drop(ours);
+            child(plan, child_mask, theirs, parent, &argv, &envp)
+        }
+        Fork::Parent(pid) => {
+            drop(theirs);
+            let mut msg = [0u8; 8];
+            match process::recv_with_fd(ours.as_fd(), &mut msg) {
+                Ok((n, Some(listener))) if n >= 1 && msg[0] == TAG_LISTENER => {
+                    Ok(Started { pid, listener, channel: ours })
+                }
+                Ok((8, None)) if msg[0] == TAG_ERROR => {
+                    reap(pid);
+                    Err(decode_error(&msg).unwrap_or(SpawnError::ChildVanished))
+                }
+                _ => {
+                    reap(pid);
+                    Err(SpawnError::ChildVanished)
+                }
+            }
+        }
+    }
+}
+
+fn reap(pid: libc::pid_t) {
+    let _ = nix::sys::wait::waitpid(nix::unistd::Pid::from_raw(pid), None);
+}
+
+fn decode_error(msg: &[u8; 8]) -> Option<SpawnError> {
+    let stage = Stage::from_u8(msg[1])?;
+    let errno = Errno::from_raw(i32::from_ne_bytes(msg[4..8].try_into().ok()?));
+    Some(SpawnError::Child { stage, errno })
+}
+
+/// After the command is running under the supervisor: waits until it has
+/// exec'd (`Ok`) or reports why `execve` failed.
+pub fn exec_result(channel: &OwnedFd) -> Result<(), Errno> {
+    let mut msg = [0u8; 8];
+    match process::recv_with_fd(channel.as_fd(), &mut msg) {
+        Ok((8, _)) if msg[0] == TAG_ERROR && msg[1] == Stage::Exec as u8 => {
+            Err(Errno::from_raw(i32::from_ne_bytes(msg[4..8].try_into().expect("4 bytes"))))
+        }
+        _ => Ok(()),
+    }
+}
+
+/// The child's side. Raw syscalls only; never returns.
+fn child(
+    plan: &Plan,
+    mask: &libc::sigset_t,
+    channel: OwnedFd,
+    parent: libc::pid_t,
+    argv: &[*const libc::c_char],
+    envp: &[*const libc::c_char],
+) -> ! {
+    let report = |stage: Stage, errno: Errno| -> ! {
+        let mut msg = [0u8; 8];
+        msg[0] = TAG_ERROR;
+        msg[1] = stage as u8;
+        msg[4..8].copy_from_slice(&(errno as i32).to_ne_bytes());
+        let _ = process::write_all(channel.as_fd(), &msg);
+        let code = match (stage, errno) {
+            (Stage::Exec, Errno::ENOENT) => 127,
+            (Stage::Exec, _) => 126,
+            _ => 125,
+        };
+        process::exit_now(code)
+    };
+
+    if let Err(e) = process::set_signal_mask(mask) {
+        report(Stage::SignalMask, e);
+    }
+    let mut keep = [channel.as_raw_fd(), plan.landlock.as_ref().map_or(-1, |f| f.as_raw_fd())];
+    keep.sort_unstable();
+    let keep: &[i32] = if keep[0] < 0 { &keep[1..] } else { &keep };
+    if let Err(e) = process::close_fds_except(keep) {
+        report(Stage::CloseFds, e);
+    }
+    if let Err(e) = process::set_parent_death_signal(libc::SIGKILL) {
+        report(Stage::DeathSignal, e);
+    }
+    // If interpose died before the line above, the death signal will never
+    // come: stop here rather than run unsupervised.
+    if process::parent_pid() != parent {
+        report(Stage::ParentGone, Errno::ESRCH);
+    }
+    if let Some(ruleset) = &plan.landlock {
+        if let Err(e) = process::set_no_new_privs() {
+            report(Stage::NoNewPrivs, e);
+        }
+        if let Err(e) = crate::sys::landlock::restrict_self(ruleset.as_fd()) {
+            report(Stage::Landlock, e);
+        }
+    } else if let Err(e) = process::set_no_new_privs() {
+        report(Stage::NoNewPrivs, e);
+    }
+    let flags = seccomp::FILTER_FLAG_NEW_LISTENER | seccomp::FILTER_FLAG_WAIT_KILLABLE_RECV;
+    let listener = match seccomp::install_filter(&plan.filter, flags) {
+        Ok(fd) => fd,
+        Err(e) => report(Stage::Seccomp, e),
+    };
+    // From here on every trapped syscall waits for the supervisor, which
+    // starts answering as soon as it has the listener; the calls below
+    // (sendmsg, close, write, exit) are not trapped.
+    if let Err(e) = process::send_fd(channel.as_fd(), TAG_LISTENER, listener.as_fd()) {
+        report(Stage::SendListener, e);
+    }
+    // The command must not hold its own listener: it could answer its own
+    // notifications.
+    drop(listener);
+    let errno = process::execve(&plan.program, argv, envp);
+    report(Stage::Exec, errno)
+}

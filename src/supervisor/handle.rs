@@ -1,0 +1,354 @@
+//! Deciding one notification: read its paths, resolve, check, answer.
+
+use super::resolve::{Caller, Request, Resolved, ResolveError, Target};
+use super::{Answer, Supervisor};
+use crate::policy::syscalls::{Op, Syscall};
+use crate::policy::{table, Access, Reason};
+use crate::sys::fs::{self, Dir, OpenHow};
+use crate::sys::{mem, seccomp, Errno};
+use std::os::fd::{AsFd, OwnedFd};
+
+/// One path decision, for the counters and the audit trail.
+#[derive(Debug)]
+pub struct Check {
+    pub syscall: &'static str,
+    pub path: Vec<u8>,
+    pub resolved: Option<Vec<u8>>,
+    pub access: &'static str,
+    pub allowed: bool,
+    pub errno: Option<Errno>,
+    pub reason: String,
+}
+
+/// What to answer (nothing if the caller went away) and what was decided.
+pub struct Outcome {
+    pub answer: Option<Answer>,
+    pub checks: Vec<Check>,
+}
+
+const AT_EMPTY_PATH: u64 = libc::AT_EMPTY_PATH as u64;
+const AT_SYMLINK_NOFOLLOW: u64 = libc::AT_SYMLINK_NOFOLLOW as u64;
+const AT_SYMLINK_FOLLOW: u64 = libc::AT_SYMLINK_FOLLOW as u64;
+
+pub fn handle(sup: &Supervisor, notif: &seccomp::Notif) -> Outcome {
+    let Some(row) = table::lookup(notif.data.nr) else {
+        // The filter only traps table rows; anything else is a bug, and the
+        // safe answer to a bug is no.
+        return Outcome { answer: Some(Answer::Fail(Errno::ENOSYS)), checks: Vec::new() };
+    };
+    let mut cx = Cx { sup, notif, row, checks: Vec::new(), tgid: std::cell::OnceCell::new() };
+    let answer = match cx.run() {
+        Ok(a) => Some(a),
+        Err(Stop::Fail(e)) => Some(Answer::Fail(e)),
+        Err(Stop::Gone) => None,
+    };
+    Outcome { answer, checks: cx.checks }
+}
+
+enum Stop {
+    /// Fail the call with this errno.
+    Fail(Errno),
+    /// The notification is no longer valid: the caller is gone.
+    Gone,
+}
+
+impl From<Errno> for Stop {
+    fn from(e: Errno) -> Self {
+        Stop::Fail(e)
+    }
+}
+
+/// A path argument read from the caller, with its starting directory.
+struct PathArg {
+    bytes: Vec<u8>,
+    base: Option<OwnedFd>,
+}
+
+struct Cx<'a> {
+    sup: &'a Supervisor,
+    notif: &'a seccomp::Notif,
+    row: &'static Syscall,
+    checks: Vec<Check>,
+    tgid: std::cell::OnceCell<u32>,
+}
+
+impl Cx<'_> {
+    fn arg(&self, i: Option<u8>) -> u64 {
+        i.map_or(0, |i| self.notif.data.args[i as usize])
+    }
+
+    /// Reads path argument `path` and opens its starting directory `dirfd`
+    /// (the caller's cwd when there is no dirfd argument) if it is needed.
+    fn path_arg(&self, dirfd: Option<u8>, path: Option<u8>, anchored: bool) -> Result<PathArg, Stop> {
+        let mut buf = [0u8; mem::PATH_MAX];
+        let n = mem::read_path(self.notif.pid, self.arg(path), &mut buf)?;
+        let bytes = buf[..n].to_vec();
+        let base = if bytes.first() == Some(&b'/') && !anchored {
+            None
+        } else {
+            let dirfd = dirfd.map_or(libc::AT_FDCWD, |i| self.notif.data.args[i as usize] as i32);
+            Some(self.open_dir(dirfd)?)
+        };
+        Ok(PathArg { bytes, base })
+    }
+
+    /// Opens the caller's cwd or descriptor `dirfd` through `/proc/<tid>`.
+    fn open_dir(&self, dirfd: i32) -> Result<OwnedFd, Errno> {
+        let path = if dirfd == libc::AT_FDCWD {
+            format!("/proc/{}/cwd", self.notif.pid)
+        } else if dirfd < 0 {
+            return Err(Errno::EBADF);
+        } else {
+            format!("/proc/{}/fd/{dirfd}", self.notif.pid)
+        };
+        let cpath = std::ffi::CString::new(path).map_err(|_| Errno::EINVAL)?;
+        match fs::openat(Dir::Cwd, &cpath, libc::O_PATH, 0) {
+            Err(Errno::ENOENT) if dirfd != libc::AT_FDCWD => Err(Errno::EBADF),
+            other => other,
+        }
+    }
+
+    /// Everything read from the caller so far belongs to it only if the
+    /// notification is still pending: after the caller dies its tid can be
+    /// reused by another process.
+    fn still_valid(&self) -> Result<(), Stop> {
+        if seccomp::id_valid(self.sup.listener.as_fd(), self.notif.id) {
+            Ok(())
+        } else {
+            Err(Stop::Gone)
+        }
+    }
+
+    fn resolve(&self, arg: &PathArg, follow: bool, empty_path: bool, resolve: u64) -> Result<Resolved, ResolveError> {
+        let caller = Caller { tid: self.notif.pid, tgid: &self.tgid, base: arg.base.as_ref().map(|b| b.as_fd()) };
+        let req = Request { path: &arg.bytes, follow, empty_path, resolve };
+        self.sup.resolver.resolve(&self.sup.surface, &self.sup.procs, &caller, req)
+    }
+
+    /// Decides `access` to what `arg` resolved to and records the decision.
+    /// Returns the resolution when allowed.
+    fn check(&mut self, arg: &PathArg, resolved: Result<Resolved, ResolveError>, access: Access) -> Result<Resolved, Stop> {
+        let name = access_name(access);
+        let r = match resolved {
+            Ok(r) => r,
+            Err(ResolveError::Errno(e)) => {
+                self.push(arg, None, name, false, Some(e), "resolution failed".into());
+                return Err(Stop::Fail(e));
+            }
+            Err(ResolveError::OutsideProc(path)) => {
+                let pid = std::str::from_utf8(path.rsplit(|&c| c == b'/').next().unwrap_or_default())
+                    .ok()
+                    .and_then(|p| p.parse().ok())
+                    .unwrap_or(0);
+                let why = self.sup.surface.describe(Reason::ProcOutside(pid));
+                self.push(arg, Some(path), name, false, Some(Errno::EACCES), why);
+                return Err(Stop::Fail(Errno::EACCES));
+            }
+        };
+        let (allowed, why) = match &r.target {
+            // Reached only through a magic link of a sandboxed process: an
+            // object (pipe, socket) the caller's family already holds.
+            Target::Anonymous { .. } => (true, "object held by a sandboxed process".to_string()),
+            _ => {
+                let v = self.sup.surface.decide(&r.path, access, &self.sup.procs);
+                (v.allowed, self.sup.surface.describe(v.reason))
+            }
+        };
+        let errno = (!allowed).then_some(Errno::EACCES);
+        self.push(arg, Some(r.path.clone()), name, allowed, errno, why);
+        if allowed {
+            Ok(r)
+        } else {
+            Err(Stop::Fail(Errno::EACCES))
+        }
+    }
+
+    fn push(&mut self, arg: &PathArg, resolved: Option<Vec<u8>>, access: &'static str, allowed: bool, errno: Option<Errno>, reason: String) {
+        self.checks.push(Check {
+            syscall: self.row.name,
+            path: arg.bytes.clone(),
+            resolved,
+            access,
+            allowed,
+            errno,
+            reason,
+        });
+    }
+
+    fn run(&mut self) -> Result<Answer, Stop> {
+        let row = self.row;
+        match row.op {
+            Op::Open | Op::Creat | Op::Openat2 => self.open(),
+            Op::Exec => {
+                let flags = self.arg(row.flags);
+                let arg = self.path_arg(row.dirfd, row.path, false)?;
+                self.still_valid()?;
+                let empty = row.flags.is_some() && flags & AT_EMPTY_PATH != 0;
+                let follow = flags & AT_SYMLINK_NOFOLLOW == 0;
+                let r = self.resolve(&arg, follow, empty, 0);
+                let r = self.check(&arg, r, Access::Exec)?;
+                match r.target {
+                    Target::Exists { .. } => Ok(Answer::Continue),
+                    Target::Missing { .. } => Err(Errno::ENOENT.into()),
+                    Target::Anonymous { .. } => Err(Errno::EACCES.into()),
+                }
+            }
+            Op::Unlink | Op::Rmdir | Op::Mkdir | Op::Symlink => {
+                let (d, p) = if row.op == Op::Symlink { (row.dirfd2, row.path2) } else { (row.dirfd, row.path) };
+                let arg = self.path_arg(d, p, false)?;
+                self.still_valid()?;
+                let access = if row.op == Op::Mkdir || row.op == Op::Symlink { Access::Create } else { Access::Delete };
+                let r = self.resolve(&arg, false, false, 0);
+                self.check(&arg, r, access)?;
+                Ok(Answer::Continue)
+            }
+            Op::Rename | Op::Link => {
+                let flags = self.arg(row.flags);
+                let src = self.path_arg(row.dirfd, row.path, false)?;
+                let dst = self.path_arg(row.dirfd2, row.path2, false)?;
+                self.still_valid()?;
+                let (follow, empty, access) = if row.op == Op::Link {
+                    (flags & AT_SYMLINK_FOLLOW != 0, row.flags.is_some() && flags & AT_EMPTY_PATH != 0, Access::LinkSource)
+                } else {
+                    (false, false, Access::Delete)
+                };
+                let r = self.resolve(&src, follow, empty, 0);
+                self.check(&src, r, access)?;
+                let r = self.resolve(&dst, false, false, 0);
+                self.check(&dst, r, Access::Create)?;
+                Ok(Answer::Continue)
+            }
+            Op::Truncate => {
+                let arg = self.path_arg(row.dirfd, row.path, false)?;
+                self.still_valid()?;
+                let r = self.resolve(&arg, true, false, 0);
+                self.check(&arg, r, Access::Write)?;
+                Ok(Answer::Continue)
+            }
+            Op::Refuse => Err(Errno::EPERM.into()),
+        }
+    }
+
+    /// `open`, `creat`, `openat`, `openat2`: the supervisor opens the object
+    /// it checked and installs the descriptor in the caller.
+    fn open(&mut self) -> Result<Answer, Stop> {
+        let row = self.row;
+        let a = &self.notif.data.args;
+        let (flags, mode, resolve) = match row.op {
+            Op::Creat => (libc::O_CREAT | libc::O_WRONLY | libc::O_TRUNC, a[1] as u32, 0),
+            Op::Openat2 => {
+                let how = self.read_open_how(a[2], a[3])?;
+                (how.flags as i32, how.mode as u32, how.resolve & !fs::RESOLVE_CACHED)
+            }
+            _ => {
+                let i = row.flags.expect("open rows name their flags") as usize;
+                (a[i] as i32, a[i + 1] as u32, 0)
+            }
+        };
+        let anchored = resolve & (fs::RESOLVE_BENEATH | fs::RESOLVE_IN_ROOT) != 0;
+        let arg = self.path_arg(row.dirfd, row.path, anchored)?;
+        self.still_valid()?;
+
+        let o_path = flags & libc::O_PATH != 0;
+        let tmpfile = flags & libc::O_TMPFILE == libc::O_TMPFILE;
+        let create = flags & libc::O_CREAT != 0 && !o_path && !tmpfile;
+        let exclusive = create && flags & libc::O_EXCL != 0;
+        let writes = flags & libc::O_ACCMODE != libc::O_RDONLY || flags & libc::O_TRUNC != 0;
+        let follow = flags & libc::O_NOFOLLOW == 0 && !exclusive;
+        let cloexec = flags & libc::O_CLOEXEC != 0;
+
+        let r = self.resolve(&arg, follow, false, resolve);
+        let missing = matches!(r, Ok(Resolved { target: Target::Missing { .. }, .. }));
+        let access = if tmpfile || (create && missing) || exclusive {
+            Access::Create
+        } else if writes && !o_path {
+            Access::Write
+        } else {
+            Access::Read
+        };
+        let r = self.check(&arg, r, access)?;
+        match r.target {
+            Target::Missing { fd: parent, name } => {
+                if !create {
+                    return Err(Errno::ENOENT.into());
+                }
+                let umask = self.umask()?;
+                // O_NOFOLLOW: if a symlink appeared at the name since the
+                // check, fail instead of creating wherever it points.
+                let fd = fs::openat(Dir::Fd(parent.as_fd()), &name, (flags | libc::O_NOFOLLOW) & !libc::O_CLOEXEC, mode & !umask & 0o7777)?;
+                Ok(Answer::Install { fd, cloexec })
+            }
+            Target::Exists { .. } if exclusive => Err(Errno::EEXIST.into()),
+            Target::Exists { .. } | Target::Anonymous { .. } if o_path => Ok(Answer::Continue),
+            Target::Exists { mode: st_mode, fd } => match st_mode & libc::S_IFMT {
+                libc::S_IFLNK => Err(Errno::ELOOP.into()),
+                libc::S_IFREG | libc::S_IFDIR => {
+                    let reopen = flags & !(libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW | libc::O_CLOEXEC) | libc::O_NOCTTY;
+                    let mode = if tmpfile { mode & !self.umask()? & 0o7777 } else { 0 };
+                    let fd = self.sup.resolver.reopen(fd.as_fd(), reopen, mode)?;
+                    Ok(Answer::Install { fd, cloexec })
+                }
+                // Devices, FIFOs and sockets: opening them from here could
+                // block the supervisor (a FIFO waits for its peer) or change
+                // whose terminal it is. The kernel opens them instead, under
+                // the Landlock ruleset built from the same surface.
+                _ => Ok(Answer::Continue),
+            },
+            Target::Anonymous { .. } => Ok(Answer::Continue),
+        }
+    }
+
+    /// Reads and validates the caller's `struct open_how` as `openat2` would.
+    fn read_open_how(&self, addr: u64, size: u64) -> Result<OpenHow, Errno> {
+        let base = std::mem::size_of::<OpenHow>() as u64;
+        if size < base {
+            return Err(Errno::EINVAL);
+        }
+        if size > 4096 {
+            return Err(Errno::E2BIG);
+        }
+        let mut buf = vec![0u8; size as usize];
+        if mem::read(self.notif.pid, addr, &mut buf)? != buf.len() {
+            return Err(Errno::EFAULT);
+        }
+        if buf[base as usize..].iter().any(|&b| b != 0) {
+            return Err(Errno::E2BIG);
+        }
+        let word = |i: usize| u64::from_ne_bytes(buf[i * 8..i * 8 + 8].try_into().expect("8 bytes"));
+        let how = OpenHow { flags: word(0), mode: word(1), resolve: word(2) };
+        let known = fs::RESOLVE_NO_XDEV
+            | fs::RESOLVE_NO_MAGICLINKS
+            | fs::RESOLVE_NO_SYMLINKS
+            | fs::RESOLVE_BENEATH
+            | fs::RESOLVE_IN_ROOT
+            | fs::RESOLVE_CACHED;
+        let creates = how.flags & (libc::O_CREAT as u64) != 0 || how.flags & (libc::O_TMPFILE as u64) == libc::O_TMPFILE as u64;
+        if how.flags >> 32 != 0
+            || how.resolve & !known != 0
+            || how.resolve & (fs::RESOLVE_BENEATH | fs::RESOLVE_IN_ROOT) == fs::RESOLVE_BENEATH | fs::RESOLVE_IN_ROOT
+            || (how.mode != 0 && !creates)
+            || how.mode & !0o7777 != 0
+        {
+            return Err(Errno::EINVAL);
+        }
+        Ok(how)
+    }
+
+    /// The caller's umask, which the kernel would apply to a created file.
+    fn umask(&self) -> Result<u32, Stop> {
+        let v = super::resolve::proc_status_field(self.notif.pid, "Umask:").ok_or(Stop::Gone)?;
+        self.still_valid()?;
+        u32::from_str_radix(&v, 8).map_err(|_| Stop::Fail(Errno::EINVAL))
+    }
+}
+
+fn access_name(a: Access) -> &'static str {
+    match a {
+        Access::Read => "read",
+        Access::Write => "write",
+        Access::Create => "create",
+        Access::Delete => "delete",
+        Access::LinkSource => "link_source",
+        Access::Exec => "exec",
+    }
+}

@@ -1,0 +1,181 @@
+//! The supervisor: receives each trapped syscall, reads its paths from the
+//! caller's memory, resolves them as the kernel would for that thread,
+//! decides them against the surface and answers.
+//!
+//! Notifications are received on dedicated threads blocked in
+//! `SECCOMP_IOCTL_NOTIF_RECV` (with the listener's sync wake-up flag, the
+//! kernel hands the notification over on the waking CPU). A pool keeps at
+//! least one thread waiting: when the last idle worker picks up a call,
+//! another is started, so one slow answer never stalls the others.
+
+mod handle;
+pub mod procs;
+pub mod resolve;
+
+use crate::audit::{self, Sink};
+use crate::policy::Surface;
+use crate::sys::seccomp::{self, NotifResp};
+use crate::sys::Errno;
+use procs::ProcTree;
+use resolve::Resolver;
+use std::os::fd::{AsFd, OwnedFd};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::Arc;
+
+/// Upper bound on worker threads.
+const MAX_WORKERS: usize = 64;
+
+/// How an allowed or denied call is answered.
+#[derive(Debug)]
+pub enum Answer {
+    /// Let the kernel run the call (`SECCOMP_USER_NOTIF_FLAG_CONTINUE`).
+    Continue,
+    /// Fail the call with this errno.
+    Fail(Errno),
+    /// Complete the call by installing this descriptor in the caller
+    /// (`SECCOMP_IOCTL_NOTIF_ADDFD` with `SECCOMP_ADDFD_FLAG_SEND`).
+    Install {
+        /// The descriptor the supervisor opened.
+        fd: OwnedFd,
+        /// Whether the caller asked for `O_CLOEXEC`.
+        cloexec: bool,
+    },
+}
+
+/// Counters, read at the end of the run.
+#[derive(Debug, Default)]
+pub struct Stats {
+    /// Notifications answered.
+    pub notifications: AtomicU64,
+    /// Paths allowed.
+    pub allowed: AtomicU64,
+    /// Paths denied.
+    pub denied: AtomicU64,
+}
+
+/// Everything the workers share.
+pub struct Supervisor {
+    listener: OwnedFd,
+    surface: Surface,
+    procs: ProcTree,
+    resolver: Resolver,
+    audit: Option<Sink>,
+    /// Counters.
+    pub stats: Stats,
+    idle: AtomicUsize,
+    workers: AtomicUsize,
+}
+
+impl Supervisor {
+    /// A supervisor for the listener of a sandbox started by this process.
+    pub fn new(listener: OwnedFd, surface: Surface, audit: Option<Sink>) -> Result<Arc<Self>, Errno> {
+        Ok(Arc::new(Self {
+            listener,
+            surface,
+            procs: ProcTree { supervisor: std::process::id() },
+            resolver: Resolver::new()?,
+            audit,
+            stats: Stats::default(),
+            idle: AtomicUsize::new(0),
+            workers: AtomicUsize::new(0),
+        }))
+    }
+
+    /// Starts `n` worker threads (more are added on demand).
+    pub fn start(self: &Arc<Self>, n: usize) {
+        for _ in 0..n.max(1) {
+            self.spawn_worker();
+        }
+    }
+
+    fn spawn_worker(self: &Arc<Self>) {
+        if self.workers.fetch_add(1, Ordering::SeqCst) >= MAX_WORKERS {
+            self.workers.fetch_sub(1, Ordering::SeqCst);
+            return;
+        }
+        self.idle.fetch_add(1, Ordering::SeqCst);
+        let me = Arc::clone(self);
+        let spawned = std::thread::Builder::new().name("interpose-worker".into()).spawn(move || me.worker());
+        if spawned.is_err() {
+            self.workers.fetch_sub(1, Ordering::SeqCst);
+            self.idle.fetch_sub(1, Ordering::SeqCst);
+        }
+    }
+
+    fn worker(self: Arc<Self>) {
+        loop {
+            let notif = match seccomp::recv(self.listener.as_fd()) {
+                Ok(n) => n,
+                // The caller was killed before we read it, or a signal hit us.
+                Err(Errno::EINTR | Errno::ENOENT) => continue,
+                Err(e) => {
+                    tracing::error!("receiving notifications failed: {e}; the worker stops");
+                    self.workers.fetch_sub(1, Ordering::SeqCst);
+                    self.idle.fetch_sub(1, Ordering::SeqCst);
+                    return;
+                }
+            };
+            if self.idle.fetch_sub(1, Ordering::SeqCst) == 1 {
+                // We were the last one waiting: keep someone receiving.
+                self.spawn_worker();
+            }
+            self.stats.notifications.fetch_add(1, Ordering::Relaxed);
+            let started = std::time::Instant::now();
+            let outcome = handle::handle(&self, &notif);
+            if let Some(answer) = outcome.answer {
+                self.answer(notif.id, answer);
+            }
+            self.record(&notif, outcome.checks, started);
+            self.idle.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+
+    fn answer(&self, id: u64, answer: Answer) {
+        let listener = self.listener.as_fd();
+        let result = match answer {
+            Answer::Continue => {
+                seccomp::send(listener, NotifResp { id, val: 0, error: 0, flags: seccomp::USER_NOTIF_FLAG_CONTINUE })
+            }
+            Answer::Fail(e) => seccomp::send(listener, NotifResp { id, val: 0, error: -(e as i32), flags: 0 }),
+            Answer::Install { fd, cloexec } => match seccomp::addfd_send(listener, id, fd.as_fd(), cloexec) {
+                Ok(_) | Err(Errno::ENOENT) => Ok(()),
+                // Installing failed (the caller is out of descriptors, say):
+                // the syscall fails with that error instead.
+                Err(e) => seccomp::send(listener, NotifResp { id, val: 0, error: -(e as i32), flags: 0 }),
+            },
+        };
+        match result {
+            // ENOENT: the caller went away (killed, or interrupted) meanwhile.
+            Ok(()) | Err(Errno::ENOENT) => {}
+            Err(e) => tracing::warn!("answering notification {id} failed: {e}"),
+        }
+    }
+
+    fn record(&self, notif: &seccomp::Notif, checks: Vec<handle::Check>, started: std::time::Instant) {
+        for c in &checks {
+            let counter = if c.allowed { &self.stats.allowed } else { &self.stats.denied };
+            counter.fetch_add(1, Ordering::Relaxed);
+        }
+        let Some(sink) = &self.audit else { return };
+        let handling_ns = started.elapsed().as_nanos() as u64;
+        let pid = resolve::proc_status_field(notif.pid, "Tgid:").and_then(|v| v.parse().ok()).unwrap_or(notif.pid);
+        for c in checks {
+            sink.send(audit::Record::Decision(audit::Decision {
+                seq: sink.next_seq(),
+                time_ns: audit::now_ns(),
+                pid,
+                tid: notif.pid,
+                syscall: c.syscall,
+                nr: notif.data.nr,
+                path: audit::Bytes(c.path),
+                resolved: c.resolved.map(audit::Bytes),
+                access: c.access,
+                decision: if c.allowed { "allow" } else { "deny" },
+                errno: c.errno.map(audit::ErrnoName),
+                rule: c.reason,
+                handling_ns,
+            }));
+        }
+    }
+}
+

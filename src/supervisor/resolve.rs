@@ -1,0 +1,475 @@
+//! Path resolution as the kernel would do it for the trapped thread.
+//!
+//! The result is an `O_PATH` handle on the object the path names (or on its
+//! parent directory, when the last component does not exist) plus the
+//! object's canonical absolute path, which is what the surface decides on.
+//! Holding the handle pins the object: later operations act on it, not on a
+//! path a racing thread could change.
+//!
+//! The fast path is one `openat2(RESOLVE_NO_MAGICLINKS)` followed by reading
+//! the handle's path back from `/proc/self/fd`. It is only trusted when it
+//! did not go through procfs, because there `self` and the magic links
+//! (`/proc/<pid>/{cwd,root,exe,fd/N}`) mean something different for the
+//! supervisor than for the sandboxed thread. Everything else takes the slow
+//! path: a component-by-component walk that maps `self` to the caller,
+//! follows magic links of sandboxed processes only, and refuses to enter
+//! `/proc/<pid>` of any other process.
+
+use crate::policy::{Processes, Surface};
+use crate::sys::fs::{self, Dir, OpenHow};
+use crate::sys::Errno;
+use std::ffi::CString;
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+
+/// Maximum symlinks followed in one resolution, as the kernel's `MAXSYMLINKS`.
+const MAX_SYMLINKS: u32 = 40;
+
+/// What a path names.
+#[derive(Debug)]
+pub enum Target {
+    /// An existing object: `fd` is an `O_PATH` handle on it (on the link
+    /// itself when the last component is a symlink not followed).
+    Exists {
+        /// The handle.
+        fd: OwnedFd,
+        /// `st_mode` of the object.
+        mode: u32,
+    },
+    /// The last component does not exist; `fd` is a handle on the directory
+    /// that would hold it and `name` its name there.
+    Missing {
+        /// Handle on the parent directory.
+        fd: OwnedFd,
+        /// The missing entry's name.
+        name: CString,
+    },
+    /// An object with no path, reached through a magic link of a sandboxed
+    /// process (a pipe or socket behind `/proc/self/fd/N`).
+    Anonymous {
+        /// The handle.
+        fd: OwnedFd,
+    },
+}
+
+/// A resolved path.
+#[derive(Debug)]
+pub struct Resolved {
+    /// What it names.
+    pub target: Target,
+    /// Canonical absolute path (for [`Target::Missing`], parent plus name;
+    /// for [`Target::Anonymous`], the kernel's description such as `pipe:[7]`).
+    pub path: Vec<u8>,
+}
+
+/// Why resolution failed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ResolveError {
+    /// The kernel would fail the call with this errno.
+    Errno(Errno),
+    /// The path enters `/proc/<pid>` of a process outside the sandbox.
+    OutsideProc(Vec<u8>),
+}
+
+impl From<Errno> for ResolveError {
+    fn from(e: Errno) -> Self {
+        ResolveError::Errno(e)
+    }
+}
+
+/// One path argument to resolve.
+#[derive(Debug, Clone, Copy)]
+pub struct Request<'a> {
+    /// The path bytes as the caller passed them (no NUL).
+    pub path: &'a [u8],
+    /// Whether a symlink in the last component is followed.
+    pub follow: bool,
+    /// Whether an empty path names the base itself (`AT_EMPTY_PATH`).
+    pub empty_path: bool,
+    /// The caller's `RESOLVE_*` flags (openat2), else 0.
+    pub resolve: u64,
+}
+
+/// The caller's identity and its starting directory.
+pub struct Caller<'a> {
+    /// Thread id of the caller.
+    pub tid: u32,
+    /// Its process id, looked up when first needed.
+    pub tgid: &'a std::cell::OnceCell<u32>,
+    /// Handle on the directory relative paths start from (the caller's cwd
+    /// or dirfd), opened through `/proc/<tid>`.
+    pub base: Option<BorrowedFd<'a>>,
+}
+
+impl Caller<'_> {
+    /// The caller's process id (`Tgid` in `/proc/<tid>/status`).
+    pub fn tgid(&self) -> u32 {
+        *self.tgid.get_or_init(|| proc_status_field(self.tid, "Tgid:").and_then(|v| v.parse().ok()).unwrap_or(self.tid))
+    }
+}
+
+/// A field of `/proc/<tid>/status`, trimmed.
+pub fn proc_status_field(tid: u32, field: &str) -> Option<String> {
+    let status = std::fs::read_to_string(format!("/proc/{tid}/status")).ok()?;
+    status.lines().find_map(|l| l.strip_prefix(field)).map(|v| v.trim().to_string())
+}
+
+/// State shared by every resolution.
+pub struct Resolver {
+    /// `/proc/self/fd`, to read back the paths of our handles.
+    proc_self_fd: OwnedFd,
+    /// The root directory.
+    root: OwnedFd,
+}
+
+impl Resolver {
+    /// Opens the handles the resolver keeps.
+    pub fn new() -> Result<Self, Errno> {
+        Ok(Self {
+            proc_self_fd: fs::openat(Dir::Cwd, c"/proc/self/fd", libc::O_PATH | libc::O_DIRECTORY, 0)?,
+            root: fs::openat(Dir::Cwd, c"/", libc::O_PATH | libc::O_DIRECTORY, 0)?,
+        })
+    }
+
+    /// The canonical path of one of our handles, from `/proc/self/fd/N`.
+    pub fn fd_path(&self, fd: BorrowedFd<'_>, out: &mut Vec<u8>) -> Result<(), Errno> {
+        use std::os::fd::AsRawFd;
+        let mut num = [0u8; 24];
+        let name = fs::decimal(fd.as_raw_fd() as u64, &mut num);
+        out.clear();
+        out.resize(crate::sys::mem::PATH_MAX, 0);
+        let n = fs::readlinkat(Dir::Fd(self.proc_self_fd.as_fd()), name, out)?;
+        out.truncate(n);
+        const DELETED: &[u8] = b" (deleted)";
+        if out.ends_with(DELETED) && fs::fstat(fd).map(|st| st.st_nlink == 0).unwrap_or(true) {
+            // Unlinked while we resolved it: there is no path to decide on.
+            return Err(Errno::ENOENT);
+        }
+        Ok(())
+    }
+
+    /// Opens `fd` again with `flags`, through `/proc/self/fd/N`: the new
+    /// description refers to the same object, whatever has happened to the
+    /// path since it was resolved.
+    pub fn reopen(&self, fd: BorrowedFd<'_>, flags: i32, mode: u32) -> Result<OwnedFd, Errno> {
+        use std::os::fd::AsRawFd;
+        let mut num = [0u8; 24];
+        let name = fs::decimal(fd.as_raw_fd() as u64, &mut num);
+        fs::openat(Dir::Fd(self.proc_self_fd.as_fd()), name, flags, mode)
+    }
+
+    /// Resolves `req` for `caller` the way the kernel would.
+    pub fn resolve(
+        &self,
+        surface: &Surface,
+        procs: &dyn Processes,
+        caller: &Caller<'_>,
+        req: Request<'_>,
+    ) -> Result<Resolved, ResolveError> {
+        let absolute = req.path.first() == Some(&b'/');
+        let anchored = req.resolve & (fs::RESOLVE_BENEATH | fs::RESOLVE_IN_ROOT) != 0;
+        let base = if absolute && !anchored { self.root.as_fd() } else { caller.base.ok_or(Errno::EBADF)? };
+        if req.path.is_empty() {
+            if !req.empty_path {
+                return Err(Errno::ENOENT.into());
+            }
+            let fd = base.try_clone_to_owned().map_err(|_| Errno::EMFILE)?;
+            return self.finish_existing(surface, procs, caller, req, fd);
+        }
+        let cpath = CString::new(req.path).map_err(|_| Errno::EINVAL)?;
+        let nofollow = if req.follow { 0 } else { libc::O_NOFOLLOW as u64 };
+        let how = OpenHow { flags: libc::O_PATH as u64 | nofollow, mode: 0, resolve: req.resolve | fs::RESOLVE_NO_MAGICLINKS };
+        let caller_forbids_links = req.resolve & (fs::RESOLVE_NO_SYMLINKS | fs::RESOLVE_NO_MAGICLINKS) != 0;
+        match fs::openat2(Dir::Fd(base), &cpath, how) {
+            Ok(fd) => self.finish_existing(surface, procs, caller, req, fd),
+            Err(Errno::ELOOP) if !caller_forbids_links => self.walk(surface, procs, caller, req),
+            Err(Errno::ENOENT) => self.missing(surface, procs, caller, req, base),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// The fast path found an object: trust it unless it lies in procfs.
+    fn finish_existing(
+        &self,
+        surface: &Surface,
+        procs: &dyn Processes,
+        caller: &Caller<'_>,
+        req: Request<'_>,
+        fd: OwnedFd,
+    ) -> Result<Resolved, ResolveError> {
+        let mut path = Vec::new();
+        self.fd_path(fd.as_fd(), &mut path)?;
+        if path.first() != Some(&b'/') {
+            // An fd of the caller that has no path (pipe, socket, anon inode).
+            return Ok(Resolved { target: Target::Anonymous { fd }, path });
+        }
+        if surface.proc_relative(&path).is_some() && !req.path.is_empty() {
+            return self.walk(surface, procs, caller, req);
+        }
+        let mode = fs::fstat(fd.as_fd())?.st_mode;
+        Ok(Resolved { target: Target::Exists { fd, mode }, path })
+    }
+
+    /// The fast path found nothing: find the parent for a create.
+    fn missing(
+        &self,
+        surface: &Surface,
+        procs: &dyn Processes,
+        caller: &Caller<'_>,
+        req: Request<'_>,
+        base: BorrowedFd<'_>,
+    ) -> Result<Resolved, ResolveError> {
+        let (dir, name) = split_last(req.path).ok_or(Errno::ENOENT)?;
+        let cdir = CString::new(if dir.is_empty() { &b"."[..] } else { dir }).map_err(|_| Errno::EINVAL)?;
+        let how = OpenHow {
+            flags: (libc::O_PATH | libc::O_DIRECTORY) as u64,
+            mode: 0,
+            resolve: req.resolve | fs::RESOLVE_NO_MAGICLINKS,
+        };
+        let parent = match fs::openat2(Dir::Fd(base), &cdir, how) {
+            Ok(fd) => fd,
+            Err(Errno::ELOOP) => return self.walk(surface, procs, caller, req),
+            Err(e) => return Err(e.into()),
+        };
+        let mut path = Vec::new();
+        self.fd_path(parent.as_fd(), &mut path)?;
+        if surface.proc_relative(&path).is_some() {
+            return self.walk(surface, procs, caller, req);
+        }
+        let cname = CString::new(name).map_err(|_| Errno::EINVAL)?;
+        match fs::fstatat(Dir::Fd(parent.as_fd()), &cname, libc::AT_SYMLINK_NOFOLLOW) {
+            Err(Errno::ENOENT) => {
+                push_component(&mut path, name);
+                Ok(Resolved { target: Target::Missing { fd: parent, name: cname }, path })
+            }
+            // A dangling symlink (followed, it names a missing target
+            // elsewhere) or an entry that appeared meanwhile: walk it.
+            Ok(_) => self.walk(surface, procs, caller, req),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// The slow path: resolve one component at a time.
+    fn walk(
+        &self,
+        surface: &Surface,
+        procs: &dyn Processes,
+        caller: &Caller<'_>,
+        req: Request<'_>,
+    ) -> Result<Resolved, ResolveError> {
+        if req.resolve & fs::RESOLVE_NO_XDEV != 0 {
+            // Mount crossings are not tracked by the walk; refuse rather than
+            // risk allowing what the caller asked to forbid.
+            return Err(Errno::EXDEV.into());
+        }
+        let beneath = req.resolve & fs::RESOLVE_BENEATH != 0;
+        let in_root = req.resolve & fs::RESOLVE_IN_ROOT != 0;
+        let no_symlinks = req.resolve & fs::RESOLVE_NO_SYMLINKS != 0;
+        let no_magic = req.resolve & fs::RESOLVE_NO_MAGICLINKS != 0;
+        let dup = |fd: BorrowedFd<'_>| fd.try_clone_to_owned().map_err(|_| ResolveError::Errno(Errno::EMFILE));
+
+        let root = Cursor { fd: dup(self.root.as_fd())?, path: b"/".to_vec() };
+        let anchor = match caller.base {
+            Some(b) => {
+                let mut p = Vec::new();
+                self.fd_path(b, &mut p)?;
+                Cursor { fd: dup(b)?, path: p }
+            }
+            None => root.clone_with(dup)?,
+        };
+        let top = if in_root || beneath { anchor.clone_with(dup)? } else { root.clone_with(dup)? };
+        let mut cur = if req.path.first() == Some(&b'/') {
+            if beneath {
+                return Err(Errno::EXDEV.into());
+            }
+            top.clone_with(dup)?
+        } else {
+            anchor.clone_with(dup)?
+        };
+
+        let mut queue: std::collections::VecDeque<Vec<u8>> =
+            req.path.split(|&c| c == b'/').filter(|c| !c.is_empty()).map(<[u8]>::to_vec).collect();
+        let mut must_dir = req.path.ends_with(b"/");
+        let mut links = 0u32;
+        let mut name_buf = [0u8; 24];
+        let mut link_buf = vec![0u8; crate::sys::mem::PATH_MAX];
+
+        while let Some(mut name) = queue.pop_front() {
+            let last = queue.is_empty();
+            if name == b"." {
+                continue;
+            }
+            if name == b".." {
+                if cur.path == top.path {
+                    if beneath {
+                        return Err(Errno::EXDEV.into());
+                    }
+                    continue; // `..` at the root stays there
+                }
+                let fd = fs::openat(Dir::Fd(cur.fd.as_fd()), c"..", libc::O_PATH | libc::O_DIRECTORY, 0)?;
+                pop_component(&mut cur.path);
+                cur.fd = fd;
+                continue;
+            }
+            let in_proc_root = surface.proc_relative(&cur.path).is_some_and(|r| r.iter().all(|&c| c == b'/'));
+            if in_proc_root && name == b"self" {
+                name = fs::decimal(caller.tgid().into(), &mut name_buf).to_bytes().to_vec();
+            } else if in_proc_root && name == b"thread-self" {
+                name = fs::decimal(caller.tgid().into(), &mut name_buf).to_bytes().to_vec();
+                queue.push_front(fs::decimal(caller.tid.into(), &mut name_buf).to_bytes().to_vec());
+                queue.push_front(b"task".to_vec());
+            }
+            if in_proc_root && name.iter().all(u8::is_ascii_digit) {
+                let pid = std::str::from_utf8(&name).ok().and_then(|s| s.parse::<u32>().ok());
+                if !pid.is_some_and(|p| procs.is_inside(p)) {
+                    let mut p = cur.path.clone();
+                    push_component(&mut p, &name);
+                    return Err(ResolveError::OutsideProc(p));
+                }
+            }
+            let cname = CString::new(name.clone()).map_err(|_| Errno::EINVAL)?;
+            let fd = match fs::openat(Dir::Fd(cur.fd.as_fd()), &cname, libc::O_PATH | libc::O_NOFOLLOW, 0) {
+                Ok(fd) => fd,
+                Err(Errno::ENOENT) if last => {
+                    let mut path = cur.path.clone();
+                    push_component(&mut path, &name);
+                    return Ok(Resolved { target: Target::Missing { fd: cur.fd, name: cname }, path });
+                }
+                Err(e) => return Err(e.into()),
+            };
+            let st = fs::fstat(fd.as_fd())?;
+            let is_link = st.st_mode & libc::S_IFMT == libc::S_IFLNK;
+            if is_link && (!last || req.follow || must_dir) {
+                if no_symlinks {
+                    return Err(Errno::ELOOP.into());
+                }
+                let in_pid_dir = surface.proc_relative(&cur.path).is_some_and(|r| !r.iter().all(|&c| c == b'/'));
+                if in_pid_dir {
+                    // A magic link of a sandboxed process (we only get here
+                    // after its /proc/<pid> passed the membership check):
+                    // jump to the object it designates, as the kernel does.
+                    if no_magic {
+                        return Err(Errno::ELOOP.into());
+                    }
+                    let obj = fs::openat(Dir::Fd(cur.fd.as_fd()), &cname, libc::O_PATH, 0)?;
+                    let mut path = Vec::new();
+                    self.fd_path(obj.as_fd(), &mut path)?;
+                    if path.first() != Some(&b'/') {
+                        if !last {
+                            return Err(Errno::ENOTDIR.into());
+                        }
+                        return Ok(Resolved { target: Target::Anonymous { fd: obj }, path });
+                    }
+                    cur = Cursor { fd: obj, path };
+                    continue;
+                }
+                links += 1;
+                if links > MAX_SYMLINKS {
+                    return Err(Errno::ELOOP.into());
+                }
+                let n = fs::readlinkat(Dir::Fd(fd.as_fd()), c"", &mut link_buf)?;
+                let target = &link_buf[..n];
+                if target.ends_with(b"/") {
+                    must_dir = must_dir || last;
+                }
+                for comp in target.split(|&c| c == b'/').filter(|c| !c.is_empty()).rev() {
+                    queue.push_front(comp.to_vec());
+                }
+                if target.first() == Some(&b'/') {
+                    if beneath {
+                        return Err(Errno::EXDEV.into());
+                    }
+                    cur = top.clone_with(dup)?;
+                }
+                continue;
+            }
+            let is_dir = st.st_mode & libc::S_IFMT == libc::S_IFDIR;
+            if (!last || must_dir) && !is_dir && !is_link {
+                return Err(Errno::ENOTDIR.into());
+            }
+            push_component(&mut cur.path, &name);
+            cur.fd = fd;
+        }
+        let mode = fs::fstat(cur.fd.as_fd())?.st_mode;
+        Ok(Resolved { target: Target::Exists { fd: cur.fd, mode }, path: cur.path })
+    }
+}
+
+struct Cursor {
+    fd: OwnedFd,
+    path: Vec<u8>,
+}
+
+impl Cursor {
+    fn clone_with(
+        &self,
+        dup: impl Fn(BorrowedFd<'_>) -> Result<OwnedFd, ResolveError>,
+    ) -> Result<Cursor, ResolveError> {
+        Ok(Cursor { fd: dup(self.fd.as_fd())?, path: self.path.clone() })
+    }
+}
+
+/// Splits a path into the directory part and its last component, ignoring
+/// trailing slashes. `None` when the last component is `.`/`..` or there is
+/// none (`/`), since such a path cannot name a new entry.
+pub fn split_last(path: &[u8]) -> Option<(&[u8], &[u8])> {
+    let trimmed = {
+        let mut end = path.len();
+        while end > 0 && path[end - 1] == b'/' {
+            end -= 1;
+        }
+        &path[..end]
+    };
+    if trimmed.is_empty() {
+        return None;
+    }
+    let (dir, name) = match trimmed.iter().rposition(|&c| c == b'/') {
+        Some(i) => (&trimmed[..=i], &trimmed[i + 1..]),
+        None => (&b""[..], trimmed),
+    };
+    if name == b"." || name == b".." {
+        return None;
+    }
+    Some((dir, name))
+}
+
+fn push_component(path: &mut Vec<u8>, name: &[u8]) {
+    if path.last() != Some(&b'/') {
+        path.push(b'/');
+    }
+    path.extend_from_slice(name);
+}
+
+fn pop_component(path: &mut Vec<u8>) {
+    if let Some(i) = path.iter().rposition(|&c| c == b'/') {
+        path.truncate(if i == 0 { 1 } else { i });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn split_last_component() {
+        assert_eq!(split_last(b"/a/b"), Some((&b"/a/"[..], &b"b"[..])));
+        assert_eq!(split_last(b"a"), Some((&b""[..], &b"a"[..])));
+        assert_eq!(split_last(b"a/b//"), Some((&b"a/"[..], &b"b"[..])));
+        assert_eq!(split_last(b"/"), None);
+        assert_eq!(split_last(b"a/.."), None);
+        assert_eq!(split_last(b"."), None);
+    }
+
+    #[test]
+    fn components_push_and_pop() {
+        let mut p = b"/".to_vec();
+        push_component(&mut p, b"a");
+        push_component(&mut p, b"b");
+        assert_eq!(p, b"/a/b");
+        pop_component(&mut p);
+        assert_eq!(p, b"/a");
+        pop_component(&mut p);
+        assert_eq!(p, b"/");
+        pop_component(&mut p);
+        assert_eq!(p, b"/");
+    }
+}

@@ -1,0 +1,153 @@
+//! # Safety
+//!
+//! Path syscalls on `&CStr` arguments: `openat2(2)`, `openat(2)`,
+//! `readlinkat(2)`, `fstatat(2)`. The kernel reads the NUL-terminated string
+//! and writes only into the buffers we pass with their lengths.
+//!
+//! Man pages: <https://man7.org/linux/man-pages/man2/openat2.2.html>,
+//! <https://man7.org/linux/man-pages/man2/readlinkat.2.html>
+
+use super::{cvt, Errno};
+use std::ffi::CStr;
+use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
+
+/// `RESOLVE_NO_XDEV`.
+pub const RESOLVE_NO_XDEV: u64 = 0x01;
+/// `RESOLVE_NO_MAGICLINKS`.
+pub const RESOLVE_NO_MAGICLINKS: u64 = 0x02;
+/// `RESOLVE_NO_SYMLINKS`.
+pub const RESOLVE_NO_SYMLINKS: u64 = 0x04;
+/// `RESOLVE_BENEATH`.
+pub const RESOLVE_BENEATH: u64 = 0x08;
+/// `RESOLVE_IN_ROOT`.
+pub const RESOLVE_IN_ROOT: u64 = 0x10;
+/// `RESOLVE_CACHED`.
+pub const RESOLVE_CACHED: u64 = 0x20;
+
+/// `struct open_how`.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct OpenHow {
+    /// `O_*` flags.
+    pub flags: u64,
+    /// Creation mode.
+    pub mode: u64,
+    /// `RESOLVE_*` flags.
+    pub resolve: u64,
+}
+
+/// A directory argument: a descriptor or `AT_FDCWD`.
+#[derive(Debug, Clone, Copy)]
+pub enum Dir<'a> {
+    /// `AT_FDCWD`.
+    Cwd,
+    /// An open directory.
+    Fd(BorrowedFd<'a>),
+}
+
+impl Dir<'_> {
+    fn raw(self) -> RawFd {
+        match self {
+            Dir::Cwd => libc::AT_FDCWD,
+            Dir::Fd(fd) => fd.as_raw_fd(),
+        }
+    }
+}
+
+fn owned(ret: libc::c_long) -> Result<OwnedFd, Errno> {
+    let fd = cvt(ret)?;
+    // SAFETY: a successful open returns a new descriptor that nothing else owns.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd as RawFd) })
+}
+
+/// `openat2(2)`. `O_CLOEXEC` is always added: interpose never leaks the
+/// descriptors it opens for checks into anything it starts.
+pub fn openat2(dir: Dir<'_>, path: &CStr, how: OpenHow) -> Result<OwnedFd, Errno> {
+    let mut how = how;
+    how.flags |= libc::O_CLOEXEC as u64;
+    // SAFETY: `path` is NUL-terminated; `how` is a live `open_how` whose size we pass.
+    owned(unsafe {
+        libc::syscall(
+            libc::SYS_openat2,
+            dir.raw(),
+            path.as_ptr(),
+            &how as *const OpenHow,
+            std::mem::size_of::<OpenHow>(),
+        )
+    })
+}
+
+/// `openat(2)` with `O_CLOEXEC` added.
+pub fn openat(dir: Dir<'_>, path: &CStr, flags: i32, mode: u32) -> Result<OwnedFd, Errno> {
+    // SAFETY: `path` is NUL-terminated.
+    owned(unsafe { libc::openat(dir.raw(), path.as_ptr(), flags | libc::O_CLOEXEC, mode) } as libc::c_long)
+}
+
+/// `readlinkat(2)` into `buf`; `ENAMETOOLONG` if the target does not fit.
+pub fn readlinkat(dir: Dir<'_>, path: &CStr, buf: &mut [u8]) -> Result<usize, Errno> {
+    // SAFETY: the kernel writes at most `buf.len()` bytes into `buf`.
+    let n = cvt(unsafe { libc::readlinkat(dir.raw(), path.as_ptr(), buf.as_mut_ptr().cast(), buf.len()) } as libc::c_long)?
+        as usize;
+    if n == buf.len() {
+        return Err(Errno::ENAMETOOLONG);
+    }
+    Ok(n)
+}
+
+/// `fstatat(2)`; with an empty `path` and `AT_EMPTY_PATH`, `fstat` of `dir`.
+pub fn fstatat(dir: Dir<'_>, path: &CStr, flags: i32) -> Result<libc::stat, Errno> {
+    let mut st = std::mem::MaybeUninit::<libc::stat>::uninit();
+    // SAFETY: the kernel fills the whole `stat` on success.
+    cvt(unsafe { libc::fstatat(dir.raw(), path.as_ptr(), st.as_mut_ptr(), flags) } as libc::c_long)?;
+    // SAFETY: initialised by the successful call above.
+    Ok(unsafe { st.assume_init() })
+}
+
+/// `fstat` of an open descriptor, including `O_PATH` ones.
+pub fn fstat(fd: BorrowedFd<'_>) -> Result<libc::stat, Errno> {
+    fstatat(Dir::Fd(fd), c"", libc::AT_EMPTY_PATH | libc::AT_SYMLINK_NOFOLLOW)
+}
+
+/// Formats `n` as decimal into `buf` with a trailing NUL, without allocating.
+pub fn decimal(n: u64, buf: &mut [u8; 24]) -> &CStr {
+    let mut tmp = [0u8; 20];
+    let mut i = tmp.len();
+    let mut n = n;
+    loop {
+        i -= 1;
+        tmp[i] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    let len = tmp.len() - i;
+    buf[..len].copy_from_slice(&tmp[i..]);
+    buf[len] = 0;
+    CStr::from_bytes_with_nul(&buf[..=len]).expect("one NUL at the end")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn decimal_formats() {
+        let mut b = [0u8; 24];
+        assert_eq!(decimal(0, &mut b).to_bytes(), b"0");
+        assert_eq!(decimal(1234567, &mut b).to_bytes(), b"1234567");
+        assert_eq!(decimal(u64::MAX, &mut b).to_bytes(), b"18446744073709551615");
+    }
+
+    #[test]
+    fn openat2_honours_resolve_flags() {
+        let dir = openat(Dir::Cwd, c"/", libc::O_PATH | libc::O_DIRECTORY, 0).unwrap();
+        let dir = Dir::Fd(std::os::fd::AsFd::as_fd(&dir));
+        let how = OpenHow { flags: libc::O_PATH as u64, mode: 0, resolve: RESOLVE_IN_ROOT };
+        assert_eq!(openat2(dir, c"../etc", how).err(), None, "`..` at the root stays there");
+        let how = OpenHow { flags: libc::O_PATH as u64, mode: 0, resolve: RESOLVE_BENEATH };
+        assert_eq!(openat2(dir, c"../etc", how).err(), Some(Errno::EXDEV));
+        let how = OpenHow { flags: libc::O_PATH as u64, mode: 0, resolve: RESOLVE_NO_MAGICLINKS };
+        assert_eq!(openat2(Dir::Cwd, c"/proc/self/cwd", how).err(), Some(Errno::ELOOP));
+    }
+}

@@ -1,0 +1,197 @@
+//! # Safety
+//!
+//! Process plumbing: `fork(2)`, the child's steps before `execve(2)`, passing
+//! a descriptor over a unix socket (`SCM_RIGHTS`, see `unix(7)`), and
+//! `pidfd_open(2)`. Everything the child calls between `fork` and `execve` is
+//! a raw syscall: interpose forks before it starts any thread, but keeping the
+//! child to async-signal-safe calls means that never has to be relied on.
+
+use super::{cvt, Errno};
+use std::ffi::CStr;
+use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
+
+/// Result of [`fork`].
+pub enum Fork {
+    /// In the parent, with the child's pid.
+    Parent(libc::pid_t),
+    /// In the child.
+    Child,
+}
+
+/// `fork(2)`.
+///
+/// The caller must only make async-signal-safe calls in the child until it
+/// execs or exits, since another thread may have held a lock at the fork.
+pub fn fork() -> Result<Fork, Errno> {
+    // SAFETY: fork has no memory-safety preconditions of its own; the
+    // documented obligation on the child is passed on to the caller.
+    let pid = cvt(unsafe { libc::fork() } as libc::c_long)?;
+    Ok(if pid == 0 { Fork::Child } else { Fork::Parent(pid as libc::pid_t) })
+}
+
+/// `close_range(2)` for every descriptor from 3 up except those in `keep`
+/// (which must be sorted).
+pub fn close_fds_except(keep: &[RawFd]) -> Result<(), Errno> {
+    let mut lo: u32 = 3;
+    for &k in keep {
+        let k = k as u32;
+        if k > lo {
+            close_range(lo, k - 1)?;
+        }
+        lo = lo.max(k + 1);
+    }
+    close_range(lo, u32::MAX)
+}
+
+fn close_range(lo: u32, hi: u32) -> Result<(), Errno> {
+    // SAFETY: closing descriptors has no memory effects in this process
+    // beyond invalidating them; the child owns no Rust handles to them.
+    cvt(unsafe { libc::syscall(libc::SYS_close_range, lo, hi, 0u32) }).map(drop)
+}
+
+/// `prctl(PR_SET_PDEATHSIG, sig)`.
+pub fn set_parent_death_signal(sig: i32) -> Result<(), Errno> {
+    // SAFETY: prctl with integer arguments only.
+    cvt(unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, sig as libc::c_ulong, 0, 0, 0) } as libc::c_long).map(drop)
+}
+
+/// `prctl(PR_SET_NO_NEW_PRIVS, 1)`.
+pub fn set_no_new_privs() -> Result<(), Errno> {
+    // SAFETY: prctl with integer arguments only.
+    cvt(unsafe { libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) } as libc::c_long).map(drop)
+}
+
+/// `prctl(PR_SET_CHILD_SUBREAPER, 1)`: orphans of the sandboxed command are
+/// re-parented to interpose, so they stay reapable and countable.
+pub fn set_child_subreaper() -> Result<(), Errno> {
+    // SAFETY: prctl with integer arguments only.
+    cvt(unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) } as libc::c_long).map(drop)
+}
+
+/// `getppid(2)`.
+pub fn parent_pid() -> libc::pid_t {
+    // SAFETY: no arguments, cannot fail.
+    unsafe { libc::getppid() }
+}
+
+/// `sigprocmask(SIG_SETMASK, set)`, returning the previous mask.
+pub fn set_signal_mask(set: &libc::sigset_t) -> Result<libc::sigset_t, Errno> {
+    let mut old = std::mem::MaybeUninit::<libc::sigset_t>::uninit();
+    // SAFETY: both pointers are valid sigset_t objects.
+    cvt(unsafe { libc::pthread_sigmask(libc::SIG_SETMASK, set, old.as_mut_ptr()) } as libc::c_long)?;
+    // SAFETY: initialised by the successful call.
+    Ok(unsafe { old.assume_init() })
+}
+
+/// Sends `fd` with a one-byte payload `tag` over the unix socket `sock`
+/// (`sendmsg(2)` with `SCM_RIGHTS`). Async-signal-safe.
+pub fn send_fd(sock: BorrowedFd<'_>, tag: u8, fd: BorrowedFd<'_>) -> Result<(), Errno> {
+    let mut payload = [tag];
+    let mut iov = libc::iovec { iov_base: payload.as_mut_ptr().cast(), iov_len: 1 };
+    // Room for one cmsghdr carrying one int, aligned as CMSG_SPACE requires.
+    let mut control = [0u64; 4];
+    // SAFETY: CMSG_SPACE is a pure size computation.
+    let space = unsafe { libc::CMSG_SPACE(std::mem::size_of::<RawFd>() as u32) } as usize;
+    assert!(space <= std::mem::size_of_val(&control));
+    // SAFETY: msghdr is plain data; zeroed is a valid empty header.
+    let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+    msg.msg_iov = &mut iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = control.as_mut_ptr().cast();
+    msg.msg_controllen = space;
+    // SAFETY: msg_control points to `space` bytes we own, so CMSG_FIRSTHDR
+    // returns a pointer inside it, and CMSG_DATA leaves room for one int.
+    unsafe {
+        let cmsg = libc::CMSG_FIRSTHDR(&msg);
+        (*cmsg).cmsg_level = libc::SOL_SOCKET;
+        (*cmsg).cmsg_type = libc::SCM_RIGHTS;
+        (*cmsg).cmsg_len = libc::CMSG_LEN(std::mem::size_of::<RawFd>() as u32) as usize;
+        std::ptr::write_unaligned(libc::CMSG_DATA(cmsg).cast::<RawFd>(), fd.as_raw_fd());
+    }
+    // SAFETY: msg and everything it points to outlive the call.
+    cvt(unsafe { libc::sendmsg(sock.as_raw_fd(), &msg, libc::MSG_NOSIGNAL) } as libc::c_long).map(drop)
+}
+
+/// Receives one message of up to `buf.len()` bytes from `sock`, with at most
+/// one descriptor attached (`recvmsg(2)`). Returns the byte count (0 at end of
+/// stream) and the descriptor, if one came.
+pub fn recv_with_fd(sock: BorrowedFd<'_>, buf: &mut [u8]) -> Result<(usize, Option<OwnedFd>), Errno> {
+    let mut iov = libc::iovec { iov_base: buf.as_mut_ptr().cast(), iov_len: buf.len() };
+    let mut control = [0u64; 4];
+    // SAFETY: msghdr is plain data; zeroed is a valid empty header.
+    let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+    msg.msg_iov = &mut iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = control.as_mut_ptr().cast();
+    msg.msg_controllen = std::mem::size_of_val(&control);
+    let n = loop {
+        // SAFETY: msg points to buffers we own for the duration of the call.
+        match cvt(unsafe { libc::recvmsg(sock.as_raw_fd(), &mut msg, libc::MSG_CMSG_CLOEXEC) } as libc::c_long) {
+            Err(Errno::EINTR) => continue,
+            other => break other? as usize,
+        }
+    };
+    let mut fd = None;
+    // SAFETY: the kernel filled msg_control/msg_controllen; the CMSG macros
+    // walk only within them.
+    unsafe {
+        let mut cmsg = libc::CMSG_FIRSTHDR(&msg);
+        while !cmsg.is_null() {
+            if (*cmsg).cmsg_level == libc::SOL_SOCKET && (*cmsg).cmsg_type == libc::SCM_RIGHTS {
+                let raw = std::ptr::read_unaligned(libc::CMSG_DATA(cmsg).cast::<RawFd>());
+                fd = Some(OwnedFd::from_raw_fd(raw));
+            }
+            cmsg = libc::CMSG_NXTHDR(&msg, cmsg);
+        }
+    }
+    Ok((n, fd))
+}
+
+/// `write(2)` of the whole buffer, retrying on `EINTR`. Async-signal-safe.
+pub fn write_all(fd: BorrowedFd<'_>, mut buf: &[u8]) -> Result<(), Errno> {
+    while !buf.is_empty() {
+        // SAFETY: the kernel reads `buf.len()` bytes from `buf`.
+        match cvt(unsafe { libc::write(fd.as_raw_fd(), buf.as_ptr().cast(), buf.len()) } as libc::c_long) {
+            Ok(n) => buf = &buf[n as usize..],
+            Err(Errno::EINTR) => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}
+
+/// `execve(2)`. Only returns on failure.
+pub fn execve(path: &CStr, argv: &[*const libc::c_char], envp: &[*const libc::c_char]) -> Errno {
+    debug_assert!(argv.last().is_some_and(|p| p.is_null()) && envp.last().is_some_and(|p| p.is_null()));
+    // SAFETY: both arrays are NULL-terminated arrays of pointers to
+    // NUL-terminated strings that the caller keeps alive.
+    unsafe { libc::execve(path.as_ptr(), argv.as_ptr(), envp.as_ptr()) };
+    Errno::last()
+}
+
+/// `_exit(2)`: ends the child without running the parent's atexit handlers
+/// or flushing its copies of the parent's stdio buffers.
+pub fn exit_now(code: i32) -> ! {
+    // SAFETY: _exit never returns and touches no process state we depend on.
+    unsafe { libc::_exit(code) }
+}
+
+/// `pidfd_open(2)`.
+pub fn pidfd_open(pid: libc::pid_t) -> Result<OwnedFd, Errno> {
+    // SAFETY: integer arguments only; a success returns a new descriptor.
+    let fd = cvt(unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0u32) })?;
+    // SAFETY: pidfd_open returned a descriptor nothing else owns.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd as RawFd) })
+}
+
+/// `kill(2)`.
+pub fn kill(pid: libc::pid_t, sig: i32) -> Result<(), Errno> {
+    // SAFETY: integer arguments only.
+    cvt(unsafe { libc::kill(pid, sig) } as libc::c_long).map(drop)
+}
+
+/// `umask(2)`; returns the previous mask.
+pub fn umask(mask: u32) -> u32 {
+    // SAFETY: umask cannot fail.
+    unsafe { libc::umask(mask) }
+}

@@ -1,0 +1,286 @@
+//! Project chores: `cargo xtask <command>`.
+//!
+//! - `setup`: install what a fresh machine lacks (libseccomp-dev).
+//! - `codegen [--check]`: regenerate the syscall table, its docs and the
+//!   golden BPF dump from `bpf/syscalls.tsv`; `--check` fails if stale.
+//! - `test`: setup, then the whole test suite.
+//! - `demo`: setup, build, and run a real sandboxed command.
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode};
+
+type Result<T> = std::result::Result<T, String>;
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let result = match args.first().map(String::as_str) {
+        Some("setup") => setup(),
+        Some("codegen") => codegen(args.iter().any(|a| a == "--check")),
+        Some("test") => setup().and_then(|()| test(&args[1..])),
+        Some("demo") => setup().and_then(|()| demo()),
+        _ => Err("usage: cargo xtask setup | codegen [--check] | test [ARGS] | demo".into()),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("xtask: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("xtask lives in the workspace").to_path_buf()
+}
+
+fn run(cmd: &mut Command) -> Result<()> {
+    eprintln!("xtask: running {cmd:?}");
+    let status = cmd.status().map_err(|e| format!("cannot run {cmd:?}: {e}"))?;
+    if status.success() {
+        Ok(())
+    } else {
+        Err(format!("{cmd:?} failed: {status}"))
+    }
+}
+
+/// Installs libseccomp's development files (the `libseccomp` crate links
+/// against `libseccomp.so`) when they are missing.
+fn setup() -> Result<()> {
+    let have = |p: &str| Path::new(p).exists();
+    let libdirs = ["/usr/lib/x86_64-linux-gnu", "/usr/lib64", "/usr/lib", "/usr/local/lib"];
+    if libdirs.iter().any(|d| have(&format!("{d}/libseccomp.so"))) {
+        return Ok(());
+    }
+    let root_user = Command::new("id").arg("-u").output().map(|o| o.stdout == b"0\n").unwrap_or(false);
+    if !root_user || !have("/usr/bin/apt-get") {
+        return Err("libseccomp development files are missing; install them with: \
+                    sudo apt-get install -y libseccomp-dev"
+            .into());
+    }
+    run(Command::new("apt-get").args(["update", "-qq"]))?;
+    run(Command::new("apt-get").args(["install", "-y", "-qq", "libseccomp-dev"]).env("DEBIAN_FRONTEND", "noninteractive"))
+}
+
+fn test(extra: &[String]) -> Result<()> {
+    run(Command::new(env!("CARGO")).current_dir(root()).args(["test", "--workspace", "--all-targets"]).args(extra))?;
+    run(Command::new(env!("CARGO")).current_dir(root()).args(["test", "--doc"]))
+}
+
+fn demo() -> Result<()> {
+    let root = root();
+    run(Command::new(env!("CARGO")).current_dir(&root).args(["build", "--release", "--quiet"]))?;
+    let bin = root.join("target/release/interpose");
+    let ws = std::env::temp_dir().join(format!("interpose-demo-{}", std::process::id()));
+    std::fs::create_dir_all(&ws).map_err(|e| format!("{}: {e}", ws.display()))?;
+    let audit = ws.join("audit.jsonl");
+    let script = "set -u
+echo '$ echo hello > notes.txt && cat notes.txt      (inside --rw: allowed)'
+echo hello > notes.txt && cat notes.txt
+echo '$ head -c 40 /etc/shadow                      (host secret: denied)'
+head -c 40 /etc/shadow
+echo '$ touch /usr/local/pwned                       (read-only surface: denied)'
+touch /usr/local/pwned
+echo '$ ls ~                                          (outside the surface: denied)'
+ls ~
+exit 0";
+    let status = Command::new(&bin)
+        .args(["run", "--rw"])
+        .arg(&ws)
+        .arg("--audit")
+        .arg(&audit)
+        .args(["--", "sh", "-c", script])
+        .current_dir(&ws)
+        .status()
+        .map_err(|e| format!("cannot run {}: {e}", bin.display()))?;
+    println!("\ninterpose exited with {status}; denials recorded in {}:", audit.display());
+    let trail = std::fs::read_to_string(&audit).unwrap_or_default();
+    for line in trail.lines().filter(|l| l.contains("\"deny\"")) {
+        println!("  {line}");
+    }
+    let _ = std::fs::remove_dir_all(&ws);
+    if status.success() {
+        Ok(())
+    } else {
+        Err(format!("the demo command failed: {status}"))
+    }
+}
+
+struct Row {
+    name: String,
+    nr: i32,
+    op: String,
+    args: [Option<u8>; 5],
+    action: String,
+    note: String,
+}
+
+fn parse_table(text: &str) -> Result<Vec<Row>> {
+    let mut rows = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        let line = line.trim();
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        let at = |what: &str| format!("bpf/syscalls.tsv:{}: {what}", i + 1);
+        let mut fields = line.split_whitespace();
+        let mut next = |what: &str| fields.next().ok_or_else(|| at(&format!("missing column {what}")));
+        let name = next("name")?.to_string();
+        let nr = next("nr")?.parse().map_err(|_| at("nr is not a number"))?;
+        let op = next("op")?.to_string();
+        let mut args = [None; 5];
+        for (slot, what) in args.iter_mut().zip(["dirfd", "path", "dirfd2", "path2", "flags"]) {
+            let v = next(what)?;
+            if v != "-" {
+                let n: u8 = v.parse().map_err(|_| at(&format!("{what} must be 0-5 or -")))?;
+                if n > 5 {
+                    return Err(at(&format!("{what} must be 0-5 or -")));
+                }
+                *slot = Some(n);
+            }
+        }
+        let action = next("action")?.to_string();
+        let note = fields.collect::<Vec<_>>().join(" ");
+        let known = ["open", "creat", "openat2", "exec", "unlink", "rmdir", "mkdir", "rename", "link", "symlink"];
+        if !known.contains(&op.as_str()) && op != "truncate" && op != "refuse" {
+            return Err(at(&format!("unknown op {op}")));
+        }
+        if !(action == "emulate" || action == "continue" || action.starts_with('E')) {
+            return Err(at(&format!("unknown action {action}")));
+        }
+        if note.is_empty() {
+            return Err(at("every row needs a note saying why its disposition is safe"));
+        }
+        rows.push(Row { name, nr, op, args, action, note });
+    }
+    let mut nrs: Vec<i32> = rows.iter().map(|r| r.nr).collect();
+    nrs.sort_unstable();
+    if nrs.windows(2).any(|w| w[0] == w[1]) {
+        return Err("bpf/syscalls.tsv: a syscall number appears twice".into());
+    }
+    Ok(rows)
+}
+
+fn camel(op: &str) -> String {
+    let mut c = op.chars();
+    c.next().map(|f| f.to_ascii_uppercase().to_string() + c.as_str()).unwrap_or_default()
+}
+
+fn render_rust(rows: &[Row]) -> Result<String> {
+    let mut s = String::from(
+        "//! Generated by `cargo xtask codegen` from `bpf/syscalls.tsv`; do not edit.\n\n\
+         use super::syscalls::{Action, Op, Syscall};\n\n\
+         /// Every syscall the filter traps or refuses, in table order.\n\
+         pub static TABLE: &[Syscall] = &[\n",
+    );
+    let opt = |v: Option<u8>| v.map_or("None".to_string(), |n| format!("Some({n})"));
+    for r in rows {
+        let action = match r.action.as_str() {
+            "emulate" => "Action::Emulate".to_string(),
+            "continue" => "Action::Continue".to_string(),
+            e => format!("Action::Errno(libc::{e})"),
+        };
+        let [dirfd, path, dirfd2, path2, flags] = r.args.map(opt);
+        writeln!(
+            s,
+            "Syscall {{ name: {:?}, nr: {}, op: Op::{}, dirfd: {dirfd}, path: {path}, dirfd2: {dirfd2}, \
+             path2: {path2}, flags: {flags}, action: {action}, note: {:?} }},",
+            r.name,
+            r.nr,
+            camel(&r.op),
+            r.note
+        )
+        .unwrap();
+    }
+    s.push_str("];\n\n/// The row for syscall `nr`, if the filter traps or refuses it.\n");
+    s.push_str("pub fn lookup(nr: i32) -> Option<&'static Syscall> {\n    let i = match nr {\n");
+    for (i, r) in rows.iter().enumerate() {
+        writeln!(s, "        {} => {i},", r.nr).unwrap();
+    }
+    s.push_str("        _ => return None,\n    };\n    Some(&TABLE[i])\n}\n");
+    rustfmt(&s)
+}
+
+fn rustfmt(code: &str) -> Result<String> {
+    use std::io::Write;
+    let mut child = Command::new("rustfmt")
+        .args(["--edition", "2021", "--emit", "stdout", "--config-path"])
+        .arg(root().join("rustfmt.toml"))
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .map_err(|e| format!("cannot run rustfmt: {e}"))?;
+    child.stdin.take().expect("piped").write_all(code.as_bytes()).map_err(|e| e.to_string())?;
+    let out = child.wait_with_output().map_err(|e| e.to_string())?;
+    if !out.status.success() {
+        return Err("rustfmt rejected the generated table".into());
+    }
+    String::from_utf8(out.stdout).map_err(|e| e.to_string())
+}
+
+fn render_docs(rows: &[Row]) -> String {
+    let mut s = String::from(
+        "# Syscall coverage\n\n\
+         Generated by `cargo xtask codegen` from `bpf/syscalls.tsv`; do not edit.\n\n\
+         Every syscall below is trapped by the seccomp filter (or refused by it\n\
+         outright). Syscalls not listed run untrapped; the Landlock ruleset still\n\
+         confines what they can reach on the file system.\n\n\
+         Dispositions:\n\n\
+         - **emulate**: the supervisor performs the operation itself on the object\n\
+         \x20 it checked (for opens: it opens the file and injects the descriptor with\n\
+         \x20 `SECCOMP_IOCTL_NOTIF_ADDFD`), so rewriting the path after the check\n\
+         \x20 gains nothing.\n\
+         - **continue**: the supervisor decides, then lets the kernel run the call\n\
+         \x20 (`SECCOMP_USER_NOTIF_FLAG_CONTINUE`). Only used where the Landlock\n\
+         \x20 ruleset, built from the same surface, enforces the same answer on\n\
+         \x20 whatever path the kernel finally resolves.\n\
+         - **E…**: refused by the BPF filter with that errno; no notification.\n\n\
+         Any other architecture (32-bit `int 0x80`, x32) kills the process.\n\n\
+         | syscall | nr | disposition | why |\n|---|---|---|---|\n",
+    );
+    for r in rows {
+        writeln!(s, "| `{}` | {} | {} | {} |", r.name, r.nr, r.action, r.note).unwrap();
+    }
+    s
+}
+
+fn filter_pfc() -> Result<String> {
+    let out = Command::new(env!("CARGO"))
+        .current_dir(root())
+        .args(["run", "--quiet", "--bin", "interpose", "--", "debug", "filter-pfc"])
+        .output()
+        .map_err(|e| format!("cannot run cargo: {e}"))?;
+    if !out.status.success() {
+        return Err(format!("interpose debug filter-pfc failed: {}", String::from_utf8_lossy(&out.stderr)));
+    }
+    String::from_utf8(out.stdout).map_err(|e| e.to_string())
+}
+
+fn codegen(check: bool) -> Result<()> {
+    let root = root();
+    let table = std::fs::read_to_string(root.join("bpf/syscalls.tsv")).map_err(|e| format!("bpf/syscalls.tsv: {e}"))?;
+    let rows = parse_table(&table)?;
+    let mut stale = Vec::new();
+    let mut emit = |rel: &str, content: String| -> Result<()> {
+        let path = root.join(rel);
+        let old = std::fs::read_to_string(&path).unwrap_or_default();
+        if old != content {
+            if check {
+                stale.push(rel.to_string());
+            } else {
+                std::fs::write(&path, content).map_err(|e| format!("{rel}: {e}"))?;
+                eprintln!("xtask: wrote {rel}");
+            }
+        }
+        Ok(())
+    };
+    emit("src/policy/table.rs", render_rust(&rows)?)?;
+    emit("docs/syscalls.md", render_docs(&rows))?;
+    // The filter is built from the generated table, so dump it after writing.
+    emit("bpf/filter.pfc", filter_pfc()?)?;
+    if stale.is_empty() {
+        Ok(())
+    } else {
+        Err(format!("generated files are stale: {}; run `cargo xtask codegen`", stale.join(", ")))
+    }
+}
