@@ -67,7 +67,8 @@ pub struct Decision {
     pub resolved: Option<Bytes>,
     /// The access asked for.
     pub access: &'static str,
-    /// `allow` or `deny`.
+    /// `allow`, `deny`, or `error` (failed as the kernel would have failed
+    /// it, before any decision: a missing file, a symlink loop).
     pub decision: &'static str,
     /// The errno returned to the program, if any (`EACCES` for a denial).
     #[serde(skip_serializing_if = "Option::is_none")]

@@ -20,7 +20,8 @@ pub fn probe() -> Vec<Feature> {
     let notify = seccomp::action_available(seccomp::RET_USER_NOTIF);
     let sizes = seccomp::notif_sizes();
     let listener = seccomp::filter_flags_supported(seccomp::FILTER_FLAG_NEW_LISTENER);
-    let killable = seccomp::filter_flags_supported(seccomp::FILTER_FLAG_NEW_LISTENER | seccomp::FILTER_FLAG_WAIT_KILLABLE_RECV);
+    let killable =
+        seccomp::filter_flags_supported(seccomp::FILTER_FLAG_NEW_LISTENER | seccomp::FILTER_FLAG_WAIT_KILLABLE_RECV);
     let release = nix::sys::utsname::uname().map(|u| u.release().to_string_lossy().into_owned()).unwrap_or_default();
     let version = kernel_version(&release);
     let landlock = crate::sys::landlock::abi_version();
@@ -30,7 +31,9 @@ pub fn probe() -> Vec<Feature> {
             present: notify && listener,
             required: true,
             detail: match sizes {
-                Ok(s) => format!("notif {} B, resp {} B, data {} B", s.seccomp_notif, s.seccomp_notif_resp, s.seccomp_data),
+                Ok(s) => {
+                    format!("notif {} B, resp {} B, data {} B", s.seccomp_notif, s.seccomp_notif_resp, s.seccomp_data)
+                }
                 Err(e) => format!("SECCOMP_GET_NOTIF_SIZES: {e}; needs Linux 5.0+"),
             },
         },
@@ -74,7 +77,13 @@ fn kernel_version(release: &str) -> (u32, u32) {
 pub fn run() -> i32 {
     let features = probe();
     for f in &features {
-        let mark = if f.present { "yes" } else if f.required { "MISSING" } else { "no" };
+        let mark = if f.present {
+            "yes"
+        } else if f.required {
+            "MISSING"
+        } else {
+            "no"
+        };
         println!("{:<52} {:<8} {}", f.name, mark, f.detail);
     }
     if features.iter().any(|f| f.required && !f.present) {

@@ -56,7 +56,7 @@ pub struct RunArgs {
     #[arg(long)]
     pub no_landlock: bool,
     /// The command and its arguments.
-    #[arg(required = true, trailing_var_arg = true, allow_hyphen_values = true, value_name = "COMMAND")]
+    #[arg(required = true, trailing_var_arg = true, value_name = "COMMAND")]
     pub command: Vec<std::ffi::OsString>,
 }
 

@@ -180,10 +180,7 @@ pub fn run(args: &RunArgs) -> Result<i32, RunError> {
     let plan = Plan {
         program: cstring(resolved.into_os_string().into_vec())?,
         argv: args.command.iter().map(|a| cstring(a.as_bytes())).collect::<Result<_, _>>()?,
-        env: env
-            .iter()
-            .map(|(k, v)| cstring([k.as_bytes(), b"=", v.as_bytes()].concat()))
-            .collect::<Result<_, _>>()?,
+        env: env.iter().map(|(k, v)| cstring([k.as_bytes(), b"=", v.as_bytes()].concat())).collect::<Result<_, _>>()?,
         filter: filter::program()?,
         landlock: landlock.map(|b| b.ruleset),
     };
@@ -214,10 +211,8 @@ pub fn run(args: &RunArgs) -> Result<i32, RunError> {
     // The supervisor creates files for the command with the command's umask,
     // applied by hand; its own must not interfere.
     process::umask(0);
-    if let Err(e) = seccomp::set_flags(
-        std::os::fd::AsFd::as_fd(&started.listener),
-        seccomp::USER_NOTIF_FD_SYNC_WAKE_UP,
-    ) {
+    if let Err(e) = seccomp::set_flags(std::os::fd::AsFd::as_fd(&started.listener), seccomp::USER_NOTIF_FD_SYNC_WAKE_UP)
+    {
         tracing::debug!("SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP unavailable: {e}");
     }
     let sandbox::Started { pid, listener, channel } = started;
@@ -279,7 +274,8 @@ async fn supervise(
         }
     });
 
-    let sfd = SignalFd::with_flags(&handled, SfdFlags::SFD_NONBLOCK | SfdFlags::SFD_CLOEXEC).map_err(errno("signalfd"))?;
+    let sfd =
+        SignalFd::with_flags(&handled, SfdFlags::SFD_NONBLOCK | SfdFlags::SFD_CLOEXEC).map_err(errno("signalfd"))?;
     let sfd = crate::sys::reactor::register(sfd).map_err(io("signalfd"))?;
     loop {
         // Reap first: SIGCHLD may have been delivered before we listened.
@@ -329,7 +325,9 @@ fn end_sandbox() {
             }
         }
     }
-    while nix::sys::wait::waitpid(None, Some(nix::sys::wait::WaitPidFlag::WNOHANG)).is_ok_and(|s| s != nix::sys::wait::WaitStatus::StillAlive) {}
+    while nix::sys::wait::waitpid(None, Some(nix::sys::wait::WaitPidFlag::WNOHANG))
+        .is_ok_and(|s| s != nix::sys::wait::WaitStatus::StillAlive)
+    {}
 }
 
 #[cfg(test)]

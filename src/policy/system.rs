@@ -21,16 +21,8 @@ const READ_ONLY: &[&str] = &[
 ];
 
 /// Device nodes every program may read and write.
-const DEVICES: &[&str] = &[
-    "/dev/null",
-    "/dev/zero",
-    "/dev/full",
-    "/dev/random",
-    "/dev/urandom",
-    "/dev/tty",
-    "/dev/ptmx",
-    "/dev/pts",
-];
+const DEVICES: &[&str] =
+    &["/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty", "/dev/ptmx", "/dev/pts"];
 
 /// Secrets inside the read-only trees, denied whatever their permissions.
 const SECRETS: &[&str] = &[

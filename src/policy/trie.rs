@@ -177,8 +177,7 @@ mod tests {
         let names = ["a", "b", "bb", "c", "d", "e"];
         let mut paths = vec![String::new()];
         for _ in 0..4 {
-            let next: Vec<String> =
-                paths.iter().flat_map(|p| names.iter().map(move |n| format!("{p}/{n}"))).collect();
+            let next: Vec<String> = paths.iter().flat_map(|p| names.iter().map(move |n| format!("{p}/{n}"))).collect();
             paths.extend(next);
         }
         for p in &paths {

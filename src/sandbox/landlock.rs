@@ -11,8 +11,8 @@
 
 use crate::policy::{Mode, Surface};
 use landlock::{
-    Access, AccessFs, BitFlags, CompatLevel, Compatible, PathBeneath, PathFd, Ruleset, RulesetAttr,
-    RulesetCreatedAttr, Scope, ABI,
+    Access, AccessFs, BitFlags, CompatLevel, Compatible, PathBeneath, PathFd, Ruleset, RulesetAttr, RulesetCreatedAttr,
+    Scope, ABI,
 };
 use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
@@ -103,7 +103,8 @@ pub fn build(surface: &Surface) -> Result<Backstop, LandlockError> {
     let version = crate::sys::landlock::abi_version().map_err(LandlockError::Unavailable)?;
     let abi = ABI::from(version);
     let scoped = version >= 6;
-    let mut ruleset = Ruleset::default().set_compatibility(CompatLevel::HardRequirement).handle_access(AccessFs::from_all(abi))?;
+    let mut ruleset =
+        Ruleset::default().set_compatibility(CompatLevel::HardRequirement).handle_access(AccessFs::from_all(abi))?;
     if scoped {
         ruleset = ruleset.scope(Scope::AbstractUnixSocket | Scope::Signal)?;
     }

@@ -128,7 +128,8 @@ pub fn start(plan: &Plan, child_mask: &libc::sigset_t) -> Result<Started, SpawnE
     )
     .map_err(parent_err("creating the set-up channel"))?;
 
-    let ptrs = |v: &[CString]| v.iter().map(|s| s.as_ptr()).chain(std::iter::once(std::ptr::null())).collect::<Vec<_>>();
+    let ptrs =
+        |v: &[CString]| v.iter().map(|s| s.as_ptr()).chain(std::iter::once(std::ptr::null())).collect::<Vec<_>>();
     let argv = ptrs(&plan.argv);
     let envp = ptrs(&plan.env);
     let parent = std::process::id() as libc::pid_t;

@@ -1,6 +1,6 @@
 //! Deciding one notification: read its paths, resolve, check, answer.
 
-use super::resolve::{Caller, Request, Resolved, ResolveError, Target};
+use super::resolve::{Caller, Request, ResolveError, Resolved, Target};
 use super::{Answer, Supervisor};
 use crate::policy::syscalls::{Op, Syscall};
 use crate::policy::{table, Access, Reason};
@@ -15,7 +15,9 @@ pub struct Check {
     pub path: Vec<u8>,
     pub resolved: Option<Vec<u8>>,
     pub access: &'static str,
-    pub allowed: bool,
+    /// `allow`, `deny`, or `error` (the call failed before a decision, as the
+    /// kernel would have failed it: a missing file, a loop).
+    pub decision: &'static str,
     pub errno: Option<Errno>,
     pub reason: String,
 }
@@ -127,12 +129,17 @@ impl Cx<'_> {
 
     /// Decides `access` to what `arg` resolved to and records the decision.
     /// Returns the resolution when allowed.
-    fn check(&mut self, arg: &PathArg, resolved: Result<Resolved, ResolveError>, access: Access) -> Result<Resolved, Stop> {
+    fn check(
+        &mut self,
+        arg: &PathArg,
+        resolved: Result<Resolved, ResolveError>,
+        access: Access,
+    ) -> Result<Resolved, Stop> {
         let name = access_name(access);
         let r = match resolved {
             Ok(r) => r,
             Err(ResolveError::Errno(e)) => {
-                self.push(arg, None, name, false, Some(e), "resolution failed".into());
+                self.push(arg, None, name, "error", Some(e), "resolution failed".into());
                 return Err(Stop::Fail(e));
             }
             Err(ResolveError::OutsideProc(path)) => {
@@ -141,10 +148,18 @@ impl Cx<'_> {
                     .and_then(|p| p.parse().ok())
                     .unwrap_or(0);
                 let why = self.sup.surface.describe(Reason::ProcOutside(pid));
-                self.push(arg, Some(path), name, false, Some(Errno::EACCES), why);
+                self.push(arg, Some(path), name, "deny", Some(Errno::EACCES), why);
                 return Err(Stop::Fail(Errno::EACCES));
             }
         };
+        if matches!(r.target, Target::Missing { .. }) && !access.is_mutation() {
+            // Reading or executing what does not exist fails with ENOENT
+            // inside the surface or out, as under Landlock: programs probe
+            // for optional files and treat EACCES as an error. Existence
+            // alone is no secret; untrapped stat reveals it too.
+            self.push(arg, Some(r.path.clone()), name, "error", Some(Errno::ENOENT), "does not exist".into());
+            return Err(Stop::Fail(Errno::ENOENT));
+        }
         let (allowed, why) = match &r.target {
             // Reached only through a magic link of a sandboxed process: an
             // object (pipe, socket) the caller's family already holds.
@@ -155,7 +170,7 @@ impl Cx<'_> {
             }
         };
         let errno = (!allowed).then_some(Errno::EACCES);
-        self.push(arg, Some(r.path.clone()), name, allowed, errno, why);
+        self.push(arg, Some(r.path.clone()), name, if allowed { "allow" } else { "deny" }, errno, why);
         if allowed {
             Ok(r)
         } else {
@@ -163,13 +178,21 @@ impl Cx<'_> {
         }
     }
 
-    fn push(&mut self, arg: &PathArg, resolved: Option<Vec<u8>>, access: &'static str, allowed: bool, errno: Option<Errno>, reason: String) {
+    fn push(
+        &mut self,
+        arg: &PathArg,
+        resolved: Option<Vec<u8>>,
+        access: &'static str,
+        decision: &'static str,
+        errno: Option<Errno>,
+        reason: String,
+    ) {
         self.checks.push(Check {
             syscall: self.row.name,
             path: arg.bytes.clone(),
             resolved,
             access,
-            allowed,
+            decision,
             errno,
             reason,
         });
@@ -208,7 +231,11 @@ impl Cx<'_> {
                 let dst = self.path_arg(row.dirfd2, row.path2, false)?;
                 self.still_valid()?;
                 let (follow, empty, access) = if row.op == Op::Link {
-                    (flags & AT_SYMLINK_FOLLOW != 0, row.flags.is_some() && flags & AT_EMPTY_PATH != 0, Access::LinkSource)
+                    (
+                        flags & AT_SYMLINK_FOLLOW != 0,
+                        row.flags.is_some() && flags & AT_EMPTY_PATH != 0,
+                        Access::LinkSource,
+                    )
                 } else {
                     (false, false, Access::Delete)
                 };
@@ -275,7 +302,12 @@ impl Cx<'_> {
                 let umask = self.umask()?;
                 // O_NOFOLLOW: if a symlink appeared at the name since the
                 // check, fail instead of creating wherever it points.
-                let fd = fs::openat(Dir::Fd(parent.as_fd()), &name, (flags | libc::O_NOFOLLOW) & !libc::O_CLOEXEC, mode & !umask & 0o7777)?;
+                let fd = fs::openat(
+                    Dir::Fd(parent.as_fd()),
+                    &name,
+                    (flags | libc::O_NOFOLLOW) & !libc::O_CLOEXEC,
+                    mode & !umask & 0o7777,
+                )?;
                 Ok(Answer::Install { fd, cloexec })
             }
             Target::Exists { .. } if exclusive => Err(Errno::EEXIST.into()),
@@ -283,7 +315,8 @@ impl Cx<'_> {
             Target::Exists { mode: st_mode, fd } => match st_mode & libc::S_IFMT {
                 libc::S_IFLNK => Err(Errno::ELOOP.into()),
                 libc::S_IFREG | libc::S_IFDIR => {
-                    let reopen = flags & !(libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW | libc::O_CLOEXEC) | libc::O_NOCTTY;
+                    let reopen =
+                        flags & !(libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW | libc::O_CLOEXEC) | libc::O_NOCTTY;
                     let mode = if tmpfile { mode & !self.umask()? & 0o7777 } else { 0 };
                     let fd = self.sup.resolver.reopen(fd.as_fd(), reopen, mode)?;
                     Ok(Answer::Install { fd, cloexec })
@@ -322,7 +355,8 @@ impl Cx<'_> {
             | fs::RESOLVE_BENEATH
             | fs::RESOLVE_IN_ROOT
             | fs::RESOLVE_CACHED;
-        let creates = how.flags & (libc::O_CREAT as u64) != 0 || how.flags & (libc::O_TMPFILE as u64) == libc::O_TMPFILE as u64;
+        let creates =
+            how.flags & (libc::O_CREAT as u64) != 0 || how.flags & (libc::O_TMPFILE as u64) == libc::O_TMPFILE as u64;
         if how.flags >> 32 != 0
             || how.resolve & !known != 0
             || how.resolve & (fs::RESOLVE_BENEATH | fs::RESOLVE_IN_ROOT) == fs::RESOLVE_BENEATH | fs::RESOLVE_IN_ROOT

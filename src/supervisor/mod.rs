@@ -153,8 +153,11 @@ impl Supervisor {
 
     fn record(&self, notif: &seccomp::Notif, checks: Vec<handle::Check>, started: std::time::Instant) {
         for c in &checks {
-            let counter = if c.allowed { &self.stats.allowed } else { &self.stats.denied };
-            counter.fetch_add(1, Ordering::Relaxed);
+            match c.decision {
+                "allow" => self.stats.allowed.fetch_add(1, Ordering::Relaxed),
+                "deny" => self.stats.denied.fetch_add(1, Ordering::Relaxed),
+                _ => 0,
+            };
         }
         let Some(sink) = &self.audit else { return };
         let handling_ns = started.elapsed().as_nanos() as u64;
@@ -170,7 +173,7 @@ impl Supervisor {
                 path: audit::Bytes(c.path),
                 resolved: c.resolved.map(audit::Bytes),
                 access: c.access,
-                decision: if c.allowed { "allow" } else { "deny" },
+                decision: c.decision,
                 errno: c.errno.map(audit::ErrnoName),
                 rule: c.reason,
                 handling_ns,
@@ -178,4 +181,3 @@ impl Supervisor {
         }
     }
 }
-

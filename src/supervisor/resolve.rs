@@ -177,7 +177,11 @@ impl Resolver {
         }
         let cpath = CString::new(req.path).map_err(|_| Errno::EINVAL)?;
         let nofollow = if req.follow { 0 } else { libc::O_NOFOLLOW as u64 };
-        let how = OpenHow { flags: libc::O_PATH as u64 | nofollow, mode: 0, resolve: req.resolve | fs::RESOLVE_NO_MAGICLINKS };
+        let how = OpenHow {
+            flags: libc::O_PATH as u64 | nofollow,
+            mode: 0,
+            resolve: req.resolve | fs::RESOLVE_NO_MAGICLINKS,
+        };
         let caller_forbids_links = req.resolve & (fs::RESOLVE_NO_SYMLINKS | fs::RESOLVE_NO_MAGICLINKS) != 0;
         match fs::openat2(Dir::Fd(base), &cpath, how) {
             Ok(fd) => self.finish_existing(surface, procs, caller, req, fd),

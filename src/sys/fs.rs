@@ -86,8 +86,9 @@ pub fn openat(dir: Dir<'_>, path: &CStr, flags: i32, mode: u32) -> Result<OwnedF
 /// `readlinkat(2)` into `buf`; `ENAMETOOLONG` if the target does not fit.
 pub fn readlinkat(dir: Dir<'_>, path: &CStr, buf: &mut [u8]) -> Result<usize, Errno> {
     // SAFETY: the kernel writes at most `buf.len()` bytes into `buf`.
-    let n = cvt(unsafe { libc::readlinkat(dir.raw(), path.as_ptr(), buf.as_mut_ptr().cast(), buf.len()) } as libc::c_long)?
-        as usize;
+    let n =
+        cvt(unsafe { libc::readlinkat(dir.raw(), path.as_ptr(), buf.as_mut_ptr().cast(), buf.len()) } as libc::c_long)?
+            as usize;
     if n == buf.len() {
         return Err(Errno::ENAMETOOLONG);
     }

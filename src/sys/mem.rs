@@ -32,9 +32,9 @@ pub fn read(pid: u32, addr: u64, local: &mut [u8]) -> Result<usize, Errno> {
     let count = if b.is_empty() { 1 } else { 2 };
     // SAFETY: the local iovecs cover `local`, which we own mutably; the remote
     // iovecs are only interpreted by the kernel in the other address space.
-    let n = cvt(unsafe {
-        libc::process_vm_readv(pid as libc::pid_t, locals.as_ptr(), count, remotes.as_ptr(), count, 0)
-    } as libc::c_long)?;
+    let n =
+        cvt(unsafe { libc::process_vm_readv(pid as libc::pid_t, locals.as_ptr(), count, remotes.as_ptr(), count, 0) }
+            as libc::c_long)?;
     Ok(n as usize)
 }
 

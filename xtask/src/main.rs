@@ -59,7 +59,9 @@ fn setup() -> Result<()> {
             .into());
     }
     run(Command::new("apt-get").args(["update", "-qq"]))?;
-    run(Command::new("apt-get").args(["install", "-y", "-qq", "libseccomp-dev"]).env("DEBIAN_FRONTEND", "noninteractive"))
+    run(Command::new("apt-get")
+        .args(["install", "-y", "-qq", "libseccomp-dev"])
+        .env("DEBIAN_FRONTEND", "noninteractive"))
 }
 
 fn test(extra: &[String]) -> Result<()> {

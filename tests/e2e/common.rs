@@ -1,0 +1,102 @@
+//! Helpers shared by the end-to-end tests.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::sync::OnceLock;
+
+/// The binary under test.
+pub fn interpose() -> &'static str {
+    env!("CARGO_BIN_EXE_interpose")
+}
+
+/// Whether this kernel can enforce; prints why not. With
+/// `INTERPOSE_REQUIRE_KERNEL=1` (CI) a missing feature fails the test
+/// instead of skipping it.
+pub fn kernel_ok() -> bool {
+    static OK: OnceLock<bool> = OnceLock::new();
+    *OK.get_or_init(|| {
+        let out = Command::new(interpose()).arg("check").output().expect("run interpose check");
+        let ok = out.status.success();
+        if !ok {
+            let why = String::from_utf8_lossy(&out.stdout);
+            if std::env::var_os("INTERPOSE_REQUIRE_KERNEL").is_some() {
+                panic!("INTERPOSE_REQUIRE_KERNEL is set but this kernel cannot enforce:\n{why}");
+            }
+            eprintln!("SKIP: this kernel cannot enforce:\n{why}");
+        }
+        ok
+    })
+}
+
+/// A scratch tree: `ws` (passed as `--rw`), `ro` (passed as `--ro`, with
+/// `data.txt` and an executable `tool.sh`), and `outside` (not in the
+/// surface, with `secret`).
+pub struct Tree {
+    _dir: tempfile::TempDir,
+    pub ws: PathBuf,
+    pub ro: PathBuf,
+    pub outside: PathBuf,
+}
+
+impl Tree {
+    pub fn new() -> Tree {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let root = dir.path().canonicalize().unwrap();
+        let (ws, ro, outside) = (root.join("ws"), root.join("ro"), root.join("outside"));
+        for d in [&ws, &ro, &outside] {
+            std::fs::create_dir(d).unwrap();
+        }
+        std::fs::write(ro.join("data.txt"), "read-only data\n").unwrap();
+        write_exec(&ro.join("tool.sh"), "#!/bin/sh\necho tool-ran\n");
+        std::fs::write(outside.join("secret"), "top-secret-marker\n").unwrap();
+        Tree { _dir: dir, ws, ro, outside }
+    }
+
+    /// `interpose run --rw ws --ro ro EXTRA -- CMD` in `ws`.
+    pub fn command(&self, extra: &[&str], cmd: &[&str]) -> Command {
+        let mut c = Command::new(interpose());
+        c.arg("run").arg("--rw").arg(&self.ws).arg("--ro").arg(&self.ro).args(extra).arg("--").args(cmd);
+        c.current_dir(&self.ws).stdin(Stdio::null());
+        c.env("WS", &self.ws).env("RO", &self.ro).env("OUT", &self.outside);
+        c
+    }
+
+    /// Runs a shell script under interpose (`$WS`, `$RO`, `$OUT` are set).
+    pub fn sh(&self, script: &str) -> Output {
+        self.command(&[], &["/bin/sh", "-c", script]).output().expect("run interpose")
+    }
+}
+
+pub fn write_exec(path: &Path, content: &str) {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::write(path, content).unwrap();
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
+}
+
+pub fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+pub fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// Compiles `tests/attacks/NAME.c` once per test run and returns the binary.
+pub fn attack(name: &str) -> PathBuf {
+    static BUILT: OnceLock<std::sync::Mutex<()>> = OnceLock::new();
+    let _guard = BUILT.get_or_init(Default::default).lock().unwrap();
+    let out = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("attack-{name}"));
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("tests/attacks/{name}.c"));
+    let fresh = out.metadata().and_then(|o| Ok(o.modified()? >= src.metadata()?.modified()?)).unwrap_or(false);
+    if !fresh {
+        let mut cc = Command::new("cc");
+        cc.args(["-O2", "-pthread", "-Wall", "-o"]).arg(&out).arg(&src);
+        if name == "int80" {
+            // The path must lie below 4 GiB for the 32-bit entry point.
+            cc.arg("-no-pie");
+        }
+        let status = cc.status().expect("a C compiler (cc) is needed for the attack programs");
+        assert!(status.success(), "compiling {}", src.display());
+    }
+    out
+}

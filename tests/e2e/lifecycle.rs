@@ -1,0 +1,89 @@
+//! Exit statuses, signals and the audit trail.
+
+use crate::common::*;
+use std::process::Command;
+
+#[test]
+fn exit_statuses_follow_the_shell_convention() {
+    if !kernel_ok() {
+        return;
+    }
+    let t = Tree::new();
+    let code = |cmd: &[&str]| t.command(&[], cmd).output().unwrap().status.code();
+    assert_eq!(code(&["/bin/sh", "-c", "exit 7"]), Some(7));
+    assert_eq!(code(&["/bin/sh", "-c", "kill -TERM $$"]), Some(128 + libc::SIGTERM));
+    assert_eq!(code(&["no-such-command-anywhere"]), Some(127));
+    std::fs::write(t.ws.join("not-executable"), "data").unwrap();
+    assert_eq!(code(&["./not-executable"]), Some(126));
+    assert_eq!(code(&["./missing"]), Some(127));
+}
+
+#[test]
+fn interpose_failures_exit_125_with_a_message() {
+    let o = Command::new(interpose()).args(["run", "--bogus-flag", "--", "true"]).output().unwrap();
+    assert_eq!(o.status.code(), Some(125));
+    let o = Command::new(interpose()).args(["run", "--rw", "/no/such/dir", "--", "true"]).output().unwrap();
+    assert_eq!(o.status.code(), Some(125));
+    assert!(stderr(&o).contains("--rw /no/such/dir"), "{}", stderr(&o));
+    let o = Command::new(interpose()).args(["run", "--rw", "/tmp"]).output().unwrap();
+    assert_eq!(o.status.code(), Some(125), "a command is required");
+}
+
+#[test]
+fn sigterm_to_interpose_reaches_the_command() {
+    if !kernel_ok() {
+        return;
+    }
+    let t = Tree::new();
+    let child = t
+        .command(
+            &[],
+            &["/bin/sh", "-c", "trap 'echo got-term; exit 5' TERM; echo ready > ready; while :; do sleep 0.02; done"],
+        )
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while !t.ws.join("ready").exists() {
+        assert!(std::time::Instant::now() < deadline, "the command never started");
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(child.id() as i32), nix::sys::signal::Signal::SIGTERM).unwrap();
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(stdout(&o), "got-term\n");
+    assert_eq!(o.status.code(), Some(5));
+}
+
+#[test]
+fn the_audit_trail_records_each_decision() {
+    if !kernel_ok() {
+        return;
+    }
+    let t = Tree::new();
+    let trail = t.ws.join("audit.jsonl");
+    let o = t
+        .command(&["--audit", trail.to_str().unwrap()], &["/bin/sh", "-c", "cat $RO/data.txt; cat /etc/shadow; true"])
+        .output()
+        .unwrap();
+    assert!(o.status.success());
+    let records: Vec<serde_json::Value> =
+        std::fs::read_to_string(&trail).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(records.first().unwrap()["type"], "session_start");
+    assert_eq!(records.last().unwrap()["type"], "session_end");
+    assert_eq!(records.last().unwrap()["exit_status"], 0);
+    let shadow = records.iter().find(|r| r["path"] == "/etc/shadow").expect("a record for /etc/shadow");
+    assert_eq!(shadow["type"], "decision");
+    assert_eq!(shadow["syscall"], "openat");
+    assert_eq!(shadow["resolved"], "/etc/shadow");
+    assert_eq!(shadow["access"], "read");
+    assert_eq!(shadow["decision"], "deny");
+    assert_eq!(shadow["errno"], "EACCES");
+    assert!(shadow["rule"].as_str().unwrap().contains("deny /etc/shadow"), "{shadow}");
+    assert!(shadow["pid"].as_u64().unwrap() > 1 && shadow["time_ns"].as_u64().unwrap() > 0);
+    let data = t.ro.join("data.txt");
+    let read = records.iter().find(|r| r["resolved"] == data.to_str().unwrap()).expect("a record for data.txt");
+    assert_eq!(read["decision"], "allow");
+    assert!(read["rule"].as_str().unwrap().contains("--ro"), "{read}");
+    let exec = records.iter().find(|r| r["syscall"] == "execve").expect("the command's exec");
+    assert_eq!(exec["decision"], "allow");
+}

@@ -1,0 +1,8 @@
+//! End-to-end tests: the real `interpose` binary on real files, against the
+//! real kernel. One test binary; every test gets its own temporary tree.
+
+mod allowed;
+mod attacks;
+mod common;
+mod denied;
+mod lifecycle;
