@@ -63,7 +63,14 @@ pub fn add_system(surface: &mut Surface) -> Vec<Skipped> {
         Err(e) => skipped.push(Skipped { path: path.into(), why: e.to_string() }),
     };
     for p in READ_ONLY {
-        add(p, Mode::Ro, "programs and libraries", surface);
+        // /bin and /lib are links into /usr on most systems: one entry will do.
+        let covered = std::fs::canonicalize(p).is_ok_and(|c| {
+            use std::os::unix::ffi::OsStrExt;
+            surface.lookup(c.as_os_str().as_bytes()).is_some_and(|i| surface.rules()[i as usize].mode == Mode::Ro)
+        });
+        if !covered {
+            add(p, Mode::Ro, "programs and libraries", surface);
+        }
     }
     for p in DEVICES {
         add(p, Mode::Rw, "standard devices", surface);

@@ -194,10 +194,12 @@ pub fn addfd_send(listener: BorrowedFd<'_>, id: u64, fd: BorrowedFd<'_>, cloexec
     ioctl(listener, IOCTL_NOTIF_ADDFD, &mut addfd).map(|n| n as i32)
 }
 
-/// `SECCOMP_IOCTL_NOTIF_SET_FLAGS`.
+/// `SECCOMP_IOCTL_NOTIF_SET_FLAGS`. Unlike the other requests, the kernel
+/// takes the flags as the ioctl argument itself, not through a pointer.
 pub fn set_flags(listener: BorrowedFd<'_>, flags: u64) -> Result<(), Errno> {
-    let mut flags = flags;
-    ioctl(listener, IOCTL_NOTIF_SET_FLAGS, &mut flags).map(drop)
+    // SAFETY: this request reads no memory; the argument is the flag word.
+    cvt(unsafe { libc::ioctl(listener.as_raw_fd(), IOCTL_NOTIF_SET_FLAGS, flags as libc::c_ulong) } as libc::c_long)
+        .map(drop)
 }
 
 #[cfg(test)]

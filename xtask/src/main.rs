@@ -97,7 +97,7 @@ exit 0";
         .map_err(|e| format!("cannot run {}: {e}", bin.display()))?;
     println!("\ninterpose exited with {status}; denials recorded in {}:", audit.display());
     let trail = std::fs::read_to_string(&audit).unwrap_or_default();
-    for line in trail.lines().filter(|l| l.contains("\"deny\"")) {
+    for line in trail.lines().filter(|l| l.contains("\"decision\":\"deny\"")) {
         println!("  {line}");
     }
     let _ = std::fs::remove_dir_all(&ws);
