@@ -183,6 +183,7 @@ pub fn run(args: &RunArgs) -> Result<i32, RunError> {
         env: env.iter().map(|(k, v)| cstring([k.as_bytes(), b"=", v.as_bytes()].concat())).collect::<Result<_, _>>()?,
         filter: filter::program()?,
         landlock: landlock.map(|b| b.ruleset),
+        capabilities: sandbox::kept_capabilities(),
     };
 
     let sink = match &args.audit {

@@ -48,7 +48,9 @@ fn rights(mode: Mode, abi: ABI, is_dir: bool) -> BitFlags<AccessFs> {
     let all = match mode {
         Mode::Deny => BitFlags::empty(),
         Mode::Ro => AccessFs::ReadFile | AccessFs::ReadDir | AccessFs::Execute,
-        Mode::Rw => AccessFs::from_all(abi),
+        // No device nodes, even in the workspace: one would give raw access
+        // to a disk or to kernel memory.
+        Mode::Rw => AccessFs::from_all(abi) & !(AccessFs::MakeChar | AccessFs::MakeBlock),
     };
     if is_dir {
         all

@@ -4,7 +4,8 @@
 //! Everything that allocates (the BPF program, the Landlock ruleset, argv and
 //! the environment) is prepared in the parent; the child only makes raw
 //! syscalls between `fork` and `execve`, in the order the threat model needs:
-//! close inherited descriptors, die with the parent, Landlock, no_new_privs,
+//! close inherited descriptors, die with the parent, drop capabilities,
+//! Landlock, no_new_privs,
 //! the seccomp filter with its listener, hand the listener over, exec.
 
 pub mod filter;
@@ -27,6 +28,8 @@ pub enum Stage {
     DeathSignal = 3,
     /// The parent died before the child was set up.
     ParentGone = 4,
+    /// Dropping capabilities.
+    Capabilities = 10,
     /// `PR_SET_NO_NEW_PRIVS`.
     NoNewPrivs = 5,
     /// `landlock_restrict_self`.
@@ -42,7 +45,7 @@ pub enum Stage {
 impl Stage {
     fn from_u8(v: u8) -> Option<Stage> {
         use Stage::*;
-        [SignalMask, CloseFds, DeathSignal, ParentGone, NoNewPrivs, Landlock, Seccomp, SendListener, Exec]
+        [SignalMask, CloseFds, DeathSignal, ParentGone, Capabilities, NoNewPrivs, Landlock, Seccomp, SendListener, Exec]
             .into_iter()
             .find(|s| *s as u8 == v)
     }
@@ -54,6 +57,7 @@ impl Stage {
             Stage::CloseFds => "closing inherited file descriptors",
             Stage::DeathSignal => "setting the parent-death signal",
             Stage::ParentGone => "checking that interpose is still running",
+            Stage::Capabilities => "dropping capabilities",
             Stage::NoNewPrivs => "setting no_new_privs",
             Stage::Landlock => "applying the Landlock ruleset",
             Stage::Seccomp => "installing the seccomp filter",
@@ -99,6 +103,33 @@ pub struct Plan {
     pub filter: Vec<libc::sock_filter>,
     /// The Landlock ruleset, unless running without the backstop.
     pub landlock: Option<OwnedFd>,
+    /// Capabilities the command may keep, as a bit mask ([`kept_capabilities`]).
+    pub capabilities: u64,
+}
+
+/// The capabilities a (root) command keeps: those a container runtime grants
+/// by default, less `CAP_MKNOD` (a device node in the workspace would open
+/// the raw disk), `CAP_SYS_CHROOT` and `CAP_SETFCAP`. Everything that
+/// reaches the kernel itself (modules, mounts, raw I/O, BPF, ptrace of
+/// others, namespaces administration) is gone, for the command and anything
+/// it execs.
+pub fn kept_capabilities() -> u64 {
+    use caps::Capability::*;
+    [
+        CAP_CHOWN,
+        CAP_DAC_OVERRIDE,
+        CAP_FOWNER,
+        CAP_FSETID,
+        CAP_KILL,
+        CAP_SETGID,
+        CAP_SETUID,
+        CAP_SETPCAP,
+        CAP_NET_BIND_SERVICE,
+        CAP_NET_RAW,
+        CAP_AUDIT_WRITE,
+    ]
+    .into_iter()
+    .fold(0, |mask, cap| mask | 1 << cap.index())
 }
 
 /// A started sandbox whose command has not necessarily exec'd yet.
@@ -220,6 +251,9 @@ fn child(
     // come: stop here rather than run unsupervised.
     if process::parent_pid() != parent {
         report(Stage::ParentGone, Errno::ESRCH);
+    }
+    if let Err(e) = process::limit_capabilities(plan.capabilities) {
+        report(Stage::Capabilities, e);
     }
     if let Some(ruleset) = &plan.landlock {
         if let Err(e) = process::set_no_new_privs() {

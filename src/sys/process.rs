@@ -195,3 +195,56 @@ pub fn umask(mask: u32) -> u32 {
     // SAFETY: umask cannot fail.
     unsafe { libc::umask(mask) }
 }
+
+/// `struct __user_cap_header_struct`.
+#[repr(C)]
+struct CapHeader {
+    version: u32,
+    pid: i32,
+}
+
+/// `struct __user_cap_data_struct`.
+#[repr(C)]
+#[derive(Clone, Copy, Default)]
+struct CapData {
+    effective: u32,
+    permitted: u32,
+    inheritable: u32,
+}
+
+/// `_LINUX_CAPABILITY_VERSION_3`: two 32-bit words per set.
+const CAPABILITY_VERSION_3: u32 = 0x2008_0522;
+
+/// Removes every capability not in `keep` (a bit mask by capability number)
+/// from the bounding set (`PR_CAPBSET_DROP`), the ambient set, and the
+/// effective, permitted and inheritable sets (`capset(2)`), so that not even
+/// a root command regains them at `execve`. Async-signal-safe.
+pub fn limit_capabilities(keep: u64) -> Result<(), Errno> {
+    for cap in 0..64u32 {
+        if keep & (1 << cap) != 0 {
+            continue;
+        }
+        // SAFETY: prctl with integer arguments only.
+        match cvt(unsafe { libc::prctl(libc::PR_CAPBSET_DROP, cap as libc::c_ulong, 0, 0, 0) } as libc::c_long) {
+            Ok(_) => {}
+            // Past the kernel's last capability.
+            Err(Errno::EINVAL) => break,
+            Err(e) => return Err(e),
+        }
+    }
+    // SAFETY: prctl with integer arguments only.
+    cvt(unsafe { libc::prctl(libc::PR_CAP_AMBIENT, libc::PR_CAP_AMBIENT_CLEAR_ALL as libc::c_ulong, 0, 0, 0) }
+        as libc::c_long)?;
+    let mut header = CapHeader { version: CAPABILITY_VERSION_3, pid: 0 };
+    let mut data = [CapData::default(); 2];
+    // SAFETY: version 3 reads and writes exactly two CapData structures.
+    cvt(unsafe { libc::syscall(libc::SYS_capget, &mut header as *mut CapHeader, data.as_mut_ptr()) })?;
+    for (i, d) in data.iter_mut().enumerate() {
+        let mask = (keep >> (32 * i)) as u32;
+        d.effective &= mask;
+        d.permitted &= mask;
+        d.inheritable &= mask;
+    }
+    // SAFETY: as above; capset only reads the two structures.
+    cvt(unsafe { libc::syscall(libc::SYS_capset, &mut header as *mut CapHeader, data.as_ptr()) }).map(drop)
+}

@@ -117,3 +117,35 @@ fn killing_interpose_kills_the_command() {
     std::thread::sleep(std::time::Duration::from_millis(300));
     assert_eq!(std::fs::read_to_string(&log).unwrap(), before, "nothing was written after interpose died");
 }
+
+/// A root command keeps no capability that reaches the kernel: no device
+/// nodes (a block device in the workspace would expose the raw disk), no
+/// modules, mounts, raw I/O or BPF.
+#[test]
+fn root_command_cannot_make_device_nodes_or_keep_kernel_capabilities() {
+    if !kernel_ok() {
+        return;
+    }
+    let t = Tree::new();
+    let native = Command::new("mknod").arg(t.outside.join("disk")).args(["b", "7", "0"]).status().unwrap();
+    if !native.success() {
+        eprintln!("SKIP: not root, so the attack does not work natively either");
+        return;
+    }
+    let o = t.sh("grep CapBnd /proc/self/status; mknod $WS/disk b 7 0; mknod $WS/mem c 1 1; echo done");
+    assert!(!t.ws.join("disk").exists() && !t.ws.join("mem").exists(), "{}", stderr(&o));
+    let out = stdout(&o);
+    let hex = out.split_whitespace().nth(1).expect("CapBnd value");
+    let bounding = u64::from_str_radix(hex, 16).unwrap();
+    for (name, bit) in [
+        ("CAP_SYS_ADMIN", 21),
+        ("CAP_SYS_MODULE", 16),
+        ("CAP_MKNOD", 27),
+        ("CAP_SYS_RAWIO", 17),
+        ("CAP_SYS_PTRACE", 19),
+        ("CAP_BPF", 39),
+    ] {
+        assert_eq!(bounding & (1 << bit), 0, "{name} is still in the bounding set: {hex}");
+    }
+    assert!(out.ends_with("done\n"));
+}
