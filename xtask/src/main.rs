@@ -64,9 +64,44 @@ fn setup() -> Result<()> {
         .env("DEBIAN_FRONTEND", "noninteractive"))
 }
 
+/// Runs the whole suite, echoing cargo's output, and ends with one summary
+/// line over every test binary (cargo prints one per binary, several of
+/// which have no tests).
 fn test(extra: &[String]) -> Result<()> {
-    run(Command::new(env!("CARGO")).current_dir(root()).args(["test", "--workspace", "--all-targets"]).args(extra))?;
-    run(Command::new(env!("CARGO")).current_dir(root()).args(["test", "--doc"]))
+    let mut totals = (0u64, 0u64);
+    let doc = counted(Command::new(env!("CARGO")).current_dir(root()).args(["test", "--doc"]), &mut totals);
+    let all = counted(
+        Command::new(env!("CARGO")).current_dir(root()).args(["test", "--workspace", "--all-targets"]).args(extra),
+        &mut totals,
+    );
+    println!("\ntests: {} passed, {} failed", totals.0, totals.1);
+    doc.and(all)
+}
+
+/// Runs `cmd` with its stdout echoed line by line, adding the counts of its
+/// `test result:` lines to `totals`.
+fn counted(cmd: &mut Command, totals: &mut (u64, u64)) -> Result<()> {
+    use std::io::BufRead;
+    eprintln!("xtask: running {cmd:?}");
+    let mut child = cmd.stdout(std::process::Stdio::piped()).spawn().map_err(|e| format!("cannot run {cmd:?}: {e}"))?;
+    let out = child.stdout.take().expect("piped");
+    for line in std::io::BufReader::new(out).lines() {
+        let line = line.map_err(|e| e.to_string())?;
+        println!("{line}");
+        if let Some(rest) = line.strip_prefix("test result: ") {
+            let count = |what: &str| {
+                rest.split(';').find_map(|part| part.trim().strip_suffix(what)?.trim().rsplit(' ').next()?.parse().ok())
+            };
+            totals.0 += count("passed").unwrap_or(0);
+            totals.1 += count("failed").unwrap_or(0);
+        }
+    }
+    let status = child.wait().map_err(|e| e.to_string())?;
+    if status.success() {
+        Ok(())
+    } else {
+        Err(format!("{cmd:?} failed: {status}"))
+    }
 }
 
 fn demo() -> Result<()> {
@@ -284,5 +319,29 @@ fn codegen(check: bool) -> Result<()> {
         Ok(())
     } else {
         Err(format!("generated files are stale: {}; run `cargo xtask codegen`", stale.join(", ")))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn table_rows_parse_and_bad_rows_are_named() {
+        let rows = parse_table("# c\nopen 2 open - 0 - - 1 emulate why it is safe\n").unwrap();
+        assert_eq!(rows.len(), 1);
+        assert_eq!(rows[0].args, [None, Some(0), None, None, Some(1)]);
+        assert_eq!(rows[0].note, "why it is safe");
+        let err = parse_table("x 1 bogus - - - - - EPERM note\n").err().unwrap();
+        assert!(err.contains("bpf/syscalls.tsv:1") && err.contains("unknown op"), "{err}");
+        assert!(parse_table("x 1 refuse - - - - - EPERM\n").err().unwrap().contains("note"));
+        assert!(parse_table("x 1 refuse - 9 - - - EPERM n\n").is_err());
+        assert!(parse_table("a 1 refuse - - - - - EPERM n\nb 1 refuse - - - - - EPERM n\n").is_err());
+    }
+
+    #[test]
+    fn the_committed_table_parses() {
+        let text = std::fs::read_to_string(root().join("bpf/syscalls.tsv")).unwrap();
+        assert!(parse_table(&text).unwrap().iter().any(|r| r.name == "openat"));
     }
 }
