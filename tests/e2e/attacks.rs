@@ -149,3 +149,23 @@ fn root_command_cannot_make_device_nodes_or_keep_kernel_capabilities() {
     }
     assert!(out.ends_with("done\n"));
 }
+
+/// Trapped opens interrupted by a stream of signals: every call returns,
+/// no descriptor leaks into the caller, nothing hangs.
+#[test]
+fn signals_during_trapped_calls_do_not_wedge_or_leak() {
+    if !kernel_ok() {
+        return;
+    }
+    let t = Tree::new();
+    let bin = copy_into(&t, "signal_storm");
+    std::fs::write(t.ws.join("ok.txt"), "data\n").unwrap();
+    let o = t
+        .command(&[], &["timeout", "120", bin.to_str().unwrap(), t.ws.join("ok.txt").to_str().unwrap(), "5000"])
+        .output()
+        .unwrap();
+    let out = stdout(&o);
+    assert!(o.status.success(), "{out} {}", stderr(&o));
+    let signals: u64 = out.split_whitespace().find_map(|w| w.strip_prefix("signals=")).unwrap().parse().unwrap();
+    assert!(signals > 100, "the calls were really interrupted: {out}");
+}
