@@ -139,6 +139,16 @@ fn require(present: bool, name: &'static str) -> Result<(), RunError> {
 
 /// Runs the command; returns interpose's exit status.
 pub fn run(args: &RunArgs) -> Result<i32, RunError> {
+    // Block the signals we handle through a signalfd first of all: threads
+    // started later (audit writer, workers) inherit the mask, so none of them
+    // can take a SIGCHLD or SIGTERM meant for the signalfd. The child
+    // restores the original mask.
+    let mut handled = nix::sys::signal::SigSet::empty();
+    for s in FORWARDED.into_iter().chain([libc::SIGCHLD]) {
+        handled.add(nix::sys::signal::Signal::try_from(s).expect("a valid signal"));
+    }
+    let original = handled.thread_swap_mask(nix::sys::signal::SigmaskHow::SIG_BLOCK).map_err(errno("sigprocmask"))?;
+
     // Fail closed: refuse to start without what enforcement needs.
     require(seccomp::action_available(seccomp::RET_USER_NOTIF), "seccomp user notification")?;
     require(
@@ -198,13 +208,6 @@ pub fn run(args: &RunArgs) -> Result<i32, RunError> {
         sink.send(session_start(args, &surface));
     }
 
-    // Block the signals we handle through a signalfd before forking, so none
-    // is lost in between; the child restores the original mask.
-    let mut handled = nix::sys::signal::SigSet::empty();
-    for s in FORWARDED.into_iter().chain([libc::SIGCHLD]) {
-        handled.add(nix::sys::signal::Signal::try_from(s).expect("a valid signal"));
-    }
-    let original = handled.thread_swap_mask(nix::sys::signal::SigmaskHow::SIG_BLOCK).map_err(errno("sigprocmask"))?;
     process::set_child_subreaper().map_err(errno("PR_SET_CHILD_SUBREAPER"))?;
 
     let started = sandbox::start(&plan, original.as_ref())?;

@@ -106,8 +106,18 @@ impl Supervisor {
         loop {
             let notif = match seccomp::recv(self.listener.as_fd()) {
                 Ok(n) => n,
-                // The caller was killed before we read it, or a signal hit us.
-                Err(Errno::EINTR | Errno::ENOENT) => continue,
+                Err(Errno::EINTR) => continue,
+                // The caller was killed before we read it, or no task uses
+                // the filter any more: then the listener reports a hang-up and
+                // RECV would fail at once forever.
+                Err(Errno::ENOENT) => {
+                    if self.listener_hung_up() {
+                        self.workers.fetch_sub(1, Ordering::SeqCst);
+                        self.idle.fetch_sub(1, Ordering::SeqCst);
+                        return;
+                    }
+                    continue;
+                }
                 Err(e) => {
                     tracing::error!("receiving notifications failed: {e}; the worker stops");
                     self.workers.fetch_sub(1, Ordering::SeqCst);
@@ -127,6 +137,17 @@ impl Supervisor {
             }
             self.record(&notif, outcome.checks, started);
             self.idle.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+
+    /// Waits until the listener has a notification or has hung up; true for
+    /// a hang-up (every sandboxed task has exited).
+    fn listener_hung_up(&self) -> bool {
+        use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
+        let mut fds = [PollFd::new(self.listener.as_fd(), PollFlags::POLLIN)];
+        match poll(&mut fds, PollTimeout::NONE) {
+            Ok(_) => fds[0].revents().is_some_and(|r| r.contains(PollFlags::POLLHUP)),
+            Err(_) => false,
         }
     }
 

@@ -140,9 +140,10 @@ impl Resolver {
         let n = fs::readlinkat(Dir::Fd(self.proc_self_fd.as_fd()), name, out)?;
         out.truncate(n);
         const DELETED: &[u8] = b" (deleted)";
-        if out.ends_with(DELETED) && fs::fstat(fd).map(|st| st.st_nlink == 0).unwrap_or(true) {
-            // Unlinked while we resolved it: there is no path to decide on.
-            return Err(Errno::ENOENT);
+        if out.ends_with(DELETED) && fs::fstat(fd)?.st_nlink == 0 {
+            // Unlinked (or an O_TMPFILE never linked): decide on the name it
+            // had, where it was created or opened under the surface's rules.
+            out.truncate(out.len() - DELETED.len());
         }
         Ok(())
     }

@@ -34,10 +34,17 @@ fn sigterm_to_interpose_reaches_the_command() {
     if !kernel_ok() {
         return;
     }
+    sigterm_reaches_the_command(&[]);
+    // With the audit writer running too: no thread of interpose may take the
+    // signal itself (its default action would kill interpose).
+    sigterm_reaches_the_command(&["--audit", "/dev/null"]);
+}
+
+fn sigterm_reaches_the_command(extra: &[&str]) {
     let t = Tree::new();
     let child = t
         .command(
-            &[],
+            extra,
             &["/bin/sh", "-c", "trap 'echo got-term; exit 5' TERM; echo ready > ready; while :; do sleep 0.02; done"],
         )
         .stdout(std::process::Stdio::piped())
