@@ -102,12 +102,12 @@ pub fn surface(args: &RunArgs, tmpdir: Option<&Path>) -> Result<Surface, RunErro
     }
     for (flag, paths, mode) in [("--ro", &args.ro, Mode::Ro), ("--rw", &args.rw, Mode::Rw)] {
         for p in paths {
-            let canonical = std::fs::canonicalize(p).map_err(|source| RunError::BadPath {
+            let origin = Origin::Flag(format!("{flag} {}", p.display()));
+            s.add_path(p, mode, origin).map_err(|source| RunError::BadPath {
                 flag,
                 path: p.display().to_string(),
                 source,
             })?;
-            s.add(Rule { path: canonical, mode, origin: Origin::Flag(format!("{flag} {}", p.display())) });
         }
     }
     Ok(s)

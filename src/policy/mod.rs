@@ -42,12 +42,16 @@ pub enum Access {
     LinkSource,
     /// Execute a file.
     Exec,
+    /// Read metadata (stat, access, readlink, xattrs) or make it the cwd.
+    /// Also allowed on the directories that lead to a surface entry, so that
+    /// `realpath` and `cd` work on the way to a granted path.
+    Stat,
 }
 
 impl Access {
     /// Whether the access changes the file system.
     pub fn is_mutation(self) -> bool {
-        !matches!(self, Access::Read | Access::Exec)
+        !matches!(self, Access::Read | Access::Exec | Access::Stat)
     }
 }
 
@@ -104,6 +108,8 @@ pub enum Reason {
     ProcInside(u32),
     /// The path is `/proc/<pid>` of a process outside the sandbox.
     ProcOutside(u32),
+    /// The path leads to a surface entry (metadata access only).
+    Ancestor,
     /// No entry covers the path.
     NoRule,
 }
@@ -147,6 +153,20 @@ impl Surface {
         let idx = self.rules.len() as u32;
         self.trie.insert(rule.path.as_os_str().as_bytes(), idx);
         self.rules.push(rule);
+    }
+
+    /// Adds an entry for `path` as given and, when that differs from its
+    /// canonical form (a symlink on the way, as `/bin` -> `/usr/bin`), for the
+    /// canonical path too: decisions are made on canonical paths, but
+    /// `lstat`/`readlink` of the link itself name the path as given.
+    pub fn add_path(&mut self, path: &Path, mode: Mode, origin: Origin) -> std::io::Result<()> {
+        let canonical = std::fs::canonicalize(path)?;
+        let literal = if path.is_absolute() { path.to_path_buf() } else { std::env::current_dir()?.join(path) };
+        if literal != canonical && literal.symlink_metadata().is_ok_and(|m| m.file_type().is_symlink()) {
+            self.add(Rule { path: literal, mode, origin: origin.clone() });
+        }
+        self.add(Rule { path: canonical, mode, origin });
+        Ok(())
     }
 
     /// Decides `/<mount>/<pid>/...` by membership for every procfs `mount`.
@@ -215,10 +235,14 @@ impl Surface {
                 };
             }
         }
-        match self.trie.lookup(path) {
+        let verdict = match self.trie.lookup(path) {
             Some(i) => Verdict { allowed: self.rules[i as usize].mode.permits(access), reason: Reason::Rule(i) },
             None => Verdict { allowed: false, reason: Reason::NoRule },
+        };
+        if !verdict.allowed && access == Access::Stat && verdict.reason == Reason::NoRule && self.trie.reaches(path) {
+            return Verdict { allowed: true, reason: Reason::Ancestor };
         }
+        verdict
     }
 
     /// Human-readable description of a verdict's reason.
@@ -230,6 +254,7 @@ impl Surface {
             }
             Reason::ProcInside(pid) => format!("/proc/{pid} is inside the sandbox"),
             Reason::ProcOutside(pid) => format!("/proc/{pid} is outside the sandbox"),
+            Reason::Ancestor => "leads to a surface entry (metadata only)".into(),
             Reason::NoRule => "no surface entry covers the path".into(),
         }
     }
@@ -282,6 +307,18 @@ mod tests {
         assert!(s.decide(b"/etc/passwd", Access::Read, &none).allowed);
         assert_eq!(s.decide(b"/home/u/.ssh/id_rsa", Access::Read, &none).reason, Reason::NoRule);
         assert!(!s.decide(b"/work/repo2", Access::Read, &none).allowed);
+    }
+
+    #[test]
+    fn metadata_is_allowed_on_the_way_to_an_entry_only() {
+        let s = surface();
+        let none = Set(HashSet::new());
+        assert_eq!(s.decide(b"/", Access::Stat, &none).reason, Reason::Ancestor);
+        assert!(s.decide(b"/work", Access::Stat, &none).allowed);
+        assert!(!s.decide(b"/work", Access::Read, &none).allowed, "listing it is not");
+        assert!(!s.decide(b"/work/other", Access::Stat, &none).allowed);
+        assert!(!s.decide(b"/etc/shadow", Access::Stat, &none).allowed, "a carve-out is not a way through");
+        assert!(s.decide(b"/usr/bin/ls", Access::Stat, &none).allowed);
     }
 
     #[test]

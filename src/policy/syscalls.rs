@@ -26,8 +26,60 @@ pub enum Op {
     Symlink,
     /// `truncate`.
     Truncate,
+    /// `mknod*`: creates a file of any type (devices are never granted).
+    Mknod,
+    /// A metadata read: the stat family, `access`, `readlink`, xattr reads,
+    /// `chdir`. Decided with [`crate::policy::Access::Stat`].
+    Stat,
+    /// A watch on a path (`inotify_add_watch`, `fanotify_mark`): a read.
+    Read,
+    /// `chmod` family: mode in argument `extra`.
+    Chmod,
+    /// `chown` family: uid and gid in arguments `extra` and `extra + 1`.
+    Chown,
+    /// `utime(path, struct utimbuf *)` at `extra`.
+    Utime,
+    /// `utimes`/`futimesat`: `struct timeval[2]` at `extra`.
+    Utimes,
+    /// `utimensat`: `struct timespec[2]` at `extra`; a NULL path acts on dirfd.
+    Utimensat,
+    /// `setxattr` family: name, value, size, flags from argument `extra`.
+    Setxattr,
+    /// `removexattr` family: name at `extra`.
+    Removexattr,
+    /// `connect(sockfd, addr, len)`: socket in `dirfd`, address at `extra`.
+    Connect,
+    /// `bind(sockfd, addr, len)`.
+    Bind,
+    /// `sendto(sockfd, buf, len, flags, addr, addrlen)`: address at `extra`.
+    Sendto,
+    /// `sendmsg(sockfd, msghdr, flags)`: the `msghdr` at `extra`.
+    Sendmsg,
     /// Refused outright.
     Refuse,
+}
+
+/// Whether a symlink in the last path component is followed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Follow {
+    /// Always (`stat`, `chmod`).
+    Yes,
+    /// Never (`lstat`, `unlink`).
+    No,
+    /// Unless `AT_SYMLINK_NOFOLLOW` is in the flags argument.
+    UnlessNofollowFlag,
+    /// Decided by the op itself (open flags, `AT_SYMLINK_FOLLOW` for link).
+    NotApplicable,
+}
+
+/// A condition on an argument under which the row's action applies (the
+/// call is allowed untrapped otherwise).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct When {
+    /// Argument index.
+    pub arg: u8,
+    /// The action applies when any bit of this mask is set.
+    pub mask: u64,
 }
 
 /// How the supervisor answers an allowed call.
@@ -38,6 +90,9 @@ pub enum Action {
     /// The supervisor decides, then lets the kernel run the call; the Landlock
     /// ruleset enforces the same answer on whatever the kernel resolves.
     Continue,
+    /// As `Continue`, but a call with `AT_EMPTY_PATH` in its flags is not
+    /// trapped at all.
+    ContinueUnlessEmptyPath,
     /// Refused with this errno, by the BPF filter itself.
     Errno(i32),
 }
@@ -61,8 +116,14 @@ pub struct Syscall {
     pub path2: Option<u8>,
     /// Argument index of the flags (for `openat2`, the `open_how` pointer).
     pub flags: Option<u8>,
+    /// Whether the last component's symlink is followed.
+    pub follow: Follow,
+    /// Index of the first op-specific argument.
+    pub extra: Option<u8>,
     /// How it is answered.
     pub action: Action,
+    /// Condition on the arguments for the action to apply.
+    pub when: Option<When>,
     /// Why this disposition is safe.
     pub note: &'static str,
 }

@@ -58,19 +58,13 @@ pub struct Skipped {
 /// Adds the built-in system surface to `surface`. Returns what was skipped.
 pub fn add_system(surface: &mut Surface) -> Vec<Skipped> {
     let mut skipped = Vec::new();
-    let mut add = |path: &str, mode: Mode, why: &'static str, surface: &mut Surface| match std::fs::canonicalize(path) {
-        Ok(canonical) => surface.add(Rule { path: canonical, mode, origin: Origin::System(why) }),
-        Err(e) => skipped.push(Skipped { path: path.into(), why: e.to_string() }),
+    let mut add = |path: &str, mode: Mode, why: &'static str, surface: &mut Surface| {
+        if let Err(e) = surface.add_path(Path::new(path), mode, Origin::System(why)) {
+            skipped.push(Skipped { path: path.into(), why: e.to_string() });
+        }
     };
     for p in READ_ONLY {
-        // /bin and /lib are links into /usr on most systems: one entry will do.
-        let covered = std::fs::canonicalize(p).is_ok_and(|c| {
-            use std::os::unix::ffi::OsStrExt;
-            surface.lookup(c.as_os_str().as_bytes()).is_some_and(|i| surface.rules()[i as usize].mode == Mode::Ro)
-        });
-        if !covered {
-            add(p, Mode::Ro, "programs and libraries", surface);
-        }
+        add(p, Mode::Ro, "programs and libraries", surface);
     }
     for p in DEVICES {
         add(p, Mode::Rw, "standard devices", surface);

@@ -76,6 +76,19 @@ impl Trie {
         best
     }
 
+    /// Whether `path` is an entry or lies on the way to one (every component
+    /// is a node of the trie).
+    pub fn reaches(&self, path: &[u8]) -> bool {
+        let mut node = &self.nodes[0];
+        for name in components(path) {
+            match node.children.binary_search_by(|(n, _)| (**n).cmp(name)) {
+                Ok(i) => node = &self.nodes[node.children[i].1 as usize],
+                Err(_) => return false,
+            }
+        }
+        true
+    }
+
     /// Whether any entry lies strictly beneath `path`.
     pub fn has_entries_beneath(&self, path: &[u8]) -> bool {
         let mut node = &self.nodes[0];
@@ -143,6 +156,17 @@ mod tests {
         assert_eq!(t.lookup(b"/anything"), Some(7));
         t.insert(b"/x", 9);
         assert_eq!(t.lookup(b"/x/y"), Some(9));
+    }
+
+    #[test]
+    fn ancestors_are_reached() {
+        let t = trie(&[("/home/u/repo", 1)]);
+        assert!(t.reaches(b"/"));
+        assert!(t.reaches(b"/home"));
+        assert!(t.reaches(b"/home/u"));
+        assert!(t.reaches(b"/home/u/repo"));
+        assert!(!t.reaches(b"/home/v"));
+        assert!(!t.reaches(b"/home/u/repo/x"));
     }
 
     #[test]

@@ -7,7 +7,7 @@
 
 use crate::policy::syscalls::Action;
 use crate::policy::table::TABLE;
-use libseccomp::{ScmpAction, ScmpArch, ScmpFilterContext, ScmpSyscall};
+use libseccomp::{ScmpAction, ScmpArch, ScmpArgCompare, ScmpCompareOp, ScmpFilterContext, ScmpSyscall};
 use std::io::{Read, Seek};
 
 /// Errors building the filter.
@@ -29,11 +29,25 @@ fn context() -> Result<ScmpFilterContext, FilterError> {
     ctx.set_act_badarch(ScmpAction::KillProcess)?;
     debug_assert!(ctx.is_arch_present(ScmpArch::Native)?);
     for row in TABLE {
-        let action = match row.action {
-            Action::Errno(e) => ScmpAction::Errno(e),
-            Action::Emulate | Action::Continue => ScmpAction::Notify,
+        let syscall = ScmpSyscall::from_raw_syscall(row.nr);
+        match (row.action, row.when) {
+            (Action::Errno(e), None) => ctx.add_rule(ScmpAction::Errno(e), syscall)?,
+            // One rule per bit: any set bit refuses.
+            (Action::Errno(e), Some(when)) => {
+                for bit in (0..64).map(|b| 1u64 << b).filter(|b| when.mask & b != 0) {
+                    let cmp = ScmpArgCompare::new(when.arg.into(), ScmpCompareOp::MaskedEqual(bit), bit);
+                    ctx.add_rule_conditional(ScmpAction::Errno(e), syscall, &[cmp])?;
+                }
+                &mut ctx
+            }
+            (Action::ContinueUnlessEmptyPath, _) => {
+                let flags = row.flags.expect("rows that skip AT_EMPTY_PATH name their flags").into();
+                let empty = libc::AT_EMPTY_PATH as u64;
+                let cmp = ScmpArgCompare::new(flags, ScmpCompareOp::MaskedEqual(empty), 0);
+                ctx.add_rule_conditional(ScmpAction::Notify, syscall, &[cmp])?
+            }
+            (Action::Emulate | Action::Continue, _) => ctx.add_rule(ScmpAction::Notify, syscall)?,
         };
-        ctx.add_rule(action, ScmpSyscall::from_raw_syscall(row.nr))?;
     }
     Ok(ctx)
 }

@@ -36,7 +36,7 @@ pub enum Stage {
     Landlock = 6,
     /// Installing the seccomp filter.
     Seccomp = 7,
-    /// Passing the listener to the parent.
+    /// Handing the listener to the parent.
     SendListener = 8,
     /// `execve` of the command.
     Exec = 9,
@@ -145,6 +145,7 @@ pub struct Started {
 
 const TAG_LISTENER: u8 = b'L';
 const TAG_ERROR: u8 = b'E';
+const TAG_GO: u8 = b'G';
 
 /// Forks and starts the command under `plan`. `child_mask` is the signal
 /// mask the command starts with (the parent keeps its signals blocked for
@@ -172,20 +173,29 @@ pub fn start(plan: &Plan, child_mask: &libc::sigset_t) -> Result<Started, SpawnE
         }
         Fork::Parent(pid) => {
             drop(theirs);
+            let fail = |e| {
+                reap(pid);
+                e
+            };
             let mut msg = [0u8; 8];
             match process::recv_with_fd(ours.as_fd(), &mut msg) {
-                Ok((n, Some(listener))) if n >= 1 && msg[0] == TAG_LISTENER => {
-                    Ok(Started { pid, listener, channel: ours })
+                Ok((8, _)) if msg[0] == TAG_LISTENER => {}
+                Ok((8, _)) if msg[0] == TAG_ERROR => {
+                    return Err(fail(decode_error(&msg).unwrap_or(SpawnError::ChildVanished)));
                 }
-                Ok((8, None)) if msg[0] == TAG_ERROR => {
-                    reap(pid);
-                    Err(decode_error(&msg).unwrap_or(SpawnError::ChildVanished))
-                }
-                _ => {
-                    reap(pid);
-                    Err(SpawnError::ChildVanished)
-                }
+                _ => return Err(fail(SpawnError::ChildVanished)),
             }
+            // The child names its listener; we take a copy with
+            // pidfd_getfd, then tell it to close its own and exec.
+            let number = i32::from_ne_bytes(msg[4..8].try_into().expect("4 bytes"));
+            let listener = process::pidfd_open(pid)
+                .and_then(|pidfd| process::pidfd_getfd(std::os::fd::AsFd::as_fd(&pidfd), number))
+                .map_err(|errno| {
+                    fail(SpawnError::Parent { what: "taking the seccomp listener (pidfd_getfd)", errno })
+                })?;
+            process::write_all(ours.as_fd(), &[TAG_GO])
+                .map_err(|errno| fail(SpawnError::Parent { what: "releasing the child", errno }))?;
+            Ok(Started { pid, listener, channel: ours })
         }
     }
 }
@@ -270,15 +280,38 @@ fn child(
         Ok(fd) => fd,
         Err(e) => report(Stage::Seccomp, e),
     };
-    // From here on every trapped syscall waits for the supervisor, which
-    // starts answering as soon as it has the listener; the calls below
-    // (sendmsg, close, write, exit) are not trapped.
-    if let Err(e) = process::send_fd(channel.as_fd(), TAG_LISTENER, listener.as_fd()) {
+    // From here on every trapped syscall would wait for a supervisor that
+    // does not hold the listener yet, so until the parent has taken it only
+    // untrapped calls are made: write the listener's number, wait for the
+    // parent's go (it copies the listener with pidfd_getfd), close ours.
+    let mut msg = [0u8; 8];
+    msg[0] = TAG_LISTENER;
+    msg[4..8].copy_from_slice(&listener.as_raw_fd().to_ne_bytes());
+    if let Err(e) = process::write_all(channel.as_fd(), &msg) {
         report(Stage::SendListener, e);
+    }
+    match process::read_byte(channel.as_fd()) {
+        Ok(Some(TAG_GO)) => {}
+        Ok(_) => report(Stage::SendListener, Errno::EPIPE),
+        Err(e) => report(Stage::SendListener, e),
     }
     // The command must not hold its own listener: it could answer its own
     // notifications.
     drop(listener);
     let errno = process::execve(&plan.program, argv, envp);
     report(Stage::Exec, errno)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_child_makes_no_trapped_call_between_filter_and_exec() {
+        // After installing the filter the child only writes, reads, closes
+        // and exits until the parent holds the listener: a trapped call
+        // there would wait forever for an answer.
+        for nr in [libc::SYS_write, libc::SYS_read, libc::SYS_close, libc::SYS_exit_group, libc::SYS_exit] {
+            let row = crate::policy::table::lookup(nr as i32);
+            assert!(row.is_none(), "{row:?} is trapped");
+        }
+    }
 }

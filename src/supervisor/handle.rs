@@ -2,7 +2,7 @@
 
 use super::resolve::{Caller, Request, ResolveError, Resolved, Target};
 use super::{Answer, Supervisor};
-use crate::policy::syscalls::{Op, Syscall};
+use crate::policy::syscalls::{Follow, Op, Syscall};
 use crate::policy::{table, Access, Reason};
 use crate::sys::fs::{self, Dir, OpenHow};
 use crate::sys::{mem, seccomp, Errno};
@@ -252,8 +252,211 @@ impl Cx<'_> {
                 self.check(&arg, r, Access::Write)?;
                 Ok(Answer::Continue)
             }
+            Op::Mknod => {
+                let arg = self.path_arg(row.dirfd, row.path, false)?;
+                self.still_valid()?;
+                let r = self.resolve(&arg, false, false, 0);
+                self.check(&arg, r, Access::Create)?;
+                Ok(Answer::Continue)
+            }
+            Op::Stat | Op::Read => {
+                let (arg, follow, empty) = self.target()?;
+                self.still_valid()?;
+                let r = self.resolve(&arg, follow, empty, 0);
+                self.check(&arg, r, if row.op == Op::Stat { Access::Stat } else { Access::Read })?;
+                Ok(Answer::Continue)
+            }
+            Op::Chmod | Op::Chown | Op::Utime | Op::Utimes | Op::Utimensat | Op::Setxattr | Op::Removexattr => {
+                self.attribute()
+            }
+            Op::Connect | Op::Bind | Op::Sendto | Op::Sendmsg => self.socket(),
             Op::Refuse => Err(Errno::EPERM.into()),
         }
+    }
+
+    /// The path argument of a single-path call, whether its last symlink is
+    /// followed, and whether an empty path names the descriptor itself. Rows
+    /// without a path (fchmod, fsetxattr) and utimensat with a NULL path act
+    /// on the descriptor.
+    fn target(&self) -> Result<(PathArg, bool, bool), Stop> {
+        let row = self.row;
+        let flags = self.arg(row.flags);
+        let follow = match row.follow {
+            Follow::No => false,
+            Follow::UnlessNofollowFlag => flags & AT_SYMLINK_NOFOLLOW == 0,
+            Follow::Yes | Follow::NotApplicable => true,
+        };
+        let on_descriptor = row.path.is_none() || (row.op == Op::Utimensat && self.arg(row.path) == 0);
+        if on_descriptor {
+            let fd = self.arg(row.dirfd) as i32;
+            if fd < 0 {
+                return Err(Errno::EBADF.into());
+            }
+            return Ok((PathArg { bytes: Vec::new(), base: Some(self.open_dir(fd)?) }, follow, true));
+        }
+        let empty = row.flags.is_some() && flags & AT_EMPTY_PATH != 0;
+        Ok((self.path_arg(row.dirfd, row.path, false)?, follow, empty))
+    }
+
+    /// chmod, chown, utime*, setxattr, removexattr: Landlock cannot express
+    /// them, so the supervisor performs them on the object it checked.
+    fn attribute(&mut self) -> Result<Answer, Stop> {
+        enum Work {
+            Mode(u32),
+            Owner(u32, u32),
+            Times(Option<[libc::timespec; 2]>),
+            SetXattr(std::ffi::CString, Vec<u8>, i32),
+            RemoveXattr(std::ffi::CString),
+        }
+        let row = self.row;
+        let x = row.extra.expect("attribute rows name their first argument") as usize;
+        let a = self.notif.data.args;
+        let (arg, follow, empty) = self.target()?;
+        let work = match row.op {
+            Op::Chmod => Work::Mode(a[x] as u32 & 0o7777),
+            Op::Chown => Work::Owner(a[x] as u32, a[x + 1] as u32),
+            Op::Utime => Work::Times(self.read_times(a[x], TimeFormat::Utimbuf)?),
+            Op::Utimes => Work::Times(self.read_times(a[x], TimeFormat::Timeval)?),
+            Op::Utimensat => Work::Times(self.read_times(a[x], TimeFormat::Timespec)?),
+            Op::Setxattr => {
+                let name = self.read_xattr_name(a[x])?;
+                let size = a[x + 2] as usize;
+                if size > 65536 {
+                    return Err(Errno::E2BIG.into());
+                }
+                let mut value = vec![0u8; size];
+                if size > 0 && mem::read(self.notif.pid, a[x + 1], &mut value)? != size {
+                    return Err(Errno::EFAULT.into());
+                }
+                Work::SetXattr(name, value, a[x + 3] as i32)
+            }
+            _ => Work::RemoveXattr(self.read_xattr_name(a[x])?),
+        };
+        self.still_valid()?;
+        let r = self.resolve(&arg, follow, empty, 0);
+        let r = self.check(&arg, r, Access::Write)?;
+        let (fd, mode) = match r.target {
+            Target::Exists { fd, mode } => (fd, mode),
+            Target::Anonymous { fd } => (fd, 0),
+            Target::Missing { .. } => return Err(Errno::ENOENT.into()),
+        };
+        let is_link = mode & libc::S_IFMT == libc::S_IFLNK;
+        let path = super::resolve::Resolver::proc_path(fd.as_fd());
+        let done = match work {
+            // Linux has no mode on symlinks; times and xattrs on a symlink
+            // itself are not supported here (the path would follow it).
+            Work::Mode(_) | Work::Times(_) if is_link => Err(Errno::EOPNOTSUPP),
+            Work::SetXattr(..) | Work::RemoveXattr(_) if is_link => Err(Errno::EPERM),
+            Work::Mode(m) => fs::chmod(&path, m),
+            Work::Owner(uid, gid) => fs::chown_fd(fd.as_fd(), uid, gid),
+            Work::Times(t) => fs::utimens(&path, t.as_ref()),
+            Work::SetXattr(name, value, flags) => fs::setxattr(&path, &name, &value, flags),
+            Work::RemoveXattr(name) => fs::removexattr(&path, &name),
+        };
+        done.map(|()| Answer::Value(0)).map_err(Stop::Fail)
+    }
+
+    fn read_xattr_name(&self, addr: u64) -> Result<std::ffi::CString, Errno> {
+        let mut buf = [0u8; mem::PATH_MAX];
+        let n = mem::read_path(self.notif.pid, addr, &mut buf)?;
+        if n == 0 || n > 255 {
+            return Err(Errno::ERANGE);
+        }
+        std::ffi::CString::new(&buf[..n]).map_err(|_| Errno::EINVAL)
+    }
+
+    /// Reads a pair of times in the caller's format; `None` (a NULL pointer)
+    /// means "now".
+    fn read_times(&self, addr: u64, format: TimeFormat) -> Result<Option<[libc::timespec; 2]>, Errno> {
+        if addr == 0 {
+            return Ok(None);
+        }
+        let size = if format == TimeFormat::Utimbuf { 16 } else { 32 };
+        let mut buf = [0u8; 32];
+        if mem::read(self.notif.pid, addr, &mut buf[..size])? != size {
+            return Err(Errno::EFAULT);
+        }
+        let word = |i: usize| i64::from_ne_bytes(buf[i * 8..i * 8 + 8].try_into().expect("8 bytes"));
+        let ts = |sec: i64, nsec: i64| libc::timespec { tv_sec: sec, tv_nsec: nsec };
+        Ok(Some(match format {
+            TimeFormat::Utimbuf => [ts(word(0), 0), ts(word(1), 0)],
+            TimeFormat::Timeval => {
+                if [word(1), word(3)].iter().any(|us| !(0..1_000_000).contains(us)) {
+                    return Err(Errno::EINVAL);
+                }
+                [ts(word(0), word(1) * 1000), ts(word(2), word(3) * 1000)]
+            }
+            // UTIME_NOW, UTIME_OMIT and range errors are the kernel's to judge.
+            TimeFormat::Timespec => [ts(word(0), word(1)), ts(word(2), word(3))],
+        }))
+    }
+
+    /// connect, bind, sendto, sendmsg: a pathname AF_UNIX address is a file
+    /// like any other. Other addresses go through untouched.
+    fn socket(&mut self) -> Result<Answer, Stop> {
+        let row = self.row;
+        let a = self.notif.data.args;
+        let x = row.extra.expect("socket rows name their address argument") as usize;
+        let (addr, len) = match row.op {
+            Op::Sendmsg => {
+                // struct msghdr: msg_name at 0, msg_namelen at 8.
+                let mut hdr = [0u8; 12];
+                if mem::read(self.notif.pid, a[x], &mut hdr)? != hdr.len() {
+                    return Err(Errno::EFAULT.into());
+                }
+                let name = u64::from_ne_bytes(hdr[..8].try_into().expect("8 bytes"));
+                (name, u64::from(u32::from_ne_bytes(hdr[8..12].try_into().expect("4 bytes"))))
+            }
+            _ => (a[x], a[x + 1]),
+        };
+        let sun_path_max = 108usize;
+        if addr == 0 || len <= 2 {
+            return Ok(Answer::Continue);
+        }
+        let mut buf = [0u8; 110];
+        let len = (len as usize).min(2 + sun_path_max);
+        if mem::read(self.notif.pid, addr, &mut buf[..len])? != len {
+            return Err(Errno::EFAULT.into());
+        }
+        let family = u16::from_ne_bytes([buf[0], buf[1]]);
+        let sun_path = &buf[2..len];
+        // Unnamed and abstract addresses name no file (and Landlock scopes
+        // abstract sockets to the sandbox).
+        if i32::from(family) != libc::AF_UNIX || sun_path[0] == 0 {
+            return Ok(Answer::Continue);
+        }
+        let end = sun_path.iter().position(|&c| c == 0).unwrap_or(sun_path.len());
+        let bytes = sun_path[..end].to_vec();
+        let base = if bytes.first() == Some(&b'/') { None } else { Some(self.open_dir(libc::AT_FDCWD)?) };
+        let arg = PathArg { bytes, base };
+        self.still_valid()?;
+        if row.op == Op::Bind {
+            let r = self.resolve(&arg, false, false, 0);
+            self.check(&arg, r, Access::Create)?;
+            return Ok(Answer::Continue);
+        }
+        let r = self.resolve(&arg, true, false, 0);
+        let r = self.check(&arg, r, Access::Write)?;
+        if row.op != Op::Connect {
+            return Ok(Answer::Continue);
+        }
+        let Target::Exists { fd: socket_file, mode } = r.target else {
+            return Err(Errno::ECONNREFUSED.into());
+        };
+        if mode & libc::S_IFMT != libc::S_IFSOCK {
+            return Err(Errno::ECONNREFUSED.into());
+        }
+        // Connect the caller's own socket (a duplicate of its descriptor
+        // shares the open file description) to the socket file we checked,
+        // named through our handle so no path can be swapped underneath.
+        let tgid = super::resolve::proc_status_field(self.notif.pid, "Tgid:")
+            .and_then(|v| v.parse().ok())
+            .ok_or(Stop::Gone)?;
+        let pidfd = crate::sys::process::pidfd_open(tgid)?;
+        self.still_valid()?;
+        let sock = crate::sys::process::pidfd_getfd(pidfd.as_fd(), a[0] as i32)?;
+        let path = super::resolve::Resolver::proc_path(socket_file.as_fd());
+        fs::connect_unix(sock.as_fd(), path.as_bytes()).map(|()| Answer::Value(0)).map_err(Stop::Fail)
     }
 
     /// `open`, `creat`, `openat`, `openat2`: the supervisor opens the object
@@ -376,6 +579,16 @@ impl Cx<'_> {
     }
 }
 
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum TimeFormat {
+    /// `struct utimbuf`: two `time_t` seconds.
+    Utimbuf,
+    /// `struct timeval[2]`.
+    Timeval,
+    /// `struct timespec[2]`.
+    Timespec,
+}
+
 fn access_name(a: Access) -> &'static str {
     match a {
         Access::Read => "read",
@@ -384,5 +597,6 @@ fn access_name(a: Access) -> &'static str {
         Access::Delete => "delete",
         Access::LinkSource => "link_source",
         Access::Exec => "exec",
+        Access::Stat => "stat",
     }
 }

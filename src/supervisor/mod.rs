@@ -32,6 +32,8 @@ pub enum Answer {
     Continue,
     /// Fail the call with this errno.
     Fail(Errno),
+    /// Complete the call with this return value (the supervisor did it).
+    Value(i64),
     /// Complete the call by installing this descriptor in the caller
     /// (`SECCOMP_IOCTL_NOTIF_ADDFD` with `SECCOMP_ADDFD_FLAG_SEND`).
     Install {
@@ -158,6 +160,7 @@ impl Supervisor {
                 seccomp::send(listener, NotifResp { id, val: 0, error: 0, flags: seccomp::USER_NOTIF_FLAG_CONTINUE })
             }
             Answer::Fail(e) => seccomp::send(listener, NotifResp { id, val: 0, error: -(e as i32), flags: 0 }),
+            Answer::Value(val) => seccomp::send(listener, NotifResp { id, val, error: 0, flags: 0 }),
             Answer::Install { fd, cloexec } => match seccomp::addfd_send(listener, id, fd.as_fd(), cloexec) {
                 Ok(_) | Err(Errno::ENOENT) => Ok(()),
                 // Installing failed (the caller is out of descriptors, say):

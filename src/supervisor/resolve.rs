@@ -158,6 +158,13 @@ impl Resolver {
         fs::openat(Dir::Fd(self.proc_self_fd.as_fd()), name, flags, mode)
     }
 
+    /// `/proc/self/fd/N` for one of our handles: a path that leads to the very
+    /// object, for calls that only take paths (chmod, setxattr, connect).
+    pub fn proc_path(fd: BorrowedFd<'_>) -> CString {
+        use std::os::fd::AsRawFd;
+        CString::new(format!("/proc/self/fd/{}", fd.as_raw_fd())).expect("no NUL in a number")
+    }
+
     /// Resolves `req` for `caller` the way the kernel would.
     pub fn resolve(
         &self,

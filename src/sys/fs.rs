@@ -109,6 +109,58 @@ pub fn fstat(fd: BorrowedFd<'_>) -> Result<libc::stat, Errno> {
     fstatat(Dir::Fd(fd), c"", libc::AT_EMPTY_PATH | libc::AT_SYMLINK_NOFOLLOW)
 }
 
+/// `fchmodat(AT_FDCWD, path, mode, 0)`.
+pub fn chmod(path: &CStr, mode: u32) -> Result<(), Errno> {
+    // SAFETY: `path` is NUL-terminated.
+    cvt(unsafe { libc::fchmodat(libc::AT_FDCWD, path.as_ptr(), mode, 0) } as libc::c_long).map(drop)
+}
+
+/// `fchownat(fd, "", uid, gid, AT_EMPTY_PATH)`: works on `O_PATH` handles
+/// and on symlinks themselves.
+pub fn chown_fd(fd: BorrowedFd<'_>, uid: u32, gid: u32) -> Result<(), Errno> {
+    // SAFETY: the empty path is a NUL-terminated literal.
+    cvt(unsafe { libc::fchownat(fd.as_raw_fd(), c"".as_ptr(), uid, gid, libc::AT_EMPTY_PATH) } as libc::c_long)
+        .map(drop)
+}
+
+/// `utimensat(AT_FDCWD, path, times, 0)`; `None` sets both times to now.
+pub fn utimens(path: &CStr, times: Option<&[libc::timespec; 2]>) -> Result<(), Errno> {
+    let ptr = times.map_or(std::ptr::null(), |t| t.as_ptr());
+    // SAFETY: `path` is NUL-terminated; `ptr` is null or points to two timespecs.
+    cvt(unsafe { libc::utimensat(libc::AT_FDCWD, path.as_ptr(), ptr, 0) } as libc::c_long).map(drop)
+}
+
+/// `setxattr(2)`.
+pub fn setxattr(path: &CStr, name: &CStr, value: &[u8], flags: i32) -> Result<(), Errno> {
+    // SAFETY: strings are NUL-terminated; the kernel reads `value.len()` bytes.
+    cvt(unsafe { libc::setxattr(path.as_ptr(), name.as_ptr(), value.as_ptr().cast(), value.len(), flags) }
+        as libc::c_long)
+    .map(drop)
+}
+
+/// `removexattr(2)`.
+pub fn removexattr(path: &CStr, name: &CStr) -> Result<(), Errno> {
+    // SAFETY: both strings are NUL-terminated.
+    cvt(unsafe { libc::removexattr(path.as_ptr(), name.as_ptr()) } as libc::c_long).map(drop)
+}
+
+/// `connect(2)` of a unix socket to the pathname `path`.
+pub fn connect_unix(sock: BorrowedFd<'_>, path: &[u8]) -> Result<(), Errno> {
+    // SAFETY: sockaddr_un is plain data; all zeroes is a valid value.
+    let mut addr: libc::sockaddr_un = unsafe { std::mem::zeroed() };
+    if path.len() >= addr.sun_path.len() {
+        return Err(Errno::ENAMETOOLONG);
+    }
+    addr.sun_family = libc::AF_UNIX as libc::sa_family_t;
+    for (dst, src) in addr.sun_path.iter_mut().zip(path) {
+        *dst = *src as libc::c_char;
+    }
+    let len = (std::mem::size_of::<libc::sa_family_t>() + path.len() + 1) as libc::socklen_t;
+    // SAFETY: `addr` is a valid sockaddr_un of at least `len` bytes.
+    cvt(unsafe { libc::connect(sock.as_raw_fd(), (&addr as *const libc::sockaddr_un).cast(), len) } as libc::c_long)
+        .map(drop)
+}
+
 /// Formats `n` as decimal into `buf` with a trailing NUL, without allocating.
 pub fn decimal(n: u64, buf: &mut [u8; 24]) -> &CStr {
     let mut tmp = [0u8; 20];

@@ -1,8 +1,8 @@
 //! # Safety
 //!
-//! Process plumbing: `fork(2)`, the child's steps before `execve(2)`, passing
-//! a descriptor over a unix socket (`SCM_RIGHTS`, see `unix(7)`), and
-//! `pidfd_open(2)`. Everything the child calls between `fork` and `execve` is
+//! Process plumbing: `fork(2)`, the child's steps before `execve(2)`,
+//! messages over the set-up channel (`recvmsg(2)`), `pidfd_open(2)` and
+//! `pidfd_getfd(2)`. Everything the child calls between `fork` and `execve` is
 //! a raw syscall: interpose forks before it starts any thread, but keeping the
 //! child to async-signal-safe calls means that never has to be relied on.
 
@@ -83,33 +83,19 @@ pub fn set_signal_mask(set: &libc::sigset_t) -> Result<libc::sigset_t, Errno> {
     Ok(unsafe { old.assume_init() })
 }
 
-/// Sends `fd` with a one-byte payload `tag` over the unix socket `sock`
-/// (`sendmsg(2)` with `SCM_RIGHTS`). Async-signal-safe.
-pub fn send_fd(sock: BorrowedFd<'_>, tag: u8, fd: BorrowedFd<'_>) -> Result<(), Errno> {
-    let mut payload = [tag];
-    let mut iov = libc::iovec { iov_base: payload.as_mut_ptr().cast(), iov_len: 1 };
-    // Room for one cmsghdr carrying one int, aligned as CMSG_SPACE requires.
-    let mut control = [0u64; 4];
-    // SAFETY: CMSG_SPACE is a pure size computation.
-    let space = unsafe { libc::CMSG_SPACE(std::mem::size_of::<RawFd>() as u32) } as usize;
-    assert!(space <= std::mem::size_of_val(&control));
-    // SAFETY: msghdr is plain data; zeroed is a valid empty header.
-    let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
-    msg.msg_iov = &mut iov;
-    msg.msg_iovlen = 1;
-    msg.msg_control = control.as_mut_ptr().cast();
-    msg.msg_controllen = space;
-    // SAFETY: msg_control points to `space` bytes we own, so CMSG_FIRSTHDR
-    // returns a pointer inside it, and CMSG_DATA leaves room for one int.
-    unsafe {
-        let cmsg = libc::CMSG_FIRSTHDR(&msg);
-        (*cmsg).cmsg_level = libc::SOL_SOCKET;
-        (*cmsg).cmsg_type = libc::SCM_RIGHTS;
-        (*cmsg).cmsg_len = libc::CMSG_LEN(std::mem::size_of::<RawFd>() as u32) as usize;
-        std::ptr::write_unaligned(libc::CMSG_DATA(cmsg).cast::<RawFd>(), fd.as_raw_fd());
+/// Reads one byte (`read(2)`), retrying on `EINTR`; `None` at end of
+/// stream. Async-signal-safe.
+pub fn read_byte(fd: BorrowedFd<'_>) -> Result<Option<u8>, Errno> {
+    let mut b = [0u8; 1];
+    loop {
+        // SAFETY: the kernel writes at most one byte into `b`.
+        match cvt(unsafe { libc::read(fd.as_raw_fd(), b.as_mut_ptr().cast(), 1) } as libc::c_long) {
+            Ok(0) => return Ok(None),
+            Ok(_) => return Ok(Some(b[0])),
+            Err(Errno::EINTR) => {}
+            Err(e) => return Err(e),
+        }
     }
-    // SAFETY: msg and everything it points to outlive the call.
-    cvt(unsafe { libc::sendmsg(sock.as_raw_fd(), &msg, libc::MSG_NOSIGNAL) } as libc::c_long).map(drop)
 }
 
 /// Receives one message of up to `buf.len()` bytes from `sock`, with at most
@@ -182,6 +168,15 @@ pub fn pidfd_open(pid: libc::pid_t) -> Result<OwnedFd, Errno> {
     let fd = cvt(unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0u32) })?;
     // SAFETY: pidfd_open returned a descriptor nothing else owns.
     Ok(unsafe { OwnedFd::from_raw_fd(fd as RawFd) })
+}
+
+/// `pidfd_getfd(2)`: a duplicate of descriptor `fd` of the process behind
+/// `pidfd`, sharing its open file description.
+pub fn pidfd_getfd(pidfd: BorrowedFd<'_>, fd: i32) -> Result<OwnedFd, Errno> {
+    // SAFETY: integer arguments only; a success returns a new descriptor.
+    let new = cvt(unsafe { libc::syscall(libc::SYS_pidfd_getfd, pidfd.as_raw_fd(), fd, 0u32) })?;
+    // SAFETY: pidfd_getfd returned a descriptor nothing else owns.
+    Ok(unsafe { OwnedFd::from_raw_fd(new as RawFd) })
 }
 
 /// `kill(2)`.

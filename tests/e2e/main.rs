@@ -4,5 +4,6 @@
 mod allowed;
 mod attacks;
 mod common;
+mod coverage;
 mod denied;
 mod lifecycle;
