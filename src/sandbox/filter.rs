@@ -52,6 +52,40 @@ fn context() -> Result<ScmpFilterContext, FilterError> {
     Ok(ctx)
 }
 
+/// The highest x86_64 syscall number interpose knows (`file_setattr`,
+/// Linux 6.17). Anything above it may be a path syscall from a newer kernel
+/// that the table cannot decide, so the filter answers `ENOSYS`.
+pub const HIGHEST_KNOWN_SYSCALL: u32 = 469;
+
+const AUDIT_ARCH_X86_64: u32 = 0xc000_003e;
+const X32_SYSCALL_BIT: u32 = 0x4000_0000;
+
+fn stmt(code: u32, k: u32) -> libc::sock_filter {
+    libc::sock_filter { code: code as u16, jt: 0, jf: 0, k }
+}
+
+fn jump(code: u32, k: u32, jt: u8, jf: u8) -> libc::sock_filter {
+    libc::sock_filter { code: code as u16, jt, jf, k }
+}
+
+/// Instructions run before libseccomp's program: on x86_64, a syscall
+/// number above [`HIGHEST_KNOWN_SYSCALL`] (but below the x32 range, which
+/// libseccomp kills) returns `ENOSYS`. Every jump lands inside this prefix
+/// or on the first instruction after it, so libseccomp's own jumps are
+/// untouched.
+fn unknown_syscall_prefix() -> Vec<libc::sock_filter> {
+    use libc::{BPF_ABS, BPF_JEQ, BPF_JGE, BPF_JGT, BPF_JMP, BPF_K, BPF_LD, BPF_RET, BPF_W};
+    let ld = BPF_LD | BPF_W | BPF_ABS;
+    vec![
+        /* 0 */ stmt(ld, 4), // seccomp_data.arch
+        /* 1 */ jump(BPF_JMP | BPF_JEQ | BPF_K, AUDIT_ARCH_X86_64, 0, 4), // else: to libseccomp
+        /* 2 */ stmt(ld, 0), // seccomp_data.nr
+        /* 3 */ jump(BPF_JMP | BPF_JGE | BPF_K, X32_SYSCALL_BIT, 2, 0), // x32: to libseccomp
+        /* 4 */ jump(BPF_JMP | BPF_JGT | BPF_K, HIGHEST_KNOWN_SYSCALL, 0, 1),
+        /* 5 */ stmt(BPF_RET | BPF_K, libc::SECCOMP_RET_ERRNO | libc::ENOSYS as u32),
+    ]
+}
+
 /// The classic BPF program for the filter.
 pub fn program() -> Result<Vec<libc::sock_filter>, FilterError> {
     let ctx = context()?;
@@ -61,24 +95,28 @@ pub fn program() -> Result<Vec<libc::sock_filter>, FilterError> {
     file.rewind()?;
     file.read_to_end(&mut bytes)?;
     let insn = std::mem::size_of::<libc::sock_filter>();
-    Ok(bytes
-        .chunks_exact(insn)
-        .map(|c| libc::sock_filter {
-            code: u16::from_ne_bytes([c[0], c[1]]),
-            jt: c[2],
-            jf: c[3],
-            k: u32::from_ne_bytes([c[4], c[5], c[6], c[7]]),
-        })
-        .collect())
+    let mut prog = unknown_syscall_prefix();
+    prog.extend(bytes.chunks_exact(insn).map(|c| libc::sock_filter {
+        code: u16::from_ne_bytes([c[0], c[1]]),
+        jt: c[2],
+        jf: c[3],
+        k: u32::from_ne_bytes([c[4], c[5], c[6], c[7]]),
+    }));
+    Ok(prog)
 }
 
 /// libseccomp's human-readable dump of the filter (the golden file
-/// `bpf/filter.pfc`).
+/// `bpf/filter.pfc`), after a description of interpose's own prefix.
 pub fn pfc() -> Result<String, FilterError> {
     let ctx = context()?;
     let mut file = tempfile_in_memory()?;
     ctx.export_pfc(&file)?;
-    let mut s = String::new();
+    let mut s = format!(
+        "#\n# interpose prefix (src/sandbox/filter.rs), run before the program below:\n\
+         # if ($arch == {AUDIT_ARCH_X86_64} && $syscall < {X32_SYSCALL_BIT:#x} && $syscall > {HIGHEST_KNOWN_SYSCALL})\n\
+         #   action ERRNO({});\n",
+        libc::ENOSYS
+    );
     file.rewind()?;
     file.read_to_string(&mut s)?;
     Ok(s)
@@ -95,7 +133,11 @@ mod tests {
 
     #[test]
     fn program_checks_the_architecture_first() {
+        let prefix = unknown_syscall_prefix().len();
         let prog = program().unwrap();
+        assert_eq!(prog[0].k, 4, "the prefix loads the arch first");
+        assert_eq!(prog[1].jf as usize, prefix - 2, "a foreign arch jumps straight to libseccomp's program");
+        let prog = &prog[prefix..];
         // ld [4] (seccomp_data.arch), then compare with AUDIT_ARCH_X86_64.
         assert_eq!(prog[0].code, (libc::BPF_LD | libc::BPF_W | libc::BPF_ABS) as u16);
         assert_eq!(prog[0].k, 4);
