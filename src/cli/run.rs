@@ -68,6 +68,7 @@ struct TmpDir(PathBuf);
 impl TmpDir {
     fn create() -> Result<TmpDir, RunError> {
         let base = std::env::temp_dir();
+        remove_stale(&base);
         for attempt in 0..16u32 {
             let nonce = audit::now_ns() as u64 ^ (u64::from(attempt) << 48);
             let path = base.join(format!("interpose-{}-{nonce:x}", std::process::id()));
@@ -82,6 +83,29 @@ impl TmpDir {
 }
 
 use std::os::unix::fs::DirBuilderExt;
+
+/// Removes the private temporary directories of earlier runs that were
+/// killed before they could clean up: `interpose-<pid>-<nonce>` owned by us
+/// whose pid no longer runs interpose.
+fn remove_stale(base: &Path) {
+    use std::os::unix::fs::MetadataExt;
+    let Ok(entries) = std::fs::read_dir(base) else { return };
+    let uid = nix::unistd::geteuid().as_raw();
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(pid) = name.to_str().and_then(|n| n.strip_prefix("interpose-")?.split('-').next()?.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        let alive = std::fs::read_to_string(format!("/proc/{pid}/comm")).is_ok_and(|c| c.trim() == "interpose");
+        // symlink_metadata: a link planted under that name is not followed,
+        // and remove_dir_all removes only the link.
+        let ours = entry.path().symlink_metadata().is_ok_and(|m| m.is_dir() && m.uid() == uid);
+        if !alive && ours {
+            let _ = std::fs::remove_dir_all(entry.path());
+        }
+    }
+}
 
 impl Drop for TmpDir {
     fn drop(&mut self) {

@@ -18,6 +18,8 @@ const READ_ONLY: &[&str] = &[
     "/proc",
     "/sys/devices/system/cpu",
     "/sys/fs/cgroup",
+    // Read by V8 (node) and other runtimes at start.
+    "/sys/kernel/mm/transparent_hugepage",
 ];
 
 /// Device nodes every program may read and write.

@@ -116,6 +116,18 @@ fn killing_interpose_kills_the_command() {
     let before = std::fs::read_to_string(&log).unwrap();
     std::thread::sleep(std::time::Duration::from_millis(300));
     assert_eq!(std::fs::read_to_string(&log).unwrap(), before, "nothing was written after interpose died");
+    // The killed run could not remove its private TMPDIR; the next run does.
+    let stale = format!("interpose-{}-", child.id());
+    let leftovers = || {
+        std::fs::read_dir(std::env::temp_dir())
+            .unwrap()
+            .flatten()
+            .filter(|e| e.file_name().to_string_lossy().starts_with(&stale))
+            .count()
+    };
+    assert_eq!(leftovers(), 1, "the killed run left its TMPDIR");
+    assert!(t.command(&[], &["/bin/true"]).status().unwrap().success());
+    assert_eq!(leftovers(), 0, "the next run removed it");
 }
 
 /// A root command keeps no capability that reaches the kernel: no device
