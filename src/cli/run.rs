@@ -93,7 +93,8 @@ fn remove_stale(base: &Path) {
     let uid = nix::unistd::geteuid().as_raw();
     for entry in entries.flatten() {
         let name = entry.file_name();
-        let Some(pid) = name.to_str().and_then(|n| n.strip_prefix("interpose-")?.split('-').next()?.parse::<u32>().ok())
+        let Some(pid) =
+            name.to_str().and_then(|n| n.strip_prefix("interpose-")?.split('-').next()?.parse::<u32>().ok())
         else {
             continue;
         };

@@ -181,3 +181,122 @@ fn signals_during_trapped_calls_do_not_wedge_or_leak() {
     let signals: u64 = out.split_whitespace().find_map(|w| w.strip_prefix("signals=")).unwrap().parse().unwrap();
     assert!(signals > 100, "the calls were really interrupted: {out}");
 }
+
+/// Symlink swapped on an intermediate directory while another thread opens
+/// through it: the supervisor opens what it resolved, so the denied file is
+/// never read, with or without the Landlock backstop.
+#[test]
+fn symlink_swap_race_on_an_intermediate_directory() {
+    if !kernel_ok() {
+        return;
+    }
+    let t = Tree::new();
+    let bin = copy_into(&t, "race_symlink");
+    std::fs::create_dir(t.ws.join("dir")).unwrap();
+    std::fs::write(t.ws.join("dir/secret"), "harmless\n").unwrap();
+    let (ws, dir, out) = (t.ws.to_str().unwrap(), t.ws.join("dir"), t.outside.to_str().unwrap());
+    let args = [bin.to_str().unwrap(), ws, dir.to_str().unwrap(), out, "secret", "top-secret-marker", "20000"];
+    let native = Command::new(args[0]).args(&args[1..]).output().unwrap();
+    assert!(leaks(&stdout(&native)) > 0, "the attack works natively: {}", stdout(&native));
+    for extra in [&["--no-landlock"][..], &[][..]] {
+        for l in ["link", "link.a", "link.b"] {
+            let _ = std::fs::remove_file(t.ws.join(l));
+        }
+        let o = t.command(extra, &args).output().unwrap();
+        assert_eq!(leaks(&stdout(&o)), 0, "{extra:?}: {} {}", stdout(&o), stderr(&o));
+    }
+}
+
+/// Exec through a path buffer flipped between an allowed and a denied
+/// binary. Exec is decided and then continued, so the kernel reads the path
+/// again: only the Landlock EXECUTE backstop stops the swapped path. Without
+/// it the race is won (shown here, so the test can fail); with it, never.
+#[test]
+fn exec_through_a_swapped_path_is_stopped_by_the_backstop() {
+    if !kernel_ok() {
+        return;
+    }
+    let t = Tree::new();
+    let bin = copy_into(&t, "race_exec");
+    let src = t.outside.join("evil.c");
+    std::fs::write(&src, "int main(void) { return 42; }\n").unwrap();
+    let evil = t.outside.join("evil");
+    assert!(Command::new("cc").arg("-o").arg(&evil).arg(&src).status().unwrap().success());
+    let ran = |o: &std::process::Output| -> u64 {
+        stdout(o)
+            .split_whitespace()
+            .find_map(|w| w.strip_prefix("ran_denied="))
+            .and_then(|n| n.parse().ok())
+            .expect("ran_denied=N")
+    };
+    let args = [bin.to_str().unwrap(), "/bin/true", evil.to_str().unwrap(), "2000"];
+    let won_without_backstop = (0..3).any(|_| ran(&t.command(&["--no-landlock"], &args).output().unwrap()) > 0);
+    assert!(won_without_backstop, "the race is winnable when only the supervisor's check stands");
+    let o = t.command(&[], &args).output().unwrap();
+    assert_eq!(ran(&o), 0, "{}", stderr(&o));
+}
+
+/// Smaller tricks, each of which would hand over a file or a signal.
+#[test]
+fn descriptor_and_signal_tricks_fail() {
+    if !kernel_ok() {
+        return;
+    }
+    let t = Tree::new();
+    let script = r#"
+import ctypes, os, signal
+def attempt(name, f):
+    try:
+        f()
+        print(name, "ok")
+    except PermissionError:
+        print(name, "EACCES")
+ro = os.environ["RO"] + "/data.txt"
+fd = os.open(ro, os.O_RDONLY)
+# Re-opening our own read-only descriptor for writing through /proc.
+attempt("reopen-rw", lambda: os.open(f"/proc/self/fd/{fd}", os.O_RDWR))
+attempt("reopen-ro", lambda: os.open(f"/proc/self/fd/{fd}", os.O_RDONLY))
+# An O_PATH handle on a workspace directory, then up and out.
+p = os.open(os.environ["WS"], os.O_PATH)
+attempt("opath-reopen-escape", lambda: os.open(f"/proc/self/fd/{p}/../outside/secret", os.O_RDONLY))
+# Swapping a workspace file with an outside one in one atomic step.
+open(os.environ["WS"] + "/mine", "w").close()
+libc = ctypes.CDLL(None, use_errno=True)
+def exchange():
+    if libc.renameat2(-100, (os.environ["WS"] + "/mine").encode(), -100, (os.environ["OUT"] + "/secret").encode(), 2) != 0:
+        raise OSError(ctypes.get_errno(), "renameat2")
+attempt("rename-exchange", exchange)
+# Signalling interpose itself (Landlock scopes signals to the sandbox).
+attempt("signal-interpose", lambda: os.kill(os.getppid(), signal.SIGTERM))
+leaked = []
+for n in os.listdir("/proc/self/fd"):
+    try:
+        if "secret" in os.readlink(f"/proc/self/fd/{n}"):
+            leaked.append(int(n))
+    except OSError:
+        pass
+print("inherited", leaked, os.path.exists("/proc/self/fd/9"))
+"#;
+    // Hand interpose an open descriptor on the secret, as a careless parent
+    // might; the command must not inherit it.
+    let secret = std::fs::File::open(t.outside.join("secret")).unwrap();
+    let mut cmd = t.command(&[], &["/usr/bin/python3", "-c", script]);
+    let raw = std::os::fd::AsRawFd::as_raw_fd(&secret);
+    // SAFETY: the closure runs between fork and exec and only calls dup2,
+    // which is async-signal-safe.
+    unsafe {
+        std::os::unix::process::CommandExt::pre_exec(&mut cmd, move || {
+            libc::dup2(raw, 9);
+            Ok(())
+        });
+    }
+    let o = cmd.output().unwrap();
+    let out = stdout(&o);
+    assert!(out.contains("reopen-rw EACCES\n"), "{out}{}", stderr(&o));
+    assert!(out.contains("reopen-ro ok\n"), "{out}");
+    assert!(out.contains("opath-reopen-escape EACCES\n"), "{out}");
+    assert!(out.contains("rename-exchange EACCES\n"), "{out}");
+    assert!(out.contains("signal-interpose EACCES\n"), "{out}");
+    assert!(out.contains("inherited [] False\n"), "{out}");
+    assert_eq!(std::fs::read_to_string(t.outside.join("secret")).unwrap(), "top-secret-marker\n");
+}
