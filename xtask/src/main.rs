@@ -362,6 +362,22 @@ fn render_docs(rows: &[Row]) -> String {
     for r in rows {
         writeln!(s, "| `{}` | {} | {} | {} |", r.name, r.nr, r.action, r.note.replace('|', "\\|")).unwrap();
     }
+    s.push_str(
+        "\n## Path-related syscalls that are not trapped\n\n\
+         They act on a descriptor the command already holds, and every descriptor\n\
+         on a file system object came from a checked open (or was inherited as\n\
+         0, 1 or 2; interpose closes the rest before the command starts):\n\n\
+         | syscall | why it needs no check |\n|---|---|\n\
+         | `read`, `write`, `pread64`, `pwrite64`, `readv`, `writev`, `sendfile`, `copy_file_range`, `splice` | the open decided read or write access |\n\
+         | `fstat`, `fstatfs`, `newfstatat`/`statx` with `AT_EMPTY_PATH` | metadata of a held descriptor |\n\
+         | `getdents64` | listing a directory opened by a checked open |\n\
+         | `fchdir` | every later relative path is resolved from the new cwd and checked |\n\
+         | `ftruncate`, `fallocate` | they need a descriptor open for writing, and only a checked open on the write surface gives one |\n\
+         | `fgetxattr`, `flistxattr` | metadata of a held descriptor |\n\
+         | `mmap`, `mprotect` | a mapping gives no access the descriptor did not |\n\
+         | `ioctl` | on a descriptor the command holds; device nodes are limited to the standard ones |\n\
+         | `fcntl`, `dup*`, `close`, `close_range` | descriptor bookkeeping |\n",
+    );
     s
 }
 
