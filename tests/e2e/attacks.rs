@@ -244,13 +244,6 @@ fn descriptor_and_signal_tricks_fail() {
     }
     let t = Tree::new();
     let script = r#"
-import ctypes, os, signal
-def attempt(name, f):
-    try:
-        f()
-        print(name, "ok")
-    except PermissionError:
-        print(name, "EACCES")
 ro = os.environ["RO"] + "/data.txt"
 fd = os.open(ro, os.O_RDONLY)
 # Re-opening our own read-only descriptor for writing through /proc.
@@ -280,7 +273,7 @@ print("inherited", leaked, os.path.exists("/proc/self/fd/9"))
     // Hand interpose an open descriptor on the secret, as a careless parent
     // might; the command must not inherit it.
     let secret = std::fs::File::open(t.outside.join("secret")).unwrap();
-    let mut cmd = t.command(&[], &["/usr/bin/python3", "-c", script]);
+    let mut cmd = python_command(&t, &[], script);
     let raw = std::os::fd::AsRawFd::as_raw_fd(&secret);
     // SAFETY: the closure runs between fork and exec and only calls dup2,
     // which is async-signal-safe.

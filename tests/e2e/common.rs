@@ -67,6 +67,25 @@ impl Tree {
     }
 }
 
+/// Runs a Python script under interpose after a prelude that defines
+/// `attempt(name, f)`: it prints `name ok`, or `name EACCES` when `f`
+/// raises `PermissionError` (any other error fails the script).
+pub fn python_attempts(t: &Tree, extra: &[&str], body: &str) -> Output {
+    python_command(t, extra, body).output().expect("run interpose")
+}
+
+/// The command [`python_attempts`] runs, to adjust before running it.
+pub fn python_command(t: &Tree, extra: &[&str], body: &str) -> Command {
+    const PRELUDE: &str = "import ctypes, os, signal, socket\n\
+        def attempt(name, f):\n\
+        \x20   try:\n\
+        \x20       f()\n\
+        \x20       print(name, 'ok')\n\
+        \x20   except PermissionError:\n\
+        \x20       print(name, 'EACCES')\n";
+    t.command(extra, &["/usr/bin/python3", "-c", &format!("{PRELUDE}{body}")])
+}
+
 pub fn write_exec(path: &Path, content: &str) {
     use std::os::unix::fs::PermissionsExt;
     std::fs::write(path, content).unwrap();

@@ -5,10 +5,6 @@ use crate::common::*;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::process::Command;
 
-fn python(t: &Tree, script: &str) -> std::process::Output {
-    t.command(&[], &["/usr/bin/python3", "-c", script]).output().unwrap()
-}
-
 #[test]
 fn calls_that_could_escape_are_refused() {
     if !kernel_ok() {
@@ -55,14 +51,7 @@ fn attributes_outside_the_write_surface_cannot_change() {
     };
     let (secret_before, data_before) = (before(&secret), before(&data));
     let script = r#"
-import os
 out, ro = os.environ["OUT"] + "/secret", os.environ["RO"] + "/data.txt"
-def attempt(name, f):
-    try:
-        f()
-        print(name, "CHANGED")
-    except PermissionError:
-        print(name, "EACCES")
 for path in (out, ro):
     attempt("chmod", lambda: os.chmod(path, 0o777))
     attempt("chown", lambda: os.chown(path, 1, 1))
@@ -74,7 +63,7 @@ attempt("fchown", lambda: os.fchown(fd, 1, 1))
 attempt("futimens", lambda: os.utime(fd, (0, 0)))
 attempt("fsetxattr", lambda: os.setxattr(fd, "user.pwned", b"1"))
 "#;
-    let o = python(&t, script);
+    let o = python_attempts(&t, &[], script);
     let out = stdout(&o);
     assert_eq!(out.matches("EACCES").count(), 12, "{out}{}", stderr(&o));
     assert_eq!(before(&secret), secret_before);
@@ -115,7 +104,7 @@ os.symlink("f", os.environ["WS"] + "/link")
 os.lchown(os.environ["WS"] + "/link", 4242, 4343)
 print("ok")
 "#;
-    let o = python(&t, script);
+    let o = python_attempts(&t, &[], script);
     assert_eq!(stdout(&o), "ok\n", "{}", stderr(&o));
     let m = f.metadata().unwrap();
     assert_eq!(m.permissions().mode() & 0o7777, 0o751);
@@ -134,13 +123,6 @@ fn metadata_outside_the_surface_is_refused_but_the_way_there_is_not() {
     }
     let t = Tree::new();
     let script = r#"
-import os
-def attempt(name, f):
-    try:
-        f()
-        print(name, "ok")
-    except PermissionError:
-        print(name, "EACCES")
 out, ws = os.environ["OUT"], os.environ["WS"]
 attempt("stat-outside", lambda: os.stat(out + "/secret"))
 attempt("lstat-outside", lambda: os.lstat(out))
@@ -153,7 +135,7 @@ attempt("realpath-ws", lambda: os.path.realpath(ws, strict=True))
 attempt("stat-ro", lambda: os.stat(os.environ["RO"] + "/data.txt"))
 attempt("fstat-held", lambda: os.fstat(0))
 "#;
-    let o = python(&t, script);
+    let o = python_attempts(&t, &[], script);
     assert_eq!(
         stdout(&o),
         "stat-outside EACCES\nlstat-outside EACCES\naccess-outside EACCES\nchdir-outside EACCES\nstat-shadow EACCES\n\
@@ -176,13 +158,6 @@ fn unix_sockets_are_files_too() {
     outside.set_nonblocking(true).unwrap();
     dgram.set_nonblocking(true).unwrap();
     let script = r#"
-import os, socket
-def attempt(name, f):
-    try:
-        f()
-        print(name, "ok")
-    except PermissionError:
-        print(name, "EACCES")
 def connect(path):
     s = socket.socket(socket.AF_UNIX)
     s.connect(path)
@@ -196,7 +171,7 @@ b = socket.socket(socket.AF_UNIX)
 attempt("bind-outside", lambda: b.bind(os.environ["OUT"] + "/planted"))
 attempt("bind-inside", lambda: socket.socket(socket.AF_UNIX).bind("mine"))
 "#;
-    let o = python(&t, script);
+    let o = python_attempts(&t, &[], script);
     assert_eq!(
         stdout(&o),
         "connect-outside EACCES\nconnect-inside ok\nsendto-outside EACCES\nbind-outside EACCES\nbind-inside ok\n",
