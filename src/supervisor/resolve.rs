@@ -485,3 +485,94 @@ mod tests {
         assert_eq!(p, b"/");
     }
 }
+
+#[cfg(test)]
+mod differential {
+    //! The resolver against the kernel's own resolution (`realpath` through
+    //! `std::fs::canonicalize`) on random trees of directories, files and
+    //! symlinks (relative, absolute, dangling, looping), for random paths.
+    use super::*;
+    use crate::supervisor::procs::ProcTree;
+    use std::os::unix::ffi::OsStrExt;
+
+    struct Rng(u64);
+    impl Rng {
+        fn next(&mut self) -> u64 {
+            self.0 ^= self.0 << 13;
+            self.0 ^= self.0 >> 7;
+            self.0 ^= self.0 << 17;
+            self.0
+        }
+        fn pick<'a>(&mut self, xs: &[&'a str]) -> &'a str {
+            xs[(self.next() % xs.len() as u64) as usize]
+        }
+    }
+
+    const NAMES: &[&str] = &["a", "b", "c", "l1", "l2", "l3", "f"];
+
+    fn random_tree(rng: &mut Rng, root: &Path) {
+        for d in ["a", "a/b", "b", "b/c", "a/b/c"] {
+            std::fs::create_dir_all(root.join(d)).unwrap();
+        }
+        for f in ["f", "a/f", "a/b/f", "b/c/f"] {
+            std::fs::write(root.join(f), "x").unwrap();
+        }
+        let dirs = ["", "a", "a/b", "b", "b/c"];
+        for _ in 0..6 {
+            let at = root.join(rng.pick(&dirs)).join(rng.pick(&["l1", "l2", "l3"]));
+            let target = match rng.next() % 5 {
+                0 => format!("{}/{}", root.display(), rng.pick(&dirs)),
+                1 => "..".to_string(),
+                2 => format!("../{}", rng.pick(NAMES)),
+                3 => rng.pick(NAMES).to_string(),
+                _ => format!("{}/{}", rng.pick(NAMES), rng.pick(NAMES)),
+            };
+            let _ = std::os::unix::fs::symlink(target, at);
+        }
+    }
+
+    use std::path::Path;
+
+    #[test]
+    fn agrees_with_the_kernel_on_random_trees() {
+        let resolver = Resolver::new().unwrap();
+        let mut surface = Surface::new();
+        surface.add_proc_mount("/proc".into());
+        let procs = ProcTree { supervisor: 0 };
+        let tid = nix::unistd::gettid().as_raw() as u32;
+        let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+        let mut compared = 0;
+        for _ in 0..20 {
+            let dir = tempfile::tempdir().unwrap();
+            let root = dir.path().canonicalize().unwrap();
+            random_tree(&mut rng, &root);
+            let base =
+                fs::openat(Dir::Cwd, &CString::new(root.as_os_str().as_bytes()).unwrap(), libc::O_PATH, 0).unwrap();
+            let tgid = std::cell::OnceCell::new();
+            let caller = Caller { tid, tgid: &tgid, base: Some(base.as_fd()) };
+            for _ in 0..200 {
+                let depth = 1 + rng.next() % 4;
+                let rel: Vec<&str> =
+                    (0..depth).map(|_| rng.pick(&["a", "b", "c", "l1", "l2", "l3", "f", "..", "."])).collect();
+                let rel = rel.join("/");
+                let req = Request { path: rel.as_bytes(), follow: true, empty_path: false, resolve: 0 };
+                let ours = resolver.resolve(&surface, &procs, &caller, req);
+                let kernel = std::fs::canonicalize(root.join(&rel));
+                match (&ours, &kernel) {
+                    (Ok(Resolved { target: Target::Exists { .. }, path }), Ok(k)) => {
+                        assert_eq!(path.as_slice(), k.as_os_str().as_bytes(), "{rel} in {}", root.display());
+                    }
+                    (Ok(Resolved { target: Target::Missing { .. }, .. }), Err(e)) => {
+                        assert_eq!(e.kind(), std::io::ErrorKind::NotFound, "{rel}: ours Missing, kernel {e}");
+                    }
+                    (Err(ResolveError::Errno(ours)), Err(e)) => {
+                        assert_eq!(Some(*ours as i32), e.raw_os_error(), "{rel} in {}", root.display());
+                    }
+                    _ => panic!("{rel} in {}: ours {ours:?}, kernel {kernel:?}", root.display()),
+                }
+                compared += 1;
+            }
+        }
+        assert_eq!(compared, 4000);
+    }
+}
