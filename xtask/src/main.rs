@@ -5,6 +5,8 @@
 //!   golden BPF dump from `bpf/syscalls.tsv`; `--check` fails if stale.
 //! - `test`: setup, then the whole test suite.
 //! - `demo`: setup, build, and run a real sandboxed command.
+//! - `soak`: a million trapped opens from 32 processes in one session, with
+//!   the supervisor's descriptors and memory sampled between the halves.
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -19,7 +21,8 @@ fn main() -> ExitCode {
         Some("codegen") => codegen(args.iter().any(|a| a == "--check")),
         Some("test") => setup().and_then(|()| test(&args[1..])),
         Some("demo") => setup().and_then(|()| demo()),
-        _ => Err("usage: cargo xtask setup | codegen [--check] | test [ARGS] | demo".into()),
+        Some("soak") => setup().and_then(|()| soak()),
+        _ => Err("usage: cargo xtask setup | codegen [--check] | test [ARGS] | demo | soak".into()),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -140,6 +143,56 @@ exit 0";
         Ok(())
     } else {
         Err(format!("the demo command failed: {status}"))
+    }
+}
+
+/// Two rounds of 32 processes x 4 threads x 3,907 opens (about a million
+/// trapped calls) under one interpose; samples the supervisor after each.
+fn soak() -> Result<()> {
+    let root = root();
+    run(Command::new(env!("CARGO")).current_dir(&root).args(["build", "--release", "--quiet"]))?;
+    let ws = std::env::temp_dir().join(format!("interpose-soak-{}", std::process::id()));
+    std::fs::create_dir_all(&ws).map_err(|e| e.to_string())?;
+    let storm = ws.join("storm");
+    run(Command::new("cc").args(["-O2", "-pthread", "-o"]).arg(&storm).arg(root.join("tests/attacks/storm.c")))?;
+    std::fs::write(ws.join("ok.txt"), "data\n").map_err(|e| e.to_string())?;
+    let round = format!("{} {} 32 4 3907", storm.display(), ws.join("ok.txt").display());
+    let script = format!("{round} && touch round1 && sleep 1 && {round} && touch round2 && sleep 1");
+    let started = std::time::Instant::now();
+    let mut child = Command::new(root.join("target/release/interpose"))
+        .args(["run", "--rw"])
+        .arg(&ws)
+        .args(["--", "sh", "-c", &script])
+        .current_dir(&ws)
+        .spawn()
+        .map_err(|e| e.to_string())?;
+    let sample = |marker: &str| -> (usize, String, usize) {
+        while !ws.join(marker).exists() {
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        let fds = std::fs::read_dir(format!("/proc/{}/fd", child.id())).map(|d| d.count()).unwrap_or(0);
+        let threads = std::fs::read_dir(format!("/proc/{}/task", child.id())).map(|d| d.count()).unwrap_or(0);
+        let status = std::fs::read_to_string(format!("/proc/{}/status", child.id())).unwrap_or_default();
+        let rss = status.lines().find(|l| l.starts_with("VmRSS:")).unwrap_or("VmRSS: ?").to_string();
+        (fds, rss, threads)
+    };
+    let first = sample("round1");
+    let half = started.elapsed();
+    let second = sample("round2");
+    let status = child.wait().map_err(|e| e.to_string())?;
+    let total = 2 * 32 * 4 * 3907u64;
+    println!(
+        "soak: {total} trapped opens in {:.1} s ({:.0} calls/s over both rounds)",
+        started.elapsed().as_secs_f64() - 2.0,
+        total as f64 / (started.elapsed().as_secs_f64() - 2.0)
+    );
+    println!("after round 1 ({:.1} s): {} fds, {} threads, {}", half.as_secs_f64(), first.0, first.2, first.1);
+    println!("after round 2: {} fds, {} threads, {}", second.0, second.2, second.1);
+    let _ = std::fs::remove_dir_all(&ws);
+    if status.success() && first.0 == second.0 {
+        Ok(())
+    } else {
+        Err(format!("soak failed: {status}, fds {} -> {}", first.0, second.0))
     }
 }
 
