@@ -51,6 +51,11 @@ pub struct RunArgs {
     /// Write one JSON line per decision to FILE (`-` for stderr).
     #[arg(long, value_name = "FILE")]
     pub audit: Option<PathBuf>,
+    /// Run the command as this user (needs root): a numeric `UID[:GID]` or a
+    /// user name. The supervisor then performs the command's file operations
+    /// with that user's file-system credentials, never its own.
+    #[arg(long, value_name = "UID[:GID]")]
+    pub user: Option<String>,
     /// Run without the Landlock backstop (for measurements only: calls
     /// answered with CONTINUE are then open to path-swap races).
     #[arg(long)]

@@ -30,6 +30,8 @@ pub enum Stage {
     ParentGone = 4,
     /// Dropping capabilities.
     Capabilities = 10,
+    /// Switching to the requested user.
+    Credentials = 11,
     /// `PR_SET_NO_NEW_PRIVS`.
     NoNewPrivs = 5,
     /// `landlock_restrict_self`.
@@ -45,9 +47,21 @@ pub enum Stage {
 impl Stage {
     fn from_u8(v: u8) -> Option<Stage> {
         use Stage::*;
-        [SignalMask, CloseFds, DeathSignal, ParentGone, Capabilities, NoNewPrivs, Landlock, Seccomp, SendListener, Exec]
-            .into_iter()
-            .find(|s| *s as u8 == v)
+        [
+            SignalMask,
+            CloseFds,
+            DeathSignal,
+            ParentGone,
+            Capabilities,
+            Credentials,
+            NoNewPrivs,
+            Landlock,
+            Seccomp,
+            SendListener,
+            Exec,
+        ]
+        .into_iter()
+        .find(|s| *s as u8 == v)
     }
 
     /// What the stage does, for error messages.
@@ -58,6 +72,7 @@ impl Stage {
             Stage::DeathSignal => "setting the parent-death signal",
             Stage::ParentGone => "checking that interpose is still running",
             Stage::Capabilities => "dropping capabilities",
+            Stage::Credentials => "switching to the requested user",
             Stage::NoNewPrivs => "setting no_new_privs",
             Stage::Landlock => "applying the Landlock ruleset",
             Stage::Seccomp => "installing the seccomp filter",
@@ -105,6 +120,8 @@ pub struct Plan {
     pub landlock: Option<OwnedFd>,
     /// Capabilities the command may keep, as a bit mask ([`kept_capabilities`]).
     pub capabilities: u64,
+    /// Run as this `(uid, gid)` instead of interpose's own.
+    pub user: Option<(u32, u32)>,
 }
 
 /// The capabilities a (root) command keeps: those a container runtime grants
@@ -264,6 +281,11 @@ fn child(
     }
     if let Err(e) = process::limit_capabilities(plan.capabilities) {
         report(Stage::Capabilities, e);
+    }
+    if let Some((uid, gid)) = plan.user {
+        if let Err(e) = process::become_user(uid, gid) {
+            report(Stage::Credentials, e);
+        }
     }
     if let Some(ruleset) = &plan.landlock {
         if let Err(e) = process::set_no_new_privs() {

@@ -66,11 +66,20 @@ pub struct Supervisor {
     pub stats: Stats,
     idle: AtomicUsize,
     workers: AtomicUsize,
+    /// The command's `(uid, gid)` when it runs as another user: every worker
+    /// takes these file-system credentials, so an emulated operation is
+    /// judged as the command's own, not interpose's (no confused deputy).
+    act_as: Option<(u32, u32)>,
 }
 
 impl Supervisor {
     /// A supervisor for the listener of a sandbox started by this process.
-    pub fn new(listener: OwnedFd, surface: Surface, audit: Option<Sink>) -> Result<Arc<Self>, Errno> {
+    pub fn new(
+        listener: OwnedFd,
+        surface: Surface,
+        audit: Option<Sink>,
+        act_as: Option<(u32, u32)>,
+    ) -> Result<Arc<Self>, Errno> {
         Ok(Arc::new(Self {
             listener,
             surface,
@@ -80,6 +89,7 @@ impl Supervisor {
             stats: Stats::default(),
             idle: AtomicUsize::new(0),
             workers: AtomicUsize::new(0),
+            act_as,
         }))
     }
 
@@ -105,6 +115,16 @@ impl Supervisor {
     }
 
     fn worker(self: Arc<Self>) {
+        if let Some((uid, gid)) = self.act_as {
+            if let Err(e) = crate::sys::process::act_as_user_in_this_thread(uid, gid) {
+                // Answering as root for another user would be a confused
+                // deputy: this worker does not serve at all.
+                tracing::error!("taking the command's credentials failed: {e}; the worker stops");
+                self.workers.fetch_sub(1, Ordering::SeqCst);
+                self.idle.fetch_sub(1, Ordering::SeqCst);
+                return;
+            }
+        }
         loop {
             let notif = match seccomp::recv(self.listener.as_fd()) {
                 Ok(n) => n,

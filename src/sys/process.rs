@@ -243,3 +243,40 @@ pub fn limit_capabilities(keep: u64) -> Result<(), Errno> {
     // SAFETY: as above; capset only reads the two structures.
     cvt(unsafe { libc::syscall(libc::SYS_capset, &mut header as *mut CapHeader, data.as_ptr()) }).map(drop)
 }
+
+/// `setgroups(2)`, `setgid(2)`, `setuid(2)` as raw syscalls: they change the
+/// calling thread only (glibc's wrappers would signal every thread), which is
+/// all a freshly forked child has. Async-signal-safe.
+pub fn become_user(uid: u32, gid: u32) -> Result<(), Errno> {
+    let groups = [gid];
+    // SAFETY: the kernel reads one gid_t from `groups`.
+    cvt(unsafe { libc::syscall(libc::SYS_setgroups, 1usize, groups.as_ptr()) })?;
+    // SAFETY: integer arguments only.
+    cvt(unsafe { libc::syscall(libc::SYS_setresgid, gid, gid, gid) })?;
+    // SAFETY: integer arguments only.
+    cvt(unsafe { libc::syscall(libc::SYS_setresuid, uid, uid, uid) }).map(drop)
+}
+
+/// Gives the calling thread the file-system credentials of `uid`/`gid`
+/// (`setgroups`, `setfsgid`, `setfsuid`, per thread), so the files it opens,
+/// creates and changes are judged by the kernel as that user's. Its real and
+/// effective ids stay, so it can still read other processes' memory.
+pub fn act_as_user_in_this_thread(uid: u32, gid: u32) -> Result<(), Errno> {
+    let groups = [gid];
+    // SAFETY: the kernel reads one gid_t from `groups`.
+    cvt(unsafe { libc::syscall(libc::SYS_setgroups, 1usize, groups.as_ptr()) })?;
+    // setfsgid/setfsuid return the previous id and cannot report errors, so
+    // read the new one back.
+    // SAFETY: integer arguments only.
+    unsafe { libc::syscall(libc::SYS_setfsgid, gid) };
+    // SAFETY: integer arguments only.
+    unsafe { libc::syscall(libc::SYS_setfsuid, uid) };
+    // SAFETY: -1 only queries.
+    let (fsgid, fsuid) =
+        unsafe { (libc::syscall(libc::SYS_setfsgid, -1i32), libc::syscall(libc::SYS_setfsuid, -1i32)) };
+    if fsuid as u32 == uid && fsgid as u32 == gid {
+        Ok(())
+    } else {
+        Err(Errno::EPERM)
+    }
+}

@@ -186,3 +186,39 @@ attempt("bind-inside", lambda: socket.socket(socket.AF_UNIX).bind("mine"))
     assert!(dgram.recv(&mut [0u8; 8]).is_err(), "no datagram reached the outside socket");
     assert!(!t.outside.join("planted").exists());
 }
+
+/// `--user`: the supervisor performs the command's opens, creates and
+/// attribute changes with the command's credentials, so it cannot be used as
+/// a confused deputy to reach what the user itself may not.
+#[test]
+fn another_user_gets_no_more_than_its_own_credentials() {
+    if !kernel_ok() {
+        return;
+    }
+    if !nix::unistd::geteuid().is_root() {
+        eprintln!("SKIP: --user needs root");
+        return;
+    }
+    use std::os::unix::fs::PermissionsExt;
+    let t = Tree::new();
+    for dir in [t.ws.parent().unwrap(), &t.ro] {
+        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    std::fs::set_permissions(&t.ws, std::fs::Permissions::from_mode(0o777)).unwrap();
+    std::fs::write(t.ws.join("root-only"), "root's\n").unwrap();
+    std::fs::set_permissions(t.ws.join("root-only"), std::fs::Permissions::from_mode(0o600)).unwrap();
+    let o = t
+        .command(
+            &["--user", "65534:65534"],
+            &["/bin/sh", "-c", "id -u; cat root-only; echo mine > mine; chmod 666 root-only; cat $RO/data.txt; touch $TMPDIR/t && echo tmp"],
+        )
+        .output()
+        .unwrap();
+    let (out, err) = (stdout(&o), stderr(&o));
+    assert_eq!(out, "65534\nread-only data\ntmp\n", "{err}");
+    assert!(err.contains("root-only: Permission denied"), "{err}");
+    assert!(err.contains("Operation not permitted"), "chmod of root's file: {err}");
+    let mine = t.ws.join("mine").metadata().unwrap();
+    assert_eq!((mine.uid(), mine.gid()), (65534, 65534), "created as the command's user");
+    assert_eq!(t.ws.join("root-only").metadata().unwrap().permissions().mode() & 0o777, 0o600);
+}
