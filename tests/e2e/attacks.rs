@@ -93,8 +93,12 @@ fn killing_interpose_kills_the_command() {
     }
     let t = Tree::new();
     let log = t.ws.join("log");
+    // A temp base of this test's own, so no other test's run cleans it up.
+    let tmp_base = t.outside.join("tmp");
+    std::fs::create_dir(&tmp_base).unwrap();
     let mut child = t
         .command(&[], &["/bin/sh", "-c", "echo $$ > pid; while :; do echo tick >> log; sleep 0.02; done"])
+        .env("TMPDIR", &tmp_base)
         .spawn()
         .unwrap();
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
@@ -119,14 +123,14 @@ fn killing_interpose_kills_the_command() {
     // The killed run could not remove its private TMPDIR; the next run does.
     let stale = format!("interpose-{}-", child.id());
     let leftovers = || {
-        std::fs::read_dir(std::env::temp_dir())
+        std::fs::read_dir(&tmp_base)
             .unwrap()
             .flatten()
             .filter(|e| e.file_name().to_string_lossy().starts_with(&stale))
             .count()
     };
     assert_eq!(leftovers(), 1, "the killed run left its TMPDIR");
-    assert!(t.command(&[], &["/bin/true"]).status().unwrap().success());
+    assert!(t.command(&[], &["/bin/true"]).env("TMPDIR", &tmp_base).status().unwrap().success());
     assert_eq!(leftovers(), 0, "the next run removed it");
 }
 
