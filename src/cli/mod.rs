@@ -56,6 +56,11 @@ pub struct RunArgs {
     /// with that user's file-system credentials, never its own.
     #[arg(long, value_name = "UID[:GID]")]
     pub user: Option<String>,
+    /// Limit the sandbox to N tasks (processes and threads) with a pids
+    /// cgroup; a fork bomb then fails with EAGAIN inside. Without the flag a
+    /// generous default (4096) applies where a pids cgroup can be created.
+    #[arg(long, value_name = "N")]
+    pub max_procs: Option<u32>,
     /// Run without the Landlock backstop (for measurements only: calls
     /// answered with CONTINUE are then open to path-swap races).
     #[arg(long)]

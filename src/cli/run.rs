@@ -45,6 +45,9 @@ pub enum RunError {
         /// The error.
         source: std::io::Error,
     },
+    /// `--max-procs` cannot be enforced here.
+    #[error("--max-procs: {0}")]
+    MaxProcs(sandbox::pids::PidsError),
     /// `--user` is malformed, unknown, or used without root.
     #[error("--user {0}")]
     BadUser(String),
@@ -61,6 +64,10 @@ fn io(what: impl Into<String>) -> impl FnOnce(std::io::Error) -> RunError {
 fn errno(what: &'static str) -> impl FnOnce(Errno) -> RunError {
     move |e| RunError::Io { what: what.into(), source: std::io::Error::from(e) }
 }
+
+/// The task limit when `--max-procs` is not given: far above what a build
+/// or an agent needs, far below what exhausts the host.
+const DEFAULT_MAX_PROCS: u32 = 4096;
 
 /// Signals that reach interpose and are passed on to the command.
 const FORWARDED: [i32; 6] = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGQUIT, libc::SIGUSR1, libc::SIGUSR2];
@@ -273,7 +280,21 @@ pub fn run(args: &RunArgs) -> Result<i32, RunError> {
 
     process::set_child_subreaper().map_err(errno("PR_SET_CHILD_SUBREAPER"))?;
 
-    let started = sandbox::start(&plan, original.as_ref())?;
+    let pids = match sandbox::pids::PidsCgroup::create(args.max_procs.unwrap_or(DEFAULT_MAX_PROCS)) {
+        Ok(cgroup) => Some(cgroup),
+        Err(e) if args.max_procs.is_some() => return Err(RunError::MaxProcs(e)),
+        Err(e) => {
+            tracing::debug!("no default task limit: {e}");
+            None
+        }
+    };
+    let started = sandbox::start(&plan, original.as_ref(), |pid| match &pids {
+        Some(cgroup) => cgroup.add(pid).map_err(|e| sandbox::SpawnError::Parent {
+            what: "moving the command into its pids cgroup",
+            errno: Errno::from_raw(e.raw_os_error().unwrap_or(libc::EIO)),
+        }),
+        None => Ok(()),
+    })?;
     drop(plan);
     // The supervisor creates files for the command with the command's umask,
     // applied by hand; its own must not interfere.
@@ -291,6 +312,7 @@ pub fn run(args: &RunArgs) -> Result<i32, RunError> {
     let status = runtime.block_on(supervise(pid, channel, handled, &args.command[0]))?;
 
     end_sandbox();
+    drop(pids);
     if let Some(sink) = &sink {
         use std::sync::atomic::Ordering::Relaxed;
         sink.send(audit::Record::SessionEnd {

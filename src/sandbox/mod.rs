@@ -10,6 +10,7 @@
 
 pub mod filter;
 pub mod landlock;
+pub mod pids;
 
 use crate::sys::process::{self, Fork};
 use crate::sys::{seccomp, Errno};
@@ -167,7 +168,14 @@ const TAG_GO: u8 = b'G';
 /// Forks and starts the command under `plan`. `child_mask` is the signal
 /// mask the command starts with (the parent keeps its signals blocked for
 /// its signalfd).
-pub fn start(plan: &Plan, child_mask: &libc::sigset_t) -> Result<Started, SpawnError> {
+///
+/// `before_exec` runs in the parent once the child exists and before it may
+/// exec (interpose uses it to move the child into its pids cgroup).
+pub fn start(
+    plan: &Plan,
+    child_mask: &libc::sigset_t,
+    before_exec: impl FnOnce(libc::pid_t) -> Result<(), SpawnError>,
+) -> Result<Started, SpawnError> {
     let parent_err = |what| move |errno| SpawnError::Parent { what, errno };
     let (ours, theirs) = nix::sys::socket::socketpair(
         nix::sys::socket::AddressFamily::Unix,
@@ -210,6 +218,7 @@ pub fn start(plan: &Plan, child_mask: &libc::sigset_t) -> Result<Started, SpawnE
                 .map_err(|errno| {
                     fail(SpawnError::Parent { what: "taking the seccomp listener (pidfd_getfd)", errno })
                 })?;
+            before_exec(pid).map_err(fail)?;
             process::write_all(ours.as_fd(), &[TAG_GO])
                 .map_err(|errno| fail(SpawnError::Parent { what: "releasing the child", errno }))?;
             Ok(Started { pid, listener, channel: ours })

@@ -335,3 +335,43 @@ fn supervisor_resources_stay_flat_across_rounds() {
     assert_eq!(fds1, fds2, "descriptors leaked between rounds");
     assert!(rss2 <= rss1 + 1024, "memory grew by {} KiB between rounds ({rss1} -> {rss2})", rss2.saturating_sub(rss1));
 }
+
+/// A fork bomb is bounded by `--max-procs` (a pids cgroup), the supervisor
+/// keeps answering, and everything the bomb left is killed at the end.
+#[test]
+fn fork_bomb_is_bounded_and_the_supervisor_keeps_answering() {
+    if !kernel_ok() {
+        return;
+    }
+    let t = Tree::new();
+    std::fs::write(t.ws.join("ok.txt"), "still answering\n").unwrap();
+    let script = "
+import os, time
+kids = []
+try:
+    while len(kids) < 1000:
+        pid = os.fork()
+        if pid == 0:
+            time.sleep(60)
+            os._exit(0)
+        kids.append(pid)
+except BlockingIOError:
+    print('fork refused after', len(kids))
+print(open('ok.txt').read().strip())
+";
+    let o = t.command(&["--max-procs", "50"], &["/usr/bin/python3", "-c", script]).output().unwrap();
+    if stderr(&o).contains("--max-procs: no pids cgroup") {
+        assert!(std::env::var_os("INTERPOSE_REQUIRE_KERNEL").is_none(), "{}", stderr(&o));
+        eprintln!("SKIP: no pids cgroup here");
+        return;
+    }
+    assert_eq!(stdout(&o), "fork refused after 49\nstill answering\n", "{}", stderr(&o));
+    assert!(o.status.success());
+    let survivors = std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| std::fs::read_to_string(e.path().join("cmdline")).ok())
+        .filter(|c| c.contains("fork refused after"))
+        .count();
+    assert_eq!(survivors, 0, "the bomb's children were killed when the command ended");
+}
