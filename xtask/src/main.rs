@@ -5,6 +5,8 @@
 //!   golden BPF dump from `bpf/syscalls.tsv`; `--check` fails if stale.
 //! - `test`: setup, then the whole test suite.
 //! - `demo`: setup, build, and run a real sandboxed command.
+//! - `fuzz [SECONDS]`: every cargo-fuzz target for SECONDS each (default
+//!   120; CI runs a short round), installing cargo-fuzz if needed.
 //! - `soak`: a million trapped opens from 32 processes in one session, with
 //!   the supervisor's descriptors and memory sampled between the halves.
 
@@ -22,7 +24,13 @@ fn main() -> ExitCode {
         Some("test") => setup().and_then(|()| test(&args[1..])),
         Some("demo") => setup().and_then(|()| demo()),
         Some("soak") => setup().and_then(|()| soak()),
-        _ => Err("usage: cargo xtask setup | codegen [--check] | test [ARGS] | demo | soak".into()),
+        Some("fuzz") => setup().and_then(|()| {
+            fuzz(
+                args.get(1)
+                    .map_or(Ok(120), |s| s.parse().map_err(|_| format!("fuzz: {s} is not a number of seconds")))?,
+            )
+        }),
+        _ => Err("usage: cargo xtask setup | codegen [--check] | test [ARGS] | demo | soak | fuzz [SECONDS]".into()),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -144,6 +152,25 @@ exit 0";
     } else {
         Err(format!("the demo command failed: {status}"))
     }
+}
+
+/// Runs each fuzz target for `seconds`. cargo-fuzz needs unstable compiler
+/// flags; RUSTC_BOOTSTRAP lets the machine's stable toolchain accept them.
+fn fuzz(seconds: u64) -> Result<()> {
+    let have = Command::new(env!("CARGO")).args(["fuzz", "--version"]).output().is_ok_and(|o| o.status.success());
+    if !have {
+        run(Command::new(env!("CARGO")).args(["install", "cargo-fuzz", "--locked"]))?;
+    }
+    for target in ["trie", "split_last"] {
+        run(Command::new(env!("CARGO")).current_dir(root()).env("RUSTC_BOOTSTRAP", "1").args([
+            "fuzz",
+            "run",
+            target,
+            "--",
+            &format!("-max_total_time={seconds}"),
+        ]))?;
+    }
+    Ok(())
 }
 
 /// Two rounds of 32 processes x 4 threads x 3,907 opens (about a million
