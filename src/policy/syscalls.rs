@@ -28,9 +28,16 @@ pub enum Op {
     Truncate,
     /// `mknod*`: creates a file of any type (devices are never granted).
     Mknod,
-    /// A metadata read: the stat family, `access`, `readlink`, xattr reads,
-    /// `chdir`. Decided with [`crate::policy::Access::Stat`].
+    /// A metadata read decided then continued: `access`, `statfs`, xattr
+    /// reads, `chdir`. Decided with [`crate::policy::Access::Stat`].
     Stat,
+    /// `stat`/`lstat`/`newfstatat`: the supervisor writes the `struct stat`
+    /// of the checked object to the buffer at `extra`.
+    Statbuf,
+    /// `statx(dirfd, path, flags, mask, buf)`: buffer at `extra`.
+    Statx,
+    /// `readlink`/`readlinkat`: buffer at `extra`, its size after it.
+    Readlink,
     /// A watch on a path (`inotify_add_watch`, `fanotify_mark`): a read.
     Read,
     /// `chmod` family: mode in argument `extra`.
@@ -90,9 +97,9 @@ pub enum Action {
     /// The supervisor decides, then lets the kernel run the call; the Landlock
     /// ruleset enforces the same answer on whatever the kernel resolves.
     Continue,
-    /// As `Continue`, but a call with `AT_EMPTY_PATH` in its flags is not
+    /// As `Emulate`, but a call with `AT_EMPTY_PATH` in its flags is not
     /// trapped at all.
-    ContinueUnlessEmptyPath,
+    EmulateUnlessEmptyPath,
     /// Refused with this errno, by the BPF filter itself.
     Errno(i32),
 }

@@ -40,7 +40,7 @@ fn context() -> Result<ScmpFilterContext, FilterError> {
                 }
                 &mut ctx
             }
-            (Action::ContinueUnlessEmptyPath, _) => {
+            (Action::EmulateUnlessEmptyPath, _) => {
                 let flags = row.flags.expect("rows that skip AT_EMPTY_PATH name their flags").into();
                 let empty = libc::AT_EMPTY_PATH as u64;
                 let cmp = ScmpArgCompare::new(flags, ScmpCompareOp::MaskedEqual(empty), 0);

@@ -266,6 +266,7 @@ impl Cx<'_> {
                 self.check(&arg, r, if row.op == Op::Stat { Access::Stat } else { Access::Read })?;
                 Ok(Answer::Continue)
             }
+            Op::Statbuf | Op::Statx | Op::Readlink => self.metadata(),
             Op::Chmod | Op::Chown | Op::Utime | Op::Utimes | Op::Utimensat | Op::Setxattr | Op::Removexattr => {
                 self.attribute()
             }
@@ -296,6 +297,54 @@ impl Cx<'_> {
         }
         let empty = row.flags.is_some() && flags & AT_EMPTY_PATH != 0;
         Ok((self.path_arg(row.dirfd, row.path, false)?, follow, empty))
+    }
+
+    /// stat, lstat, newfstatat, statx, readlink(at): the supervisor reads
+    /// the metadata of the object it checked and writes it into the caller,
+    /// so a swapped path reveals nothing.
+    fn metadata(&mut self) -> Result<Answer, Stop> {
+        let row = self.row;
+        let a = self.notif.data.args;
+        let x = row.extra.expect("metadata rows name their buffer argument") as usize;
+        let (arg, follow, empty) = self.target()?;
+        self.still_valid()?;
+        let r = self.resolve(&arg, follow, empty, 0);
+        let r = self.check(&arg, r, Access::Stat)?;
+        let (fd, mode) = match r.target {
+            Target::Exists { fd, mode } => (fd, mode),
+            Target::Anonymous { fd } => (fd, 0),
+            Target::Missing { .. } => return Err(Errno::ENOENT.into()),
+        };
+        let pid = self.notif.pid;
+        match row.op {
+            Op::Statbuf => {
+                let st = fs::fstat(fd.as_fd())?;
+                mem::write(pid, a[x], fs::bytes_of(&st))?;
+                Ok(Answer::Value(0))
+            }
+            Op::Statx => {
+                // Only the sync-type bits of the caller's flags still mean
+                // something once the object is resolved.
+                let sync = a[2] as i32 & libc::AT_STATX_SYNC_TYPE;
+                let stx = fs::statx_fd(fd.as_fd(), sync, a[3] as u32)?;
+                mem::write(pid, a[x], fs::bytes_of(&stx))?;
+                Ok(Answer::Value(0))
+            }
+            _ => {
+                if mode & libc::S_IFMT != libc::S_IFLNK {
+                    return Err(Errno::EINVAL.into());
+                }
+                let size = a[x + 1] as i64;
+                if size <= 0 {
+                    return Err(Errno::EINVAL.into());
+                }
+                let mut buf = vec![0u8; mem::PATH_MAX + 1];
+                let n = fs::readlinkat(Dir::Fd(fd.as_fd()), c"", &mut buf).unwrap_or_else(|_| 0);
+                let n = n.min(size as usize);
+                mem::write(pid, a[x], &buf[..n])?;
+                Ok(Answer::Value(n as i64))
+            }
+        }
     }
 
     /// chmod, chown, utime*, setxattr, removexattr: Landlock cannot express

@@ -161,6 +161,23 @@ pub fn connect_unix(sock: BorrowedFd<'_>, path: &[u8]) -> Result<(), Errno> {
         .map(drop)
 }
 
+/// `statx(fd, "", AT_EMPTY_PATH | flags, mask)` into a `struct statx`.
+pub fn statx_fd(fd: BorrowedFd<'_>, flags: i32, mask: u32) -> Result<libc::statx, Errno> {
+    let mut stx = std::mem::MaybeUninit::<libc::statx>::zeroed();
+    // SAFETY: the kernel writes one struct statx.
+    cvt(unsafe { libc::statx(fd.as_raw_fd(), c"".as_ptr(), libc::AT_EMPTY_PATH | flags, mask, stx.as_mut_ptr()) }
+        as libc::c_long)?;
+    // SAFETY: zeroed, then filled by the successful call.
+    Ok(unsafe { stx.assume_init() })
+}
+
+/// The bytes of a plain-data kernel structure, to copy into another process.
+pub fn bytes_of<T: Copy>(value: &T) -> &[u8] {
+    // SAFETY: T is a plain C structure (stat, statx) with no padding the
+    // kernel would not also copy out; reading it as bytes is sound.
+    unsafe { std::slice::from_raw_parts((value as *const T).cast::<u8>(), std::mem::size_of::<T>()) }
+}
+
 /// Formats `n` as decimal into `buf` with a trailing NUL, without allocating.
 pub fn decimal(n: u64, buf: &mut [u8; 24]) -> &CStr {
     let mut tmp = [0u8; 20];

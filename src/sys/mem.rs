@@ -1,6 +1,7 @@
 //! # Safety
 //!
-//! Reads another process's memory with `process_vm_readv(2)`. The kernel
+//! Reads and writes another process's memory with `process_vm_readv(2)` and
+//! `process_vm_writev(2)`. The kernel
 //! copies into our local buffers only and reports how much it copied; a fault
 //! in the remote range is an error or a short count, never undefined
 //! behaviour here.
@@ -36,6 +37,24 @@ pub fn read(pid: u32, addr: u64, local: &mut [u8]) -> Result<usize, Errno> {
         cvt(unsafe { libc::process_vm_readv(pid as libc::pid_t, locals.as_ptr(), count, remotes.as_ptr(), count, 0) }
             as libc::c_long)?;
     Ok(n as usize)
+}
+
+/// `process_vm_writev(2)` of all of `data` to `addr` in process `pid`;
+/// `EFAULT` unless every byte was written.
+pub fn write(pid: u32, addr: u64, data: &[u8]) -> Result<(), Errno> {
+    if data.is_empty() {
+        return Ok(());
+    }
+    let local = libc::iovec { iov_base: data.as_ptr().cast_mut().cast(), iov_len: data.len() };
+    let remote = libc::iovec { iov_base: addr as *mut libc::c_void, iov_len: data.len() };
+    // SAFETY: the kernel only reads from the local iovec, which covers
+    // `data`; the remote one is interpreted in the other address space.
+    let n = cvt(unsafe { libc::process_vm_writev(pid as libc::pid_t, &local, 1, &remote, 1, 0) } as libc::c_long)?;
+    if n as usize == data.len() {
+        Ok(())
+    } else {
+        Err(Errno::EFAULT)
+    }
 }
 
 /// Reads a NUL-terminated path the way the kernel's `getname` does: at most

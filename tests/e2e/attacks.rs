@@ -41,6 +41,27 @@ fn path_buffer_race_on_open_never_reads_the_denied_file() {
     }
 }
 
+/// The same race on `stat`: the supervisor stats the object it checked and
+/// writes the result into the caller, so the denied file's metadata never
+/// comes back, with or without the backstop (Landlock does not cover stat).
+#[test]
+fn path_buffer_race_on_stat_never_describes_the_denied_file() {
+    if !kernel_ok() {
+        return;
+    }
+    let t = Tree::new();
+    let bin = copy_into(&t, "race_stat");
+    std::fs::write(t.ws.join("ok.txt"), "harmless\n").unwrap();
+    let (ok, secret) = (t.ws.join("ok.txt"), t.outside.join("secret"));
+    let args = [bin.to_str().unwrap(), ok.to_str().unwrap(), secret.to_str().unwrap(), "20000"];
+    let native = Command::new(args[0]).args(&args[1..]).output().unwrap();
+    assert!(leaks(&stdout(&native)) > 0, "the attack works natively: {}", stdout(&native));
+    for extra in [&["--no-landlock"][..], &[][..]] {
+        let o = t.command(extra, &args).output().unwrap();
+        assert_eq!(stdout(&o), "leaks=0 direct=0\n", "{extra:?}: {}", stderr(&o));
+    }
+}
+
 /// The 32-bit entry point uses other syscall numbers (5 is open); the filter
 /// must kill the process rather than let them through.
 #[test]

@@ -248,6 +248,9 @@ const OPS: &[&str] = &[
     "truncate",
     "mknod",
     "stat",
+    "statbuf",
+    "statx",
+    "readlink",
     "read",
     "chmod",
     "chown",
@@ -263,11 +266,11 @@ const OPS: &[&str] = &[
     "refuse",
 ];
 
-/// Parses an action: `emulate`, `continue`, `continue-unless-empty-path`,
-/// `ERRNO` or `ERRNO:ARG&MASK`.
+/// Parses an action: `emulate`, `continue`,
+/// `emulate-unless-empty-path`, `ERRNO` or `ERRNO:ARG&MASK`.
 fn parse_action(action: &str) -> Option<(String, Option<(u8, u64)>)> {
     match action {
-        "emulate" | "continue" | "continue-unless-empty-path" => return Some((action.to_string(), None)),
+        "emulate" | "continue" | "emulate-unless-empty-path" => return Some((action.to_string(), None)),
         _ => {}
     }
     let (errno, cond) = match action.split_once(':') {
@@ -364,7 +367,7 @@ fn render_rust(rows: &[Row]) -> Result<String> {
         let action = match kind.as_str() {
             "emulate" => "Action::Emulate".to_string(),
             "continue" => "Action::Continue".to_string(),
-            "continue-unless-empty-path" => "Action::ContinueUnlessEmptyPath".to_string(),
+            "emulate-unless-empty-path" => "Action::EmulateUnlessEmptyPath".to_string(),
             e => format!("Action::Errno(libc::{e})"),
         };
         let when =
@@ -430,7 +433,7 @@ fn render_docs(rows: &[Row]) -> String {
          \x20 (`SECCOMP_USER_NOTIF_FLAG_CONTINUE`). Only used where the Landlock\n\
          \x20 ruleset, built from the same surface, enforces the same answer on\n\
          \x20 whatever path the kernel finally resolves.\n\
-         - **continue-unless-empty-path**: as continue, but a call with\n\
+         - **emulate-unless-empty-path**: as emulate, but a call with\n\
          \x20 `AT_EMPTY_PATH` in its flags is not trapped at all (glibc's `fstat` on\n\
          \x20 a descriptor the caller already holds).\n\
          - **E…**: refused by the BPF filter with that errno; no notification.\n\
