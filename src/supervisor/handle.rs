@@ -339,7 +339,7 @@ impl Cx<'_> {
                     return Err(Errno::EINVAL.into());
                 }
                 let mut buf = vec![0u8; mem::PATH_MAX + 1];
-                let n = fs::readlinkat(Dir::Fd(fd.as_fd()), c"", &mut buf).unwrap_or_else(|_| 0);
+                let n = fs::readlinkat(Dir::Fd(fd.as_fd()), c"", &mut buf)?;
                 let n = n.min(size as usize);
                 mem::write(pid, a[x], &buf[..n])?;
                 Ok(Answer::Value(n as i64))
