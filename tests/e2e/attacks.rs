@@ -261,6 +261,31 @@ fn exec_through_a_swapped_path_is_stopped_by_the_backstop() {
     assert_eq!(ran(&o), 0, "{}", stderr(&o));
 }
 
+/// Rename to a destination buffer flipped between the workspace and a
+/// denied directory. Like exec, rename is decided and then continued: the
+/// kernel reads the path again, and only Landlock (REFER and MAKE_* on the
+/// write surface) stops the swapped destination. Shown winnable without it.
+#[test]
+fn rename_through_a_swapped_destination_is_stopped_by_the_backstop() {
+    if !kernel_ok() {
+        return;
+    }
+    let t = Tree::new();
+    let bin = copy_into(&t, "race_rename");
+    let landed = t.outside.join("dst");
+    let args = [bin.to_str().unwrap(), t.ws.to_str().unwrap(), t.outside.to_str().unwrap(), "2000"];
+    let won_without_backstop = (0..3).any(|_| {
+        let _ = std::fs::remove_file(&landed);
+        t.command(&["--no-landlock"], &args).output().unwrap();
+        landed.exists()
+    });
+    assert!(won_without_backstop, "the race is winnable when only the supervisor's check stands");
+    std::fs::remove_file(&landed).unwrap();
+    let o = t.command(&[], &args).output().unwrap();
+    assert_eq!(stdout(&o), "done\n", "{}", stderr(&o));
+    assert!(!landed.exists(), "a file was renamed into the denied directory");
+}
+
 /// Smaller tricks, each of which would hand over a file or a signal.
 #[test]
 fn descriptor_and_signal_tricks_fail() {

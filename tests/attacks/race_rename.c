@@ -1,0 +1,45 @@
+/* Rename through a swapped destination: one thread flips a shared path
+ * buffer between a workspace name and a name in a denied directory while
+ * the main thread renames a fresh workspace file to it, ITERATIONS times.
+ * Whether a file landed in the denied directory is for the caller to check
+ * from outside (the program itself cannot see there under interpose).
+ * Usage: race_rename WS DENIED_DIR ITERATIONS */
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static char path[4096], inside[4096], outside[4096];
+static atomic_int done;
+
+static void *flipper(void *arg) {
+    (void)arg;
+    while (!atomic_load(&done)) {
+        strcpy(path, outside);
+        strcpy(path, inside);
+    }
+    return NULL;
+}
+
+int main(int argc, char **argv) {
+    if (argc != 4) return 2;
+    snprintf(inside, sizeof inside, "%s/dst", argv[1]);
+    snprintf(outside, sizeof outside, "%s/dst", argv[2]);
+    strcpy(path, inside);
+    char src[4096];
+    snprintf(src, sizeof src, "%s/src", argv[1]);
+    long n = atol(argv[3]);
+    pthread_t t;
+    pthread_create(&t, NULL, flipper, NULL);
+    for (long i = 0; i < n; i++) {
+        close(open(src, O_WRONLY | O_CREAT, 0644));
+        rename(src, path);
+    }
+    atomic_store(&done, 1);
+    pthread_join(t, NULL);
+    printf("done\n");
+    return 0;
+}
