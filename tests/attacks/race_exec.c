@@ -10,40 +10,25 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-static char path[4096], allowed[4096], denied[4096];
-static atomic_int done;
-
-static void *flipper(void *arg) {
-    (void)arg;
-    while (!atomic_load(&done)) {
-        strcpy(path, denied);
-        strcpy(path, allowed);
-    }
-    return NULL;
-}
+#include "flip.h"
 
 int main(int argc, char **argv) {
     if (argc != 4) return 2;
-    strcpy(allowed, argv[1]);
-    strcpy(denied, argv[2]);
-    strcpy(path, allowed);
     long n = atol(argv[3]), ran_denied = 0;
-    pthread_t t;
-    pthread_create(&t, NULL, flipper, NULL);
+    flip_start(argv[1], argv[2]);
     for (long i = 0; i < n; i++) {
         /* vfork shares memory, so the flipper keeps racing the exec. */
         pid_t pid = vfork();
         if (pid == 0) {
-            char *args[] = {path, NULL};
-            execv(path, args);
+            char *args[] = {flip_path, NULL};
+            execv(flip_path, args);
             _exit(127);
         }
         int status;
         waitpid(pid, &status, 0);
         if (WIFEXITED(status) && WEXITSTATUS(status) == 42) ran_denied++;
     }
-    atomic_store(&done, 1);
-    pthread_join(t, NULL);
+    flip_stop();
     printf("ran_denied=%ld\n", ran_denied);
     return ran_denied ? 1 : 0;
 }

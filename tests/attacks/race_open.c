@@ -11,35 +11,20 @@
 #include <string.h>
 #include <unistd.h>
 
-static char path[4096];
-static char allowed[4096], denied[4096];
-static atomic_int done;
-
-static void *flipper(void *arg) {
-    (void)arg;
-    while (!atomic_load(&done)) {
-        strcpy(path, denied);
-        strcpy(path, allowed);
-    }
-    return NULL;
-}
+#include "flip.h"
 
 int main(int argc, char **argv) {
     if (argc != 5) {
         fprintf(stderr, "usage: race_open ALLOWED DENIED SECRET_MARKER ITERATIONS\n");
         return 2;
     }
-    strcpy(allowed, argv[1]);
-    strcpy(denied, argv[2]);
     const char *marker = argv[3];
     long n = atol(argv[4]);
-    strcpy(path, allowed);
-    pthread_t t;
-    pthread_create(&t, NULL, flipper, NULL);
+    flip_start(argv[1], argv[2]);
     long leaks = 0, opened = 0, refused = 0;
     char buf[256];
     for (long i = 0; i < n; i++) {
-        int fd = open(path, O_RDONLY);
+        int fd = open(flip_path, O_RDONLY);
         if (fd < 0) {
             refused++;
             continue;
@@ -52,8 +37,7 @@ int main(int argc, char **argv) {
             if (strstr(buf, marker)) leaks++;
         }
     }
-    atomic_store(&done, 1);
-    pthread_join(t, NULL);
+    flip_stop();
     printf("opened=%ld refused=%ld leaks=%ld\n", opened, refused, leaks);
     return leaks ? 1 : 0;
 }

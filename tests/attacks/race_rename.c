@@ -12,34 +12,22 @@
 #include <string.h>
 #include <unistd.h>
 
-static char path[4096], inside[4096], outside[4096];
-static atomic_int done;
-
-static void *flipper(void *arg) {
-    (void)arg;
-    while (!atomic_load(&done)) {
-        strcpy(path, outside);
-        strcpy(path, inside);
-    }
-    return NULL;
-}
+#include "flip.h"
 
 int main(int argc, char **argv) {
     if (argc != 4) return 2;
+    char inside[4096], outside[4096];
     snprintf(inside, sizeof inside, "%s/dst", argv[1]);
     snprintf(outside, sizeof outside, "%s/dst", argv[2]);
-    strcpy(path, inside);
     char src[4096];
     snprintf(src, sizeof src, "%s/src", argv[1]);
     long n = atol(argv[3]);
-    pthread_t t;
-    pthread_create(&t, NULL, flipper, NULL);
+    flip_start(inside, outside);
     for (long i = 0; i < n; i++) {
         close(open(src, O_WRONLY | O_CREAT, 0644));
-        rename(src, path);
+        rename(src, flip_path);
     }
-    atomic_store(&done, 1);
-    pthread_join(t, NULL);
+    flip_stop();
     printf("done\n");
     return 0;
 }

@@ -10,36 +10,22 @@
 #include <string.h>
 #include <sys/stat.h>
 
-static char path[4096], allowed[4096], denied[4096];
-static atomic_int done;
-
-static void *flipper(void *arg) {
-    (void)arg;
-    while (!atomic_load(&done)) {
-        strcpy(path, denied);
-        strcpy(path, allowed);
-    }
-    return NULL;
-}
+#include "flip.h"
 
 int main(int argc, char **argv) {
     if (argc != 4) return 2;
-    strcpy(allowed, argv[1]);
-    strcpy(denied, argv[2]);
-    strcpy(path, allowed);
+    const char *allowed = argv[1];
     struct stat secret;
-    int can_see = stat(denied, &secret) == 0; /* fails under interpose */
+    int can_see = stat(argv[2], &secret) == 0; /* fails under interpose */
     long n = atol(argv[3]), leaks = 0;
-    pthread_t t;
-    pthread_create(&t, NULL, flipper, NULL);
+    flip_start(argv[1], argv[2]);
     struct stat st;
     for (long i = 0; i < n; i++) {
-        if (stat(path, &st) != 0) continue;
+        if (stat(flip_path, &st) != 0) continue;
         struct stat mine;
         if (stat(allowed, &mine) == 0 && st.st_ino != mine.st_ino) leaks++;
     }
-    atomic_store(&done, 1);
-    pthread_join(t, NULL);
+    flip_stop();
     printf("leaks=%ld direct=%d\n", leaks, can_see);
     return leaks ? 1 : 0;
 }

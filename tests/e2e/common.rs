@@ -106,7 +106,10 @@ pub fn attack(name: &str) -> PathBuf {
     let _guard = BUILT.get_or_init(Default::default).lock().unwrap();
     let out = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("attack-{name}"));
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("tests/attacks/{name}.c"));
-    let fresh = out.metadata().and_then(|o| Ok(o.modified()? >= src.metadata()?.modified()?)).unwrap_or(false);
+    // Rebuild when the source or the shared header is newer than the binary.
+    let header = src.with_file_name("flip.h");
+    let newest = [&src, &header].iter().filter_map(|p| p.metadata().and_then(|m| m.modified()).ok()).max();
+    let fresh = out.metadata().and_then(|o| o.modified()).is_ok_and(|built| newest.is_some_and(|n| built >= n));
     if !fresh {
         let mut cc = Command::new("cc");
         cc.args(["-O2", "-pthread", "-Wall", "-o"]).arg(&out).arg(&src);
