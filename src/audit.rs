@@ -55,6 +55,8 @@ pub struct Decision {
     pub pid: u32,
     /// Thread id of the caller.
     pub tid: u32,
+    /// The caller's thread name (`/proc/<tid>/comm`).
+    pub comm: String,
     /// Syscall name.
     pub syscall: &'static str,
     /// Syscall number.
@@ -176,13 +178,41 @@ impl Sink {
     }
 }
 
+/// The `prev` value of the first record.
+pub const CHAIN_START: &str = "0000000000000000000000000000000000000000000000000000000000000000";
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// SHA-256 of one line of the trail (without its newline), in hex.
+pub fn line_hash(line: &[u8]) -> String {
+    use sha2::Digest;
+    hex(&sha2::Sha256::digest(line))
+}
+
+/// Serializes `record` as one line whose first field, `prev`, is the hash of
+/// the line before it: deleting or editing a line breaks the chain at the
+/// line after it.
+fn chained_line(record: &Record, prev: &str) -> serde_json::Result<String> {
+    let body = serde_json::to_string(record)?;
+    Ok(format!("{{\"prev\":\"{prev}\",{}", &body[1..]))
+}
+
 fn writer(rx: Receiver<Msg>, out: Box<dyn Write + Send>) {
     let mut out = std::io::BufWriter::with_capacity(64 * 1024, out);
     let mut failed = false;
+    let mut prev = CHAIN_START.to_string();
     for msg in rx {
         match msg {
             Msg::Record(r) if !failed => {
-                let ok = serde_json::to_writer(&mut out, &r).is_ok() && out.write_all(b"\n").is_ok();
+                let ok = match chained_line(&r, &prev) {
+                    Ok(line) => {
+                        prev = line_hash(line.as_bytes());
+                        out.write_all(line.as_bytes()).and_then(|()| out.write_all(b"\n")).is_ok()
+                    }
+                    Err(_) => false,
+                };
                 if !ok {
                     failed = true;
                     eprintln!("interpose: writing the audit trail failed; further records are lost");
@@ -198,9 +228,93 @@ fn writer(rx: Receiver<Msg>, out: Box<dyn Write + Send>) {
     let _ = out.flush();
 }
 
+/// Why a trail failed verification.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ChainError {
+    /// A line is not a JSON object with a `prev` field.
+    #[error("line {line}: not a record of an interpose audit trail")]
+    Malformed {
+        /// 1-based line number.
+        line: usize,
+    },
+    /// A line's `prev` does not match the line before it.
+    #[error("line {line}: the chain is broken: the line before it was edited or deleted")]
+    Broken {
+        /// 1-based line number.
+        line: usize,
+    },
+    /// The trail does not end with `session_end`.
+    #[error(
+        "the trail ends after line {lines} without a session_end record: it was truncated, or the run is still going"
+    )]
+    Truncated {
+        /// Lines read.
+        lines: usize,
+    },
+}
+
+/// Checks the hash chain of a whole trail; returns the number of records.
+pub fn verify(text: &str) -> Result<usize, ChainError> {
+    let mut prev = CHAIN_START.to_string();
+    let mut last_type = String::new();
+    let mut count = 0;
+    for (i, line) in text.lines().enumerate() {
+        let v: serde_json::Value = serde_json::from_str(line).map_err(|_| ChainError::Malformed { line: i + 1 })?;
+        let claimed = v["prev"].as_str().ok_or(ChainError::Malformed { line: i + 1 })?;
+        if claimed != prev {
+            return Err(ChainError::Broken { line: i + 1 });
+        }
+        prev = line_hash(line.as_bytes());
+        last_type = v["type"].as_str().unwrap_or_default().to_string();
+        count += 1;
+    }
+    if last_type != "session_end" {
+        return Err(ChainError::Truncated { lines: count });
+    }
+    Ok(count)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn trail(n: usize) -> String {
+        let mut prev = CHAIN_START.to_string();
+        let mut out = String::new();
+        for i in 0..n {
+            let r = if i + 1 == n {
+                Record::SessionEnd { exit_status: 0, allowed: 1, denied: 0, dropped_allow_records: 0, time_ns: 7 }
+            } else {
+                Record::SessionStart {
+                    schema: SCHEMA,
+                    version: "t",
+                    command: vec![Bytes(format!("cmd{i}").into_bytes())],
+                    surface: vec![],
+                    features: serde_json::Value::Null,
+                    time_ns: i as u128,
+                }
+            };
+            let line = chained_line(&r, &prev).unwrap();
+            prev = line_hash(line.as_bytes());
+            out.push_str(&line);
+            out.push('\n');
+        }
+        out
+    }
+
+    #[test]
+    fn the_chain_catches_deleted_edited_and_truncated_trails() {
+        let good = trail(5);
+        assert_eq!(verify(&good), Ok(5));
+        let lines: Vec<&str> = good.lines().collect();
+        let deleted = [&lines[..2], &lines[3..]].concat().join("\n");
+        assert_eq!(verify(&deleted), Err(ChainError::Broken { line: 3 }));
+        let edited = good.replacen("cmd1", "cmdX", 1);
+        assert_eq!(verify(&edited), Err(ChainError::Broken { line: 3 }));
+        let truncated = lines[..4].join("\n");
+        assert_eq!(verify(&truncated), Err(ChainError::Truncated { lines: 4 }));
+        assert_eq!(verify("not json"), Err(ChainError::Malformed { line: 1 }));
+    }
 
     #[test]
     fn non_utf8_paths_are_base64() {

@@ -27,6 +27,8 @@ fn main() -> ExitCode {
     let result: anyhow::Result<i32> = match args.command {
         Command::Run(run) => cli::run::run(&run).map_err(Into::into),
         Command::Check => Ok(cli::check::run()),
+        Command::Report(r) => Ok(cli::report::run(&r)),
+        Command::Why(w) => Ok(cli::why::run(&w)),
         Command::Debug(DebugCommand::FilterPfc) => {
             interpose::sandbox::filter::pfc().map(|p| print!("{p}")).map(|()| 0).map_err(Into::into)
         }

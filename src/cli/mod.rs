@@ -1,7 +1,9 @@
 //! Command-line flags (clap structs) and one thin handler per verb.
 
 pub mod check;
+pub mod report;
 pub mod run;
+pub mod why;
 
 use clap::{Args, Parser, Subcommand};
 use std::path::PathBuf;
@@ -24,6 +26,12 @@ pub enum Command {
     Run(RunArgs),
     /// Print the kernel features interpose needs and whether they are present.
     Check,
+    /// Summarize an audit trail: denials grouped by directory and process,
+    /// totals, and whether the hash chain is intact.
+    Report(ReportArgs),
+    /// Say which surface entry decides an access to PATH, and why, without
+    /// running anything.
+    Why(WhyArgs),
     /// Developer tools.
     #[command(hide = true, subcommand)]
     Debug(DebugCommand),
@@ -70,9 +78,53 @@ pub struct RunArgs {
     pub command: Vec<std::ffi::OsString>,
 }
 
+/// Flags of `interpose report`.
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    /// The audit trail (JSON Lines) to read.
+    pub file: PathBuf,
+    /// Only check the hash chain; exit 1 if it is broken or truncated.
+    #[arg(long)]
+    pub verify: bool,
+    /// `text` for people, `json` for machines.
+    #[arg(long, value_enum, default_value_t = ReportFormat::Text)]
+    pub format: ReportFormat,
+}
+
+/// Output formats of `interpose report`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ReportFormat {
+    /// A terminal summary.
+    Text,
+    /// One JSON object.
+    Json,
+}
+
+/// Flags of `interpose why`.
+#[derive(Debug, Args)]
+pub struct WhyArgs {
+    /// As for `run`.
+    #[arg(long = "rw", value_name = "PATH")]
+    pub rw: Vec<PathBuf>,
+    /// As for `run`.
+    #[arg(long = "ro", value_name = "PATH")]
+    pub ro: Vec<PathBuf>,
+    /// As for `run`.
+    #[arg(long)]
+    pub no_system: bool,
+    /// Ask about writing (creating, deleting) instead of reading.
+    #[arg(long, conflicts_with = "exec")]
+    pub write: bool,
+    /// Ask about executing.
+    #[arg(long)]
+    pub exec: bool,
+    /// The path to ask about.
+    pub path: PathBuf,
+}
+
 /// Inserts the default verb `run` when the first argument is not a verb.
 pub fn with_default_verb(mut args: Vec<std::ffi::OsString>) -> Vec<std::ffi::OsString> {
-    const VERBS: &[&str] = &["run", "check", "debug", "help", "--help", "-h", "--version", "-V"];
+    const VERBS: &[&str] = &["run", "check", "report", "why", "debug", "help", "--help", "-h", "--version", "-V"];
     if args.len() > 1 && !VERBS.iter().any(|v| args[1] == *v) {
         args.insert(1, "run".into());
     }

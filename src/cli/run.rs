@@ -313,6 +313,7 @@ pub fn run(args: &RunArgs) -> Result<i32, RunError> {
 
     end_sandbox();
     drop(pids);
+    supervisor.quiesce();
     if let Some(sink) = &sink {
         use std::sync::atomic::Ordering::Relaxed;
         sink.send(audit::Record::SessionEnd {

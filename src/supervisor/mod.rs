@@ -162,6 +162,18 @@ impl Supervisor {
         }
     }
 
+    /// Waits (up to a second) until no worker is handling a notification, so
+    /// that every decision already made has reached the audit queue. Called
+    /// once the sandbox's processes are gone, when no new one can come.
+    pub fn quiesce(&self) {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(1);
+        while self.idle.load(Ordering::SeqCst) < self.workers.load(Ordering::SeqCst)
+            && std::time::Instant::now() < deadline
+        {
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+    }
+
     /// Waits until the listener has a notification or has hung up; true for
     /// a hang-up (every sandboxed task has exited).
     fn listener_hung_up(&self) -> bool {
@@ -206,12 +218,16 @@ impl Supervisor {
         let Some(sink) = &self.audit else { return };
         let handling_ns = started.elapsed().as_nanos() as u64;
         let pid = resolve::proc_status_field(notif.pid, "Tgid:").and_then(|v| v.parse().ok()).unwrap_or(notif.pid);
+        let comm = std::fs::read_to_string(format!("/proc/{}/comm", notif.pid))
+            .map(|c| c.trim_end().to_string())
+            .unwrap_or_default();
         for c in checks {
             sink.send(audit::Record::Decision(audit::Decision {
                 seq: sink.next_seq(),
                 time_ns: audit::now_ns(),
                 pid,
                 tid: notif.pid,
+                comm: comm.clone(),
                 syscall: c.syscall,
                 nr: notif.data.nr,
                 path: audit::Bytes(c.path),

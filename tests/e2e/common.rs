@@ -57,6 +57,9 @@ impl Tree {
         let mut c = Command::new(interpose());
         c.arg("run").arg("--rw").arg(&self.ws).arg("--ro").arg(&self.ro).args(extra).arg("--").args(cmd);
         c.current_dir(&self.ws).stdin(Stdio::null());
+        // cargo points the loader at its own build and toolchain directories;
+        // the sandboxed programs need neither, and probing them is noise.
+        c.env_remove("LD_LIBRARY_PATH").env("PWD", &self.ws);
         c.env("WS", &self.ws).env("RO", &self.ro).env("OUT", &self.outside);
         c
     }

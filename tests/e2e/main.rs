@@ -6,4 +6,5 @@ mod attacks;
 mod common;
 mod coverage;
 mod denied;
+mod forensics;
 mod lifecycle;

@@ -1,0 +1,205 @@
+//! `interpose report`: what an audit trail says, grouped for a person (or a
+//! machine) reviewing a session.
+
+use super::{ReportArgs, ReportFormat};
+use serde::Serialize;
+use std::collections::BTreeMap;
+
+/// Denials under one directory.
+#[derive(Debug, Default, Serialize)]
+struct DenialGroup {
+    count: u64,
+    first_ns: u128,
+    last_ns: u128,
+    accesses: Vec<String>,
+    examples: Vec<String>,
+    rules: Vec<String>,
+    /// The flag that would allow these accesses, or why none would.
+    allowed_by: String,
+}
+
+/// Counts for one process.
+#[derive(Debug, Default, Serialize)]
+struct ProcessCounts {
+    comm: String,
+    decisions: u64,
+    denials: u64,
+}
+
+/// Counts for one syscall.
+#[derive(Debug, Default, Serialize)]
+struct SyscallCounts {
+    allow: u64,
+    deny: u64,
+    error: u64,
+}
+
+/// The whole report.
+#[derive(Debug, Default, Serialize)]
+struct Report {
+    chain: String,
+    command: Vec<String>,
+    exit_status: Option<i64>,
+    decisions: u64,
+    denials: u64,
+    denials_by_directory: BTreeMap<String, DenialGroup>,
+    processes: BTreeMap<u64, ProcessCounts>,
+    syscalls: BTreeMap<String, SyscallCounts>,
+}
+
+fn path_text(v: &serde_json::Value) -> String {
+    match v {
+        serde_json::Value::String(s) => s.clone(),
+        serde_json::Value::Object(o) => format!("<bytes {}>", o.get("bytes").and_then(|b| b.as_str()).unwrap_or("?")),
+        _ => String::new(),
+    }
+}
+
+fn parent(path: &str) -> String {
+    match path.rfind('/') {
+        Some(0) => "/".into(),
+        Some(i) => path[..i].into(),
+        None => path.into(),
+    }
+}
+
+fn build(text: &str) -> Report {
+    let mut r = Report {
+        chain: match crate::audit::verify(text) {
+            Ok(n) => format!("intact ({n} records)"),
+            Err(e) => format!("NOT INTACT: {e}"),
+        },
+        ..Report::default()
+    };
+    for line in text.lines() {
+        let Ok(v) = serde_json::from_str::<serde_json::Value>(line) else { continue };
+        match v["type"].as_str() {
+            Some("session_start") => {
+                r.command = v["command"].as_array().map(|a| a.iter().map(path_text).collect()).unwrap_or_default();
+            }
+            Some("session_end") => r.exit_status = v["exit_status"].as_i64(),
+            Some("decision") => {
+                r.decisions += 1;
+                let decision = v["decision"].as_str().unwrap_or("?");
+                let sc = r.syscalls.entry(v["syscall"].as_str().unwrap_or("?").to_string()).or_default();
+                match decision {
+                    "allow" => sc.allow += 1,
+                    "deny" => sc.deny += 1,
+                    _ => sc.error += 1,
+                }
+                let p = r.processes.entry(v["pid"].as_u64().unwrap_or(0)).or_default();
+                p.decisions += 1;
+                if p.comm.is_empty() {
+                    p.comm = v["comm"].as_str().unwrap_or_default().to_string();
+                }
+                if decision != "deny" {
+                    continue;
+                }
+                r.denials += 1;
+                p.denials += 1;
+                let resolved = if v["resolved"].is_null() { path_text(&v["path"]) } else { path_text(&v["resolved"]) };
+                let time = v["time_ns"].as_u64().map_or(0, u128::from);
+                let access = v["access"].as_str().unwrap_or("?").to_string();
+                let rule = v["rule"].as_str().unwrap_or_default().to_string();
+                let g = r.denials_by_directory.entry(parent(&resolved)).or_default();
+                g.count += 1;
+                g.first_ns = if g.first_ns == 0 { time } else { g.first_ns.min(time) };
+                g.last_ns = g.last_ns.max(time);
+                if !g.accesses.contains(&access) {
+                    g.accesses.push(access);
+                }
+                if g.examples.len() < 3 && !g.examples.contains(&resolved) {
+                    g.examples.push(resolved);
+                }
+                if !g.rules.contains(&rule) {
+                    g.rules.push(rule);
+                }
+            }
+            _ => {}
+        }
+    }
+    for (dir, g) in &mut r.denials_by_directory {
+        g.allowed_by = if g.rules.iter().any(|r| r.starts_with("deny ")) {
+            "nothing: a carve-out of the surface".into()
+        } else if g.rules.iter().any(|r| r.contains("outside the sandbox")) {
+            "nothing: /proc of a process outside the sandbox".into()
+        } else {
+            // Never suggest the whole root: name the entries instead.
+            let target = if dir == "/" { g.examples.join(" ") } else { dir.clone() };
+            let flag = if g.accesses.iter().any(|a| !matches!(a.as_str(), "read" | "exec" | "stat")) {
+                "--rw"
+            } else {
+                "--ro"
+            };
+            format!("{flag} {target}")
+        };
+    }
+    r
+}
+
+fn seconds(ns: u128, start: u128) -> f64 {
+    ns.saturating_sub(start) as f64 / 1e9
+}
+
+fn print_text(r: &Report) {
+    println!("command:    {}", r.command.join(" "));
+    println!("exit:       {}", r.exit_status.map_or("(no session_end)".into(), |s| s.to_string()));
+    println!("chain:      {}", r.chain);
+    println!("decisions:  {} ({} denied)", r.decisions, r.denials);
+    let start = r.denials_by_directory.values().map(|g| g.first_ns).min().unwrap_or(0);
+    if !r.denials_by_directory.is_empty() {
+        println!("\ndenials by directory (times in seconds from the first denial):");
+        let mut groups: Vec<_> = r.denials_by_directory.iter().collect();
+        groups.sort_by(|a, b| b.1.count.cmp(&a.1.count).then(a.0.cmp(b.0)));
+        for (dir, g) in groups {
+            println!(
+                "  {:>5}  {:>7.3}-{:<7.3}  {dir}  [{}]",
+                g.count,
+                seconds(g.first_ns, start),
+                seconds(g.last_ns, start),
+                g.accesses.join(",")
+            );
+            for e in &g.examples {
+                println!("           e.g. {e}");
+            }
+            println!("           allowed by: {}", g.allowed_by);
+        }
+    }
+    println!("\nprocesses:");
+    for (pid, p) in &r.processes {
+        println!("  {pid:>8}  {:<16} {:>6} decisions {:>5} denied", p.comm, p.decisions, p.denials);
+    }
+    println!("\nsyscalls:           allow   deny  error");
+    for (name, c) in &r.syscalls {
+        println!("  {name:<16} {:>7} {:>6} {:>6}", c.allow, c.deny, c.error);
+    }
+}
+
+/// Runs the verb; returns the exit code.
+pub fn run(args: &ReportArgs) -> i32 {
+    let text = match std::fs::read_to_string(&args.file) {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("interpose: {}: {e}", args.file.display());
+            return 2;
+        }
+    };
+    if args.verify {
+        return match crate::audit::verify(&text) {
+            Ok(n) => {
+                println!("{}: chain intact, {n} records", args.file.display());
+                0
+            }
+            Err(e) => {
+                println!("{}: {e}", args.file.display());
+                1
+            }
+        };
+    }
+    let report = build(&text);
+    match args.format {
+        ReportFormat::Text => print_text(&report),
+        ReportFormat::Json => println!("{}", serde_json::to_string_pretty(&report).expect("serializable")),
+    }
+    0
+}

@@ -1,0 +1,88 @@
+//! `interpose why`: which surface entry decides an access, without running
+//! anything.
+
+use super::WhyArgs;
+use crate::policy::{Access, Mode, Origin, Surface};
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+
+/// Nobody is inside the sandbox when nothing runs: `/proc/<pid>` is denied.
+struct NoProcesses;
+
+impl crate::policy::Processes for NoProcesses {
+    fn is_inside(&self, _: u32) -> bool {
+        false
+    }
+}
+
+/// The path as the supervisor would decide it: canonical where it exists,
+/// else its deepest existing ancestor made canonical plus the rest.
+fn canonical_or_nearest(path: &Path) -> PathBuf {
+    let absolute = if path.is_absolute() {
+        path.to_path_buf()
+    } else {
+        std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/")).join(path)
+    };
+    let mut missing = Vec::new();
+    let mut at = absolute.as_path();
+    loop {
+        if let Ok(c) = std::fs::canonicalize(at) {
+            return missing.iter().rev().fold(c, |acc: PathBuf, part| acc.join(part));
+        }
+        match (at.parent(), at.file_name()) {
+            (Some(parent), Some(name)) => {
+                missing.push(name.to_os_string());
+                at = parent;
+            }
+            _ => return absolute,
+        }
+    }
+}
+
+/// Prints the verdict; returns 0 when allowed, 1 when denied, 2 on bad flags.
+pub fn run(args: &WhyArgs) -> i32 {
+    let mut surface = Surface::new();
+    if !args.no_system {
+        crate::policy::system::add_system(&mut surface);
+    }
+    for (flag, paths, mode) in [("--ro", &args.ro, Mode::Ro), ("--rw", &args.rw, Mode::Rw)] {
+        for p in paths {
+            if let Err(e) = surface.add_path(p, mode, Origin::Flag(format!("{flag} {}", p.display()))) {
+                eprintln!("interpose: {flag} {}: {e}", p.display());
+                return 2;
+            }
+        }
+    }
+    let access = if args.write {
+        Access::Write
+    } else if args.exec {
+        Access::Exec
+    } else {
+        Access::Read
+    };
+    let path = canonical_or_nearest(&args.path);
+    let verdict = surface.decide(path.as_os_str().as_bytes(), access, &NoProcesses);
+    let word = if verdict.allowed { "allowed" } else { "denied" };
+    let what = match access {
+        Access::Write => "write",
+        Access::Exec => "exec",
+        _ => "read",
+    };
+    println!("{what} {}: {word}", path.display());
+    println!("  decided by: {}", surface.describe(verdict.reason));
+    if path != args.path {
+        println!("  (resolved from {})", args.path.display());
+    }
+    let carve_out =
+        matches!(verdict.reason, crate::policy::Reason::Rule(i) if surface.rules()[i as usize].mode == Mode::Deny);
+    if carve_out {
+        println!("  a carve-out: no --ro or --rw beneath which it lies overrides it");
+    } else if matches!(verdict.reason, crate::policy::Reason::ProcOutside(_)) {
+        println!("  /proc of a process outside the sandbox is never allowed");
+    } else if !verdict.allowed {
+        let dir = if path.is_dir() { path.clone() } else { path.parent().map_or(path.clone(), Path::to_path_buf) };
+        let flag = if access == Access::Write { "--rw" } else { "--ro" };
+        println!("  would be allowed by: {flag} {}", dir.display());
+    }
+    i32::from(!verdict.allowed)
+}

@@ -1,0 +1,90 @@
+//! Reading the audit trail back: `interpose report` and `interpose why`.
+
+use crate::common::*;
+use std::process::Command;
+
+fn audited_run(t: &Tree) -> std::path::PathBuf {
+    let trail = t.outside.join("audit.jsonl");
+    let o = t
+        .command(
+            &["--audit", trail.to_str().unwrap()],
+            &["/bin/sh", "-c", "cat /etc/shadow; echo x > $OUT/new; cat $RO/data.txt"],
+        )
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    trail
+}
+
+#[test]
+fn report_groups_denials_and_says_what_would_allow_them() {
+    if !kernel_ok() {
+        return;
+    }
+    let t = Tree::new();
+    let trail = audited_run(&t);
+    let o = Command::new(interpose()).args(["report", "--format", "json"]).arg(&trail).output().unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let r: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert!(r["chain"].as_str().unwrap().starts_with("intact"), "{r}");
+    assert_eq!(r["exit_status"], 0);
+    assert_eq!(r["denials"], 2, "{r}");
+    let etc = &r["denials_by_directory"]["/etc"];
+    assert_eq!(etc["examples"][0], "/etc/shadow");
+    assert!(etc["allowed_by"].as_str().unwrap().contains("carve-out"), "{etc}");
+    let out = &r["denials_by_directory"][t.outside.to_str().unwrap()];
+    assert_eq!(out["accesses"][0], "create");
+    assert_eq!(out["allowed_by"], format!("--rw {}", t.outside.display()));
+    let text = Command::new(interpose()).arg("report").arg(&trail).output().unwrap();
+    assert!(stdout(&text).contains("allowed by: nothing: a carve-out of the surface"), "{}", stdout(&text));
+}
+
+#[test]
+fn verify_catches_deleted_edited_and_truncated_trails() {
+    if !kernel_ok() {
+        return;
+    }
+    let t = Tree::new();
+    let trail = audited_run(&t);
+    let verify = |text: &str| {
+        let f = t.outside.join("check.jsonl");
+        std::fs::write(&f, text).unwrap();
+        let o = Command::new(interpose()).args(["report", "--verify"]).arg(&f).output().unwrap();
+        (o.status.code(), stdout(&o))
+    };
+    let good = std::fs::read_to_string(&trail).unwrap();
+    assert_eq!(verify(&good).0, Some(0));
+    let lines: Vec<&str> = good.lines().collect();
+    assert!(lines.len() > 4);
+    let deleted = [&lines[..2], &lines[3..]].concat().join("\n") + "\n";
+    let (code, out) = verify(&deleted);
+    assert_eq!(code, Some(1));
+    assert!(out.contains("line 3: the chain is broken"), "{out}");
+    let edited = good.replacen("/etc/shadow", "/etc/hosts!", 1);
+    assert_eq!(verify(&edited).0, Some(1));
+    let truncated = lines[..lines.len() - 1].join("\n") + "\n";
+    let (code, out) = verify(&truncated);
+    assert_eq!(code, Some(1));
+    assert!(out.contains("without a session_end"), "{out}");
+}
+
+#[test]
+fn why_names_the_deciding_entry() {
+    let t = Tree::new();
+    let why = |args: &[&str]| {
+        let o = Command::new(interpose()).arg("why").args(args).output().unwrap();
+        (o.status.code(), stdout(&o))
+    };
+    let (code, out) = why(&["/etc/shadow"]);
+    assert_eq!(code, Some(1));
+    assert!(out.contains("deny /etc/shadow") && out.contains("carve-out"), "{out}");
+    let new = t.ws.join("new-file");
+    let (code, out) = why(&["--write", new.to_str().unwrap()]);
+    assert_eq!(code, Some(1));
+    assert!(out.contains(&format!("would be allowed by: --rw {}", t.ws.display())), "{out}");
+    let (code, out) = why(&["--rw", t.ws.to_str().unwrap(), "--write", new.to_str().unwrap()]);
+    assert_eq!(code, Some(0));
+    assert!(out.contains(&format!("rw {} (flag --rw", t.ws.display())), "{out}");
+    let (code, _) = why(&["--exec", "/usr/bin/env"]);
+    assert_eq!(code, Some(0));
+}
