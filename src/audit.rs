@@ -79,6 +79,41 @@ pub struct Decision {
     pub rule: String,
     /// Time the supervisor spent on the call, in nanoseconds.
     pub handling_ns: u64,
+    /// For denials: where the call came from.
+    #[serde(flatten, skip_serializing_if = "Option::is_none")]
+    pub context: Option<DenialContext>,
+}
+
+/// Where a denied call came from, gathered while the caller still waited.
+#[derive(Debug, Clone, Serialize)]
+pub struct DenialContext {
+    /// The caller's working directory.
+    pub cwd: Bytes,
+    /// The caller, its parent, and so on up to the sandboxed command:
+    /// `[pid, name]` pairs.
+    pub ancestors: Vec<(u32, String)>,
+    /// The instruction that made the call, as `file+0xoffset` through
+    /// `/proc/<pid>/maps` (or the raw address when no file maps it).
+    pub code: String,
+}
+
+/// An allowed exec.
+#[derive(Debug, Clone, Serialize)]
+pub struct Exec {
+    /// Sequence number, shared with decisions.
+    pub seq: u64,
+    /// Wall-clock time, nanoseconds since the Unix epoch.
+    pub time_ns: u128,
+    /// Process id (it keeps it across the exec).
+    pub pid: u32,
+    /// Its parent, for drawing the process tree.
+    pub ppid: u32,
+    /// The program as resolved and checked.
+    pub program: Bytes,
+    /// The argument vector (at most 64 arguments of at most 512 bytes).
+    pub argv: Vec<Bytes>,
+    /// Whether arguments or their bytes were left out.
+    pub argv_truncated: bool,
 }
 
 /// A record in the trail.
@@ -102,6 +137,8 @@ pub enum Record {
     },
     /// A decision.
     Decision(Decision),
+    /// An allowed exec.
+    Exec(Exec),
     /// The run ended.
     SessionEnd {
         /// How the command ended: its exit code, or 128 + signal.
@@ -118,7 +155,7 @@ pub enum Record {
 }
 
 enum Msg {
-    Record(Record),
+    Record(Box<Record>),
     Flush(std::sync::mpsc::SyncSender<()>),
 }
 
@@ -154,13 +191,14 @@ impl Sink {
     /// Queues a record. Denials and session records wait for room; allows
     /// are dropped (and counted) when the queue is full.
     pub fn send(&self, record: Record) {
-        let droppable = matches!(&record, Record::Decision(d) if d.decision == "allow");
+        let droppable =
+            matches!(&record, Record::Decision(d) if d.decision != "deny") || matches!(record, Record::Exec(_));
         if droppable {
-            if let Err(TrySendError::Full(_)) = self.tx.try_send(Msg::Record(record)) {
+            if let Err(TrySendError::Full(_)) = self.tx.try_send(Msg::Record(Box::new(record))) {
                 self.dropped.fetch_add(1, Ordering::Relaxed);
             }
         } else {
-            let _ = self.tx.send(Msg::Record(record));
+            let _ = self.tx.send(Msg::Record(Box::new(record)));
         }
     }
 

@@ -59,6 +59,9 @@ pub struct RunArgs {
     /// Write one JSON line per decision to FILE (`-` for stderr).
     #[arg(long, value_name = "FILE")]
     pub audit: Option<PathBuf>,
+    /// Which decisions `--audit` records: `all`, or `deny` for denials only.
+    #[arg(long, value_enum, default_value_t = crate::supervisor::AuditLevel::All, requires = "audit")]
+    pub audit_level: crate::supervisor::AuditLevel,
     /// Run the command as this user (needs root): a numeric `UID[:GID]` or a
     /// user name. The supervisor then performs the command's file operations
     /// with that user's file-system credentials, never its own.

@@ -22,6 +22,9 @@ struct DenialGroup {
 #[derive(Debug, Default, Serialize)]
 struct ProcessCounts {
     comm: String,
+    /// From its last exec record, if any.
+    ppid: Option<u64>,
+    argv: Vec<String>,
     decisions: u64,
     denials: u64,
 }
@@ -78,6 +81,11 @@ fn build(text: &str) -> Report {
                 r.command = v["command"].as_array().map(|a| a.iter().map(path_text).collect()).unwrap_or_default();
             }
             Some("session_end") => r.exit_status = v["exit_status"].as_i64(),
+            Some("exec") => {
+                let p = r.processes.entry(v["pid"].as_u64().unwrap_or(0)).or_default();
+                p.ppid = v["ppid"].as_u64();
+                p.argv = v["argv"].as_array().map(|a| a.iter().map(path_text).collect()).unwrap_or_default();
+            }
             Some("decision") => {
                 r.decisions += 1;
                 let decision = v["decision"].as_str().unwrap_or("?");
@@ -165,9 +173,30 @@ fn print_text(r: &Report) {
             println!("           allowed by: {}", g.allowed_by);
         }
     }
-    println!("\nprocesses:");
-    for (pid, p) in &r.processes {
-        println!("  {pid:>8}  {:<16} {:>6} decisions {:>5} denied", p.comm, p.decisions, p.denials);
+    println!("\nprocess tree (decisions, denials):");
+    let children = |parent: Option<u64>| -> Vec<u64> {
+        r.processes
+            .iter()
+            .filter(|(pid, p)| match parent {
+                Some(pp) => p.ppid == Some(pp) && **pid != pp,
+                None => p.ppid.is_none_or(|pp| !r.processes.contains_key(&pp)),
+            })
+            .map(|(pid, _)| *pid)
+            .collect()
+    };
+    fn walk(r: &Report, pid: u64, depth: usize, children: &dyn Fn(Option<u64>) -> Vec<u64>) {
+        let p = &r.processes[&pid];
+        let what = if p.argv.is_empty() { p.comm.clone() } else { p.argv.join(" ") };
+        let what: String = what.chars().take(80).collect();
+        println!("  {:indent$}{pid} {what}  ({}, {} denied)", "", p.decisions, p.denials, indent = depth * 2);
+        if depth < 32 {
+            for child in children(Some(pid)) {
+                walk(r, child, depth + 1, children);
+            }
+        }
+    }
+    for root in children(None) {
+        walk(r, root, 0, &children);
     }
     println!("\nsyscalls:           allow   deny  error");
     for (name, c) in &r.syscalls {

@@ -304,8 +304,8 @@ pub fn run(args: &RunArgs) -> Result<i32, RunError> {
     // the 2-vCPU test machine an allowed openat+close measured ~40 us with it
     // against ~32 us without (tests/attacks-style C loop, 4 alternating runs).
     let sandbox::Started { pid, listener, channel } = started;
-    let supervisor =
-        Supervisor::new(listener, surface, sink.clone(), user).map_err(errno("starting the supervisor"))?;
+    let supervisor = Supervisor::new(listener, surface, sink.clone().map(|s| (s, args.audit_level)), user)
+        .map_err(errno("starting the supervisor"))?;
     supervisor.start(2);
 
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(io("tokio runtime"))?;

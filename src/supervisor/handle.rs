@@ -26,7 +26,15 @@ pub struct Check {
 pub struct Outcome {
     pub answer: Option<Answer>,
     pub checks: Vec<Check>,
+    /// For an allowed exec when auditing: its argument vector, read before
+    /// the answer (after it the caller's memory is replaced).
+    pub argv: Option<(Vec<Vec<u8>>, bool)>,
 }
+
+/// At most this many arguments, each at most this long, go into an exec
+/// record; `argv_truncated` says when more were left out.
+const ARGV_MAX: usize = 64;
+const ARG_MAX_LEN: usize = 512;
 
 const AT_EMPTY_PATH: u64 = libc::AT_EMPTY_PATH as u64;
 const AT_SYMLINK_NOFOLLOW: u64 = libc::AT_SYMLINK_NOFOLLOW as u64;
@@ -36,15 +44,15 @@ pub fn handle(sup: &Supervisor, notif: &seccomp::Notif) -> Outcome {
     let Some(row) = table::lookup(notif.data.nr) else {
         // The filter only traps table rows; anything else is a bug, and the
         // safe answer to a bug is no.
-        return Outcome { answer: Some(Answer::Fail(Errno::ENOSYS)), checks: Vec::new() };
+        return Outcome { answer: Some(Answer::Fail(Errno::ENOSYS)), checks: Vec::new(), argv: None };
     };
-    let mut cx = Cx { sup, notif, row, checks: Vec::new(), tgid: std::cell::OnceCell::new() };
+    let mut cx = Cx { sup, notif, row, checks: Vec::new(), tgid: std::cell::OnceCell::new(), argv: None };
     let answer = match cx.run() {
         Ok(a) => Some(a),
         Err(Stop::Fail(e)) => Some(Answer::Fail(e)),
         Err(Stop::Gone) => None,
     };
-    Outcome { answer, checks: cx.checks }
+    Outcome { answer, checks: cx.checks, argv: cx.argv }
 }
 
 enum Stop {
@@ -72,6 +80,7 @@ struct Cx<'a> {
     row: &'static Syscall,
     checks: Vec<Check>,
     tgid: std::cell::OnceCell<u32>,
+    argv: Option<(Vec<Vec<u8>>, bool)>,
 }
 
 impl Cx<'_> {
@@ -211,7 +220,13 @@ impl Cx<'_> {
                 let r = self.resolve(&arg, follow, empty, 0);
                 let r = self.check(&arg, r, Access::Exec)?;
                 match r.target {
-                    Target::Exists { .. } => Ok(Answer::Continue),
+                    Target::Exists { .. } => {
+                        if self.sup.audit.is_some() {
+                            let argv_at = if row.flags.is_some() { 2 } else { 1 };
+                            self.argv = Some(self.read_argv(self.notif.data.args[argv_at]));
+                        }
+                        Ok(Answer::Continue)
+                    }
                     Target::Missing { .. } => Err(Errno::ENOENT.into()),
                     Target::Anonymous { .. } => Err(Errno::EACCES.into()),
                 }
@@ -581,6 +596,41 @@ impl Cx<'_> {
             },
             Target::Anonymous { .. } => Ok(Answer::Continue),
         }
+    }
+
+    /// Reads up to [`ARGV_MAX`] arguments of an exec, each cut at
+    /// [`ARG_MAX_LEN`] bytes; the flag says whether anything was left out.
+    /// Best effort: an unreadable vector gives what was read so far.
+    fn read_argv(&self, addr: u64) -> (Vec<Vec<u8>>, bool) {
+        let mut argv = Vec::new();
+        let mut truncated = false;
+        let mut buf = [0u8; mem::PATH_MAX];
+        for i in 0..=ARGV_MAX {
+            let mut ptr = [0u8; 8];
+            if addr == 0 || mem::read(self.notif.pid, addr + 8 * i as u64, &mut ptr) != Ok(8) {
+                break;
+            }
+            let p = u64::from_ne_bytes(ptr);
+            if p == 0 {
+                break;
+            }
+            if i == ARGV_MAX {
+                truncated = true;
+                break;
+            }
+            match mem::read_path(self.notif.pid, p, &mut buf) {
+                Ok(n) => {
+                    truncated |= n > ARG_MAX_LEN;
+                    argv.push(buf[..n.min(ARG_MAX_LEN)].to_vec());
+                }
+                Err(Errno::ENAMETOOLONG) => {
+                    truncated = true;
+                    argv.push(buf[..ARG_MAX_LEN].to_vec());
+                }
+                Err(_) => break,
+            }
+        }
+        (argv, truncated)
     }
 
     /// Reads and validates the caller's `struct open_how` as `openat2` would.

@@ -70,6 +70,56 @@ pub struct Supervisor {
     /// takes these file-system credentials, so an emulated operation is
     /// judged as the command's own, not interpose's (no confused deputy).
     act_as: Option<(u32, u32)>,
+    audit_level: AuditLevel,
+}
+
+/// Which decisions go to the audit trail.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum AuditLevel {
+    /// Denials only (and the session records).
+    Deny,
+    /// Every decision and every allowed exec.
+    #[default]
+    All,
+}
+
+/// Gathers where a denied call came from: cwd, ancestry up to the sandboxed
+/// command, and the calling instruction mapped to a file and offset.
+fn denial_context(notif: &seccomp::Notif) -> audit::DenialContext {
+    use std::os::unix::ffi::OsStrExt;
+    let tid = notif.pid;
+    let cwd =
+        std::fs::read_link(format!("/proc/{tid}/cwd")).map(|p| p.as_os_str().as_bytes().to_vec()).unwrap_or_default();
+    let me = std::process::id();
+    let mut ancestors = Vec::new();
+    let mut at = resolve::proc_status_field(tid, "Tgid:").and_then(|v| v.parse().ok()).unwrap_or(tid);
+    while at > 1 && at != me && ancestors.len() < 64 {
+        let name =
+            std::fs::read_to_string(format!("/proc/{at}/comm")).map(|c| c.trim_end().to_string()).unwrap_or_default();
+        ancestors.push((at, name));
+        match procs::parent_of(at) {
+            Some(p) => at = p,
+            None => break,
+        }
+    }
+    let ip = notif.data.instruction_pointer;
+    let code = std::fs::read_to_string(format!("/proc/{tid}/maps"))
+        .ok()
+        .and_then(|maps| {
+            maps.lines().find_map(|l| {
+                let mut f = l.split_whitespace();
+                let (range, _perms, offset) = (f.next()?, f.next()?, f.next()?);
+                let (lo, hi) = range.split_once('-')?;
+                let (lo, hi) = (u64::from_str_radix(lo, 16).ok()?, u64::from_str_radix(hi, 16).ok()?);
+                let file = f.nth(2)?;
+                (lo..hi).contains(&ip).then(|| {
+                    let offset = u64::from_str_radix(offset, 16).unwrap_or(0) + (ip - lo);
+                    format!("{file}+{offset:#x}")
+                })
+            })
+        })
+        .unwrap_or_else(|| format!("{ip:#x}"));
+    audit::DenialContext { cwd: audit::Bytes(cwd), ancestors, code }
 }
 
 impl Supervisor {
@@ -77,9 +127,13 @@ impl Supervisor {
     pub fn new(
         listener: OwnedFd,
         surface: Surface,
-        audit: Option<Sink>,
+        audit: Option<(Sink, AuditLevel)>,
         act_as: Option<(u32, u32)>,
     ) -> Result<Arc<Self>, Errno> {
+        let (audit, audit_level) = match audit {
+            Some((sink, level)) => (Some(sink), level),
+            None => (None, AuditLevel::All),
+        };
         Ok(Arc::new(Self {
             listener,
             surface,
@@ -90,6 +144,7 @@ impl Supervisor {
             idle: AtomicUsize::new(0),
             workers: AtomicUsize::new(0),
             act_as,
+            audit_level,
         }))
     }
 
@@ -154,10 +209,14 @@ impl Supervisor {
             self.stats.notifications.fetch_add(1, Ordering::Relaxed);
             let started = std::time::Instant::now();
             let outcome = handle::handle(&self, &notif);
+            // Where a denied call came from is read while the caller still
+            // waits for the answer, so it describes the moment of the call.
+            let context = (self.audit.is_some() && outcome.checks.iter().any(|c| c.decision == "deny"))
+                .then(|| denial_context(&notif));
             if let Some(answer) = outcome.answer {
                 self.answer(notif.id, answer);
             }
-            self.record(&notif, outcome.checks, started);
+            self.record(&notif, outcome.checks, outcome.argv, context, started);
             self.idle.fetch_add(1, Ordering::SeqCst);
         }
     }
@@ -207,7 +266,14 @@ impl Supervisor {
         }
     }
 
-    fn record(&self, notif: &seccomp::Notif, checks: Vec<handle::Check>, started: std::time::Instant) {
+    fn record(
+        &self,
+        notif: &seccomp::Notif,
+        checks: Vec<handle::Check>,
+        argv: Option<(Vec<Vec<u8>>, bool)>,
+        context: Option<audit::DenialContext>,
+        started: std::time::Instant,
+    ) {
         for c in &checks {
             match c.decision {
                 "allow" => self.stats.allowed.fetch_add(1, Ordering::Relaxed),
@@ -222,6 +288,9 @@ impl Supervisor {
             .map(|c| c.trim_end().to_string())
             .unwrap_or_default();
         for c in checks {
+            if self.audit_level == AuditLevel::Deny && c.decision != "deny" {
+                continue;
+            }
             sink.send(audit::Record::Decision(audit::Decision {
                 seq: sink.next_seq(),
                 time_ns: audit::now_ns(),
@@ -231,13 +300,25 @@ impl Supervisor {
                 syscall: c.syscall,
                 nr: notif.data.nr,
                 path: audit::Bytes(c.path),
-                resolved: c.resolved.map(audit::Bytes),
+                resolved: c.resolved.clone().map(audit::Bytes),
                 access: c.access,
                 decision: c.decision,
                 errno: c.errno.map(audit::ErrnoName),
                 rule: c.reason,
                 handling_ns,
+                context: if c.decision == "deny" { context.clone() } else { None },
             }));
+            if let (Some((argv, truncated)), AuditLevel::All) = (&argv, self.audit_level) {
+                sink.send(audit::Record::Exec(audit::Exec {
+                    seq: sink.next_seq(),
+                    time_ns: audit::now_ns(),
+                    pid,
+                    ppid: procs::parent_of(pid).unwrap_or(0),
+                    program: audit::Bytes(c.resolved.unwrap_or_default()),
+                    argv: argv.iter().map(|a| audit::Bytes(a.clone())).collect(),
+                    argv_truncated: *truncated,
+                }));
+            }
         }
     }
 }

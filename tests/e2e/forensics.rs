@@ -88,3 +88,75 @@ fn why_names_the_deciding_entry() {
     let (code, _) = why(&["--exec", "/usr/bin/env"]);
     assert_eq!(code, Some(0));
 }
+
+fn records(path: &std::path::Path) -> Vec<serde_json::Value> {
+    std::fs::read_to_string(path).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect()
+}
+
+#[test]
+fn denials_say_where_they_came_from_and_execs_draw_the_tree() {
+    if !kernel_ok() {
+        return;
+    }
+    let t = Tree::new();
+    let trail = audited_run(&t);
+    let all = records(&trail);
+    let shadow = all.iter().find(|r| r["path"] == "/etc/shadow").unwrap();
+    assert_eq!(shadow["comm"], "cat");
+    assert_eq!(shadow["cwd"], t.ws.to_str().unwrap());
+    let ancestors: Vec<&str> = shadow["ancestors"].as_array().unwrap().iter().map(|a| a[1].as_str().unwrap()).collect();
+    assert_eq!(ancestors, ["cat", "sh"], "{shadow}");
+    assert!(shadow["code"].as_str().unwrap().contains("libc.so"), "the open came from libc: {shadow}");
+    let cat =
+        all.iter().find(|r| r["type"] == "exec" && r["argv"][0] == "cat" && r["argv"][1] == "/etc/shadow").unwrap();
+    assert_eq!(cat["program"], "/usr/bin/cat");
+    assert_eq!(cat["pid"], shadow["pid"]);
+    let sh = all.iter().find(|r| r["type"] == "exec" && r["argv"][0] == "/bin/sh").unwrap();
+    assert_eq!(cat["ppid"], sh["pid"], "the tree links cat to its shell");
+    let tree = Command::new(interpose()).arg("report").arg(&trail).output().unwrap();
+    assert!(stdout(&tree).contains("cat /etc/shadow  ("), "{}", stdout(&tree));
+}
+
+#[test]
+fn audit_level_deny_keeps_only_denials() {
+    if !kernel_ok() {
+        return;
+    }
+    let t = Tree::new();
+    let trail = t.outside.join("deny.jsonl");
+    let o = t
+        .command(
+            &["--audit", trail.to_str().unwrap(), "--audit-level", "deny"],
+            &["/bin/sh", "-c", "cat /etc/shadow; cat $RO/data.txt"],
+        )
+        .output()
+        .unwrap();
+    assert!(o.status.success());
+    let all = records(&trail);
+    let kinds: Vec<&str> = all.iter().map(|r| r["type"].as_str().unwrap()).collect();
+    assert_eq!(kinds, ["session_start", "decision", "session_end"], "{all:?}");
+    assert_eq!(all[1]["path"], "/etc/shadow");
+}
+
+#[test]
+fn a_command_killed_by_sigkill_still_leaves_a_complete_trail() {
+    if !kernel_ok() {
+        return;
+    }
+    let t = Tree::new();
+    let trail = t.outside.join("killed.jsonl");
+    let o = t
+        .command(
+            &["--audit", trail.to_str().unwrap()],
+            &["/bin/sh", "-c", "cat /etc/shadow; kill -KILL $$; echo never"],
+        )
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(128 + 9));
+    let all = records(&trail);
+    assert_eq!(all.last().unwrap()["type"], "session_end");
+    assert_eq!(all.last().unwrap()["exit_status"], 137);
+    assert!(all.iter().any(|r| r["path"] == "/etc/shadow" && r["decision"] == "deny"));
+    let v = Command::new(interpose()).args(["report", "--verify"]).arg(&trail).output().unwrap();
+    assert_eq!(v.status.code(), Some(0), "{}", stdout(&v));
+}
