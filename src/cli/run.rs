@@ -303,6 +303,8 @@ pub fn run(args: &RunArgs) -> Result<i32, RunError> {
     // the traffic, complete through ADDFD with a plain wake-up anyway, and on
     // the 2-vCPU test machine an allowed openat+close measured ~40 us with it
     // against ~32 us without (tests/attacks-style C loop, 4 alternating runs).
+    // (SECCOMP_IOCTL_NOTIF_SET_FLAGS, 0x40082104, takes the flag word as the
+    // ioctl argument itself, not through a pointer.)
     let sandbox::Started { pid, listener, channel } = started;
     let supervisor = Supervisor::new(listener, surface, sink.clone().map(|s| (s, args.audit_level)), user)
         .map_err(errno("starting the supervisor"))?;

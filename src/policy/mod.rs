@@ -204,12 +204,6 @@ impl Surface {
         })
     }
 
-    /// Whether any entry lies strictly beneath `path`.
-    pub fn has_entries_beneath(&self, path: &Path) -> bool {
-        use std::os::unix::ffi::OsStrExt;
-        self.trie.has_entries_beneath(path.as_os_str().as_bytes())
-    }
-
     /// The entry that covers `path`, if any.
     pub fn lookup(&self, path: &[u8]) -> Option<u32> {
         self.trie.lookup(path)

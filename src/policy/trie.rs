@@ -88,30 +88,6 @@ impl Trie {
         }
         true
     }
-
-    /// Whether any entry lies strictly beneath `path`.
-    pub fn has_entries_beneath(&self, path: &[u8]) -> bool {
-        let mut node = &self.nodes[0];
-        for name in components(path) {
-            match node.children.binary_search_by(|(n, _)| (**n).cmp(name)) {
-                Ok(i) => node = &self.nodes[node.children[i].1 as usize],
-                Err(_) => return false,
-            }
-        }
-        let mut stack: Vec<&Node> = node.children.iter().map(|(_, id)| &self.nodes[*id as usize]).collect();
-        while let Some(n) = stack.pop() {
-            if n.value.is_some() {
-                return true;
-            }
-            stack.extend(n.children.iter().map(|(_, id)| &self.nodes[*id as usize]));
-        }
-        false
-    }
-
-    /// Number of nodes, for memory accounting in benchmarks.
-    pub fn node_count(&self) -> usize {
-        self.nodes.len()
-    }
 }
 
 #[cfg(test)]
@@ -167,15 +143,6 @@ mod tests {
         assert!(t.reaches(b"/home/u/repo"));
         assert!(!t.reaches(b"/home/v"));
         assert!(!t.reaches(b"/home/u/repo/x"));
-    }
-
-    #[test]
-    fn entries_beneath() {
-        let t = trie(&[("/etc", 1), ("/etc/ssh/key", 2)]);
-        assert!(t.has_entries_beneath(b"/etc"));
-        assert!(t.has_entries_beneath(b"/etc/ssh"));
-        assert!(!t.has_entries_beneath(b"/etc/ssh/key"));
-        assert!(!t.has_entries_beneath(b"/usr"));
     }
 
     #[test]

@@ -81,11 +81,6 @@ impl PidsCgroup {
     pub fn add(&self, pid: libc::pid_t) -> std::io::Result<()> {
         std::fs::write(self.dir.join("cgroup.procs"), pid.to_string())
     }
-
-    /// How many tasks are in the cgroup now.
-    pub fn current(&self) -> Option<u32> {
-        std::fs::read_to_string(self.dir.join("pids.current")).ok()?.trim().parse().ok()
-    }
 }
 
 impl Drop for PidsCgroup {

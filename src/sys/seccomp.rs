@@ -30,8 +30,6 @@ pub const USER_NOTIF_FLAG_CONTINUE: u32 = 1;
 /// `SECCOMP_ADDFD_FLAG_SEND` (Linux 5.14): install the fd and answer the
 /// syscall with its number in one atomic step.
 pub const ADDFD_FLAG_SEND: u32 = 1 << 1;
-/// `SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP` (Linux 6.6).
-pub const USER_NOTIF_FD_SYNC_WAKE_UP: u64 = 1;
 
 // _IOWR('!', 0, struct seccomp_notif) and friends, spelled out because the
 // kernel headers build them from struct sizes that are fixed by the ABI.
@@ -39,7 +37,6 @@ const IOCTL_NOTIF_RECV: libc::c_ulong = 0xc050_2100;
 const IOCTL_NOTIF_SEND: libc::c_ulong = 0xc018_2101;
 const IOCTL_NOTIF_ID_VALID: libc::c_ulong = 0x4008_2102;
 const IOCTL_NOTIF_ADDFD: libc::c_ulong = 0x4018_2103;
-const IOCTL_NOTIF_SET_FLAGS: libc::c_ulong = 0x4008_2104;
 
 /// `struct seccomp_data`: the trapped syscall as the filter saw it.
 #[repr(C)]
@@ -192,14 +189,6 @@ pub fn addfd_send(listener: BorrowedFd<'_>, id: u64, fd: BorrowedFd<'_>, cloexec
         newfd_flags: if cloexec { libc::O_CLOEXEC as u32 } else { 0 },
     };
     ioctl(listener, IOCTL_NOTIF_ADDFD, &mut addfd).map(|n| n as i32)
-}
-
-/// `SECCOMP_IOCTL_NOTIF_SET_FLAGS`. Unlike the other requests, the kernel
-/// takes the flags as the ioctl argument itself, not through a pointer.
-pub fn set_flags(listener: BorrowedFd<'_>, flags: u64) -> Result<(), Errno> {
-    // SAFETY: this request reads no memory; the argument is the flag word.
-    cvt(unsafe { libc::ioctl(listener.as_raw_fd(), IOCTL_NOTIF_SET_FLAGS, flags as libc::c_ulong) } as libc::c_long)
-        .map(drop)
 }
 
 #[cfg(test)]
