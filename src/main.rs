@@ -29,6 +29,7 @@ fn main() -> ExitCode {
         Command::Check => Ok(cli::check::run()),
         Command::Report(r) => Ok(cli::report::run(&r)),
         Command::Why(w) => Ok(cli::why::run(&w)),
+        Command::Replay(r) => Ok(cli::replay::run(&r)),
         Command::Debug(DebugCommand::FilterPfc) => {
             interpose::sandbox::filter::pfc().map(|p| print!("{p}")).map(|()| 0).map_err(Into::into)
         }

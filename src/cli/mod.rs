@@ -1,6 +1,7 @@
 //! Command-line flags (clap structs) and one thin handler per verb.
 
 pub mod check;
+pub mod replay;
 pub mod report;
 pub mod run;
 pub mod why;
@@ -32,6 +33,9 @@ pub enum Command {
     /// Say which surface entry decides an access to PATH, and why, without
     /// running anything.
     Why(WhyArgs),
+    /// Re-decide every access recorded in an audit trail under other flags,
+    /// and print what would change.
+    Replay(ReplayArgs),
     /// Developer tools.
     #[command(hide = true, subcommand)]
     Debug(DebugCommand),
@@ -72,6 +76,11 @@ pub struct RunArgs {
     /// generous default (4096) applies where a pids cgroup can be created.
     #[arg(long, value_name = "N")]
     pub max_procs: Option<u32>,
+    /// Learning mode: enforce nothing (no Landlock, every answer allows) and
+    /// record what enforcement would have denied as `would_deny`; then
+    /// `interpose report TRAIL --suggest` prints the flags that allow it.
+    #[arg(long, requires = "audit")]
+    pub learn: bool,
     /// Run without the Landlock backstop (for measurements only: calls
     /// answered with CONTINUE are then open to path-swap races).
     #[arg(long)]
@@ -89,6 +98,14 @@ pub struct ReportArgs {
     /// Only check the hash chain; exit 1 if it is broken or truncated.
     #[arg(long)]
     pub verify: bool,
+    /// Print the narrowest `--ro`/`--rw` flags under which the recorded run
+    /// would have had no denials (credential locations only as commented
+    /// warnings, unless --confirm-credentials).
+    #[arg(long, conflicts_with = "verify")]
+    pub suggest: bool,
+    /// With --suggest: include credential locations the run touched.
+    #[arg(long, requires = "suggest")]
+    pub confirm_credentials: bool,
     /// `text` for people, `json` for machines.
     #[arg(long, value_enum, default_value_t = ReportFormat::Text)]
     pub format: ReportFormat,
@@ -101,6 +118,22 @@ pub enum ReportFormat {
     Text,
     /// One JSON object.
     Json,
+}
+
+/// Flags of `interpose replay`.
+#[derive(Debug, Args)]
+pub struct ReplayArgs {
+    /// The audit trail to replay.
+    pub file: PathBuf,
+    /// As for `run`.
+    #[arg(long = "rw", value_name = "PATH")]
+    pub rw: Vec<PathBuf>,
+    /// As for `run`.
+    #[arg(long = "ro", value_name = "PATH")]
+    pub ro: Vec<PathBuf>,
+    /// As for `run`.
+    #[arg(long)]
+    pub no_system: bool,
 }
 
 /// Flags of `interpose why`.
@@ -127,7 +160,8 @@ pub struct WhyArgs {
 
 /// Inserts the default verb `run` when the first argument is not a verb.
 pub fn with_default_verb(mut args: Vec<std::ffi::OsString>) -> Vec<std::ffi::OsString> {
-    const VERBS: &[&str] = &["run", "check", "report", "why", "debug", "help", "--help", "-h", "--version", "-V"];
+    const VERBS: &[&str] =
+        &["run", "check", "report", "why", "replay", "debug", "help", "--help", "-h", "--version", "-V"];
     if args.len() > 1 && !VERBS.iter().any(|v| args[1] == *v) {
         args.insert(1, "run".into());
     }

@@ -100,7 +100,7 @@ fn build(text: &str) -> Report {
                 if p.comm.is_empty() {
                     p.comm = v["comm"].as_str().unwrap_or_default().to_string();
                 }
-                if decision != "deny" {
+                if decision != "deny" && decision != "would_deny" {
                     continue;
                 }
                 r.denials += 1;
@@ -204,6 +204,122 @@ fn print_text(r: &Report) {
     }
 }
 
+/// Path components that mark credentials: never suggested without a
+/// confirmation, because allowing them hands the command a secret.
+const CREDENTIALS: &[&str] = &[
+    ".ssh",
+    ".aws",
+    ".gnupg",
+    ".netrc",
+    ".git-credentials",
+    ".kube",
+    ".docker",
+    "keyrings",
+    ".password-store",
+    ".pgpass",
+];
+
+fn is_credential(path: &str) -> bool {
+    let parts: Vec<&str> = path.split('/').collect();
+    parts.iter().any(|p| CREDENTIALS.contains(p) || *p == ".env" || p.starts_with(".env."))
+        || parts.windows(2).any(|w| w == [".config", "gh"] || w == [".config", "gcloud"])
+}
+
+/// The narrowest `--ro`/`--rw` flags that would have allowed every denied
+/// (or, in learning mode, would-be-denied) access of the trail.
+fn suggest(text: &str, confirm: bool) -> String {
+    // path -> (needs write, accesses, processes)
+    let mut wanted: BTreeMap<String, (bool, u64, Vec<String>)> = BTreeMap::new();
+    let mut impossible: BTreeMap<String, String> = BTreeMap::new();
+    for line in text.lines() {
+        let Ok(v) = serde_json::from_str::<serde_json::Value>(line) else { continue };
+        if v["type"] != "decision" || !matches!(v["decision"].as_str(), Some("deny" | "would_deny")) {
+            continue;
+        }
+        let Some(path) = v["resolved"].as_str() else { continue };
+        let rule = v["rule"].as_str().unwrap_or_default();
+        if rule.starts_with("deny ") || rule.contains("outside the sandbox") {
+            impossible.insert(path.to_string(), rule.to_string());
+            continue;
+        }
+        let access = v["access"].as_str().unwrap_or_default();
+        let write = !matches!(access, "read" | "exec" | "stat");
+        // A created (or removed) entry does not exist before (or after) the
+        // run; its directory is what can be granted.
+        let target = if matches!(access, "create" | "delete") { parent(path) } else { path.to_string() };
+        let e = wanted.entry(target).or_default();
+        e.0 |= write;
+        e.1 += 1;
+        let comm = v["comm"].as_str().unwrap_or_default().to_string();
+        if !e.2.contains(&comm) {
+            e.2.push(comm);
+        }
+    }
+    let credentials: Vec<String> = wanted.keys().filter(|p| is_credential(p)).cloned().collect();
+    // Three or more entries of one directory: grant the directory instead.
+    let mut by_dir: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for p in wanted.keys() {
+        by_dir.entry(parent(p)).or_default().push(p.clone());
+    }
+    for (dir, paths) in by_dir {
+        if paths.len() >= 3 && dir != "/" {
+            let mut merged = (false, 0, Vec::new());
+            for p in paths {
+                let (w, n, who) = wanted.remove(&p).unwrap_or_default();
+                merged.0 |= w;
+                merged.1 += n;
+                merged.2.extend(who.into_iter().filter(|c| !merged.2.contains(c)).collect::<Vec<_>>());
+            }
+            let e = wanted.entry(dir).or_default();
+            e.0 |= merged.0;
+            e.1 += merged.1;
+            e.2.extend(merged.2);
+        }
+    }
+    // A grant is withheld (printed only as a commented warning) when it is
+    // the root, a credential, or would cover a credential the run touched.
+    let exposes = |g: &str| credentials.iter().any(|c| c.starts_with(&format!("{g}/")));
+    let withheld = |g: &str| g == "/" || (!confirm && (is_credential(g) || exposes(g)));
+    // Drop entries already covered by a suggested ancestor with enough rights.
+    let granted: Vec<(String, bool)> =
+        wanted.iter().filter(|(p, _)| !withheld(p)).map(|(p, e)| (p.clone(), e.0)).collect();
+    wanted.retain(|p, e| !granted.iter().any(|(g, w)| g != p && (*w || !e.0) && p.starts_with(&format!("{g}/"))));
+    let mut out = String::from("# flags that would have allowed every denied access of this run\n");
+    for (path, (write, n, who)) in &wanted {
+        let flag = if *write { "--rw" } else { "--ro" };
+        let why = format!("{n} access(es) by {}", who.join(", "));
+        if path == "/" {
+            out.push_str(&format!("# not suggested: {flag} / would grant the whole file system ({why})\n"));
+            continue;
+        }
+        // A grant that would also cover a credential the run touched is
+        // as good as suggesting the credential itself.
+        let exposed: Vec<&String> =
+            credentials.iter().filter(|c| c.starts_with(&format!("{path}/")) && !is_credential(path)).collect();
+        if !exposed.is_empty() && !confirm {
+            out.push_str(&format!(
+                "# WARNING: not suggested, it would also expose the credential location(s) {} ({why}); if you mean it:\n#   {flag} {path}\n",
+                exposed.iter().map(|c| c.as_str()).collect::<Vec<_>>().join(", ")
+            ));
+            continue;
+        }
+        if is_credential(path) && !confirm {
+            out.push_str(&format!(
+                "# WARNING: credential location, not suggested ({why}); if you mean it:\n#   {flag} {path}\n"
+            ));
+        } else {
+            if is_credential(path) {
+                out.push_str("# credential location, included because of --confirm-credentials\n");
+            }
+            out.push_str(&format!("{flag} {path}\n# ^ {why}\n"));
+        }
+    }
+    for (path, rule) in &impossible {
+        out.push_str(&format!("# cannot be allowed: {path} ({rule})\n"));
+    }
+    out
+}
+
 /// Runs the verb; returns the exit code.
 pub fn run(args: &ReportArgs) -> i32 {
     let text = match std::fs::read_to_string(&args.file) {
@@ -224,6 +340,10 @@ pub fn run(args: &ReportArgs) -> i32 {
                 1
             }
         };
+    }
+    if args.suggest {
+        print!("{}", suggest(&text, args.confirm_credentials));
+        return 0;
     }
     let report = build(&text);
     match args.format {

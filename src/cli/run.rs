@@ -233,8 +233,13 @@ pub fn run(args: &RunArgs) -> Result<i32, RunError> {
     }
     let surface = surface(args, Some(&tmpdir.0))?;
 
-    let landlock = if args.no_landlock {
-        eprintln!("interpose: warning: --no-landlock: running without the Landlock backstop; calls answered with CONTINUE can be raced");
+    if args.learn {
+        eprintln!("interpose: learning mode: nothing is enforced; what would be denied is recorded as would_deny");
+    }
+    let landlock = if args.no_landlock || args.learn {
+        if !args.learn {
+            eprintln!("interpose: warning: --no-landlock: running without the Landlock backstop; calls answered with CONTINUE can be raced");
+        }
         None
     } else {
         let backstop = sandbox::landlock::build(&surface)?;
@@ -306,7 +311,7 @@ pub fn run(args: &RunArgs) -> Result<i32, RunError> {
     // (SECCOMP_IOCTL_NOTIF_SET_FLAGS, 0x40082104, takes the flag word as the
     // ioctl argument itself, not through a pointer.)
     let sandbox::Started { pid, listener, channel } = started;
-    let supervisor = Supervisor::new(listener, surface, sink.clone().map(|s| (s, args.audit_level)), user)
+    let supervisor = Supervisor::new(listener, surface, sink.clone().map(|s| (s, args.audit_level)), user, args.learn)
         .map_err(errno("starting the supervisor"))?;
     supervisor.start(2);
 

@@ -7,7 +7,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
 /// Nobody is inside the sandbox when nothing runs: `/proc/<pid>` is denied.
-struct NoProcesses;
+pub(crate) struct NoProcesses;
 
 impl crate::policy::Processes for NoProcesses {
     fn is_inside(&self, _: u32) -> bool {
@@ -39,20 +39,32 @@ fn canonical_or_nearest(path: &Path) -> PathBuf {
     }
 }
 
-/// Prints the verdict; returns 0 when allowed, 1 when denied, 2 on bad flags.
-pub fn run(args: &WhyArgs) -> i32 {
+/// The surface `run` would build from these flags, without its private
+/// TMPDIR. The error names the flag that names nothing.
+pub(crate) fn surface_from(rw: &[PathBuf], ro: &[PathBuf], no_system: bool) -> Result<Surface, String> {
     let mut surface = Surface::new();
-    if !args.no_system {
+    if !no_system {
         crate::policy::system::add_system(&mut surface);
     }
-    for (flag, paths, mode) in [("--ro", &args.ro, Mode::Ro), ("--rw", &args.rw, Mode::Rw)] {
+    for (flag, paths, mode) in [("--ro", ro, Mode::Ro), ("--rw", rw, Mode::Rw)] {
         for p in paths {
-            if let Err(e) = surface.add_path(p, mode, Origin::Flag(format!("{flag} {}", p.display()))) {
-                eprintln!("interpose: {flag} {}: {e}", p.display());
-                return 2;
-            }
+            surface
+                .add_path(p, mode, Origin::Flag(format!("{flag} {}", p.display())))
+                .map_err(|e| format!("{flag} {}: {e}", p.display()))?;
         }
     }
+    Ok(surface)
+}
+
+/// Prints the verdict; returns 0 when allowed, 1 when denied, 2 on bad flags.
+pub fn run(args: &WhyArgs) -> i32 {
+    let surface = match surface_from(&args.rw, &args.ro, args.no_system) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("interpose: {e}");
+            return 2;
+        }
+    };
     let access = if args.write {
         Access::Write
     } else if args.exec {

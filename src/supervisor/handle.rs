@@ -169,15 +169,24 @@ impl Cx<'_> {
             self.push(arg, Some(r.path.clone()), name, "error", Some(Errno::ENOENT), "does not exist".into());
             return Err(Stop::Fail(Errno::ENOENT));
         }
-        let (allowed, why) = match &r.target {
+        let (allowed, why, carve_out) = match &r.target {
             // Reached only through a magic link of a sandboxed process: an
             // object (pipe, socket) the caller's family already holds.
-            Target::Anonymous { .. } => (true, "object held by a sandboxed process".to_string()),
+            Target::Anonymous { .. } => (true, "object held by a sandboxed process".to_string(), false),
             _ => {
                 let v = self.sup.surface.decide(&r.path, access, &self.sup.procs);
-                (v.allowed, self.sup.surface.describe(v.reason))
+                let carve_out = matches!(v.reason, Reason::Rule(i) if self.sup.surface.rules()[i as usize].mode == crate::policy::Mode::Deny);
+                (v.allowed, self.sup.surface.describe(v.reason), carve_out)
             }
         };
+        // Learning allows what a wider surface could allow; carve-outs (host
+        // secrets) no flag can allow, so even learning does not hand them out.
+        if !allowed && self.sup.learn && !carve_out {
+            // Learning: record what enforcement would have refused, then go
+            // on as if it were allowed.
+            self.push(arg, Some(r.path.clone()), name, "would_deny", None, why);
+            return Ok(r);
+        }
         let errno = (!allowed).then_some(Errno::EACCES);
         self.push(arg, Some(r.path.clone()), name, if allowed { "allow" } else { "deny" }, errno, why);
         if allowed {
@@ -185,6 +194,17 @@ impl Cx<'_> {
         } else {
             Err(Stop::Fail(Errno::EACCES))
         }
+    }
+
+    /// mkdir, mknod and symlink of a name that exists fail with EEXIST
+    /// before any permission check, in the kernel and under Landlock alike
+    /// (`mkdir -p` relies on it for every existing ancestor).
+    fn fail_if_exists(&mut self, arg: &PathArg, r: &Result<Resolved, ResolveError>) -> Result<(), Stop> {
+        if let Ok(Resolved { target: Target::Exists { .. }, path }) = r {
+            self.push(arg, Some(path.clone()), "create", "error", Some(Errno::EEXIST), "exists".into());
+            return Err(Stop::Fail(Errno::EEXIST));
+        }
+        Ok(())
     }
 
     fn push(
@@ -235,8 +255,12 @@ impl Cx<'_> {
                 let (d, p) = if row.op == Op::Symlink { (row.dirfd2, row.path2) } else { (row.dirfd, row.path) };
                 let arg = self.path_arg(d, p, false)?;
                 self.still_valid()?;
-                let access = if row.op == Op::Mkdir || row.op == Op::Symlink { Access::Create } else { Access::Delete };
+                let creates = row.op == Op::Mkdir || row.op == Op::Symlink;
+                let access = if creates { Access::Create } else { Access::Delete };
                 let r = self.resolve(&arg, false, false, 0);
+                if creates {
+                    self.fail_if_exists(&arg, &r)?;
+                }
                 self.check(&arg, r, access)?;
                 Ok(Answer::Continue)
             }
@@ -271,6 +295,7 @@ impl Cx<'_> {
                 let arg = self.path_arg(row.dirfd, row.path, false)?;
                 self.still_valid()?;
                 let r = self.resolve(&arg, false, false, 0);
+                self.fail_if_exists(&arg, &r)?;
                 self.check(&arg, r, Access::Create)?;
                 Ok(Answer::Continue)
             }

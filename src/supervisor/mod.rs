@@ -71,6 +71,8 @@ pub struct Supervisor {
     /// judged as the command's own, not interpose's (no confused deputy).
     act_as: Option<(u32, u32)>,
     audit_level: AuditLevel,
+    /// Learning mode: decisions are recorded but nothing is refused.
+    learn: bool,
 }
 
 /// Which decisions go to the audit trail.
@@ -129,6 +131,7 @@ impl Supervisor {
         surface: Surface,
         audit: Option<(Sink, AuditLevel)>,
         act_as: Option<(u32, u32)>,
+        learn: bool,
     ) -> Result<Arc<Self>, Errno> {
         let (audit, audit_level) = match audit {
             Some((sink, level)) => (Some(sink), level),
@@ -145,6 +148,7 @@ impl Supervisor {
             workers: AtomicUsize::new(0),
             act_as,
             audit_level,
+            learn,
         }))
     }
 
@@ -211,8 +215,9 @@ impl Supervisor {
             let outcome = handle::handle(&self, &notif);
             // Where a denied call came from is read while the caller still
             // waits for the answer, so it describes the moment of the call.
-            let context = (self.audit.is_some() && outcome.checks.iter().any(|c| c.decision == "deny"))
-                .then(|| denial_context(&notif));
+            let context = (self.audit.is_some()
+                && outcome.checks.iter().any(|c| matches!(c.decision, "deny" | "would_deny")))
+            .then(|| denial_context(&notif));
             if let Some(answer) = outcome.answer {
                 self.answer(notif.id, answer);
             }
@@ -288,7 +293,7 @@ impl Supervisor {
             .map(|c| c.trim_end().to_string())
             .unwrap_or_default();
         for c in checks {
-            if self.audit_level == AuditLevel::Deny && c.decision != "deny" {
+            if self.audit_level == AuditLevel::Deny && !matches!(c.decision, "deny" | "would_deny") {
                 continue;
             }
             sink.send(audit::Record::Decision(audit::Decision {
@@ -306,7 +311,7 @@ impl Supervisor {
                 errno: c.errno.map(audit::ErrnoName),
                 rule: c.reason,
                 handling_ns,
-                context: if c.decision == "deny" { context.clone() } else { None },
+                context: if matches!(c.decision, "deny" | "would_deny") { context.clone() } else { None },
             }));
             if let (Some((argv, truncated)), AuditLevel::All) = (&argv, self.audit_level) {
                 sink.send(audit::Record::Exec(audit::Exec {

@@ -160,3 +160,78 @@ fn a_command_killed_by_sigkill_still_leaves_a_complete_trail() {
     let v = Command::new(interpose()).args(["report", "--verify"]).arg(&trail).output().unwrap();
     assert_eq!(v.status.code(), Some(0), "{}", stdout(&v));
 }
+
+/// The flags `report --suggest` prints (its lines that are not comments).
+fn suggested(trail: &std::path::Path, confirm: bool) -> Vec<String> {
+    let mut cmd = Command::new(interpose());
+    cmd.args(["report", "--suggest"]).arg(trail);
+    if confirm {
+        cmd.arg("--confirm-credentials");
+    }
+    let out = stdout(&cmd.output().unwrap());
+    out.lines().filter(|l| !l.starts_with('#')).flat_map(|l| l.split_whitespace().map(String::from)).collect()
+}
+
+fn denials(trail: &std::path::Path) -> Vec<String> {
+    records(trail)
+        .iter()
+        .filter(|r| r["decision"] == "deny")
+        .map(|r| format!("{} {}", r["access"].as_str().unwrap(), r["resolved"].as_str().unwrap()))
+        .collect()
+}
+
+/// `--learn` records what would be denied; `--suggest` turns it into flags
+/// under which the same command runs without denials, except a credential it
+/// touched, which needs `--confirm-credentials`; `replay` shows exactly what
+/// a tightened surface would deny.
+#[test]
+fn learn_suggest_and_replay() {
+    if !kernel_ok() {
+        return;
+    }
+    let t = Tree::new();
+    let (data, out, ssh) = (t.outside.join("data"), t.outside.join("out"), t.outside.join("home/.ssh"));
+    for d in [&data, &out, &ssh] {
+        std::fs::create_dir_all(d).unwrap();
+    }
+    std::fs::write(data.join("a"), "a\n").unwrap();
+    std::fs::write(data.join("b"), "b\n").unwrap();
+    std::fs::write(ssh.join("id_rsa"), "KEY\n").unwrap();
+    let script = "cat $OUT/data/a $OUT/data/b $OUT/home/.ssh/id_rsa > /dev/null && echo x > $OUT/out/new";
+    let run = |extra: &[String], trail: &std::path::Path| {
+        let _ = std::fs::remove_file(out.join("new"));
+        let mut args: Vec<&str> = extra.iter().map(String::as_str).collect();
+        args.extend(["--audit", trail.to_str().unwrap()]);
+        t.command(&args, &["/bin/sh", "-c", script]).output().unwrap()
+    };
+
+    let learned = t.outside.join("learn.jsonl");
+    let o = run(&["--learn".to_string()], &learned);
+    assert!(o.status.success(), "learning enforces nothing: {}", stderr(&o));
+    assert!(records(&learned).iter().any(|r| r["decision"] == "would_deny"));
+
+    let flags = suggested(&learned, false);
+    assert!(!flags.iter().any(|f| f.contains(".ssh")), "no credential without confirmation: {flags:?}");
+    let second = t.outside.join("second.jsonl");
+    run(&flags, &second);
+    assert_eq!(denials(&second), [format!("read {}", ssh.join("id_rsa").display())], "only the credential is denied");
+
+    let confirmed = suggested(&learned, true);
+    let third = t.outside.join("third.jsonl");
+    let o = run(&confirmed, &third);
+    assert!(o.status.success(), "{confirmed:?}: {}", stderr(&o));
+    assert_eq!(denials(&third), Vec::<String>::new(), "{confirmed:?}");
+
+    // Tighten: the same flags without data/b.
+    let b = data.join("b").display().to_string();
+    let mut tightened = confirmed.clone();
+    let at = tightened.iter().position(|f| *f == b).expect("data/b was suggested on its own");
+    tightened.drain(at - 1..=at);
+    // The recorded runs also had the tree's own --rw and --ro.
+    let base = ["--rw", t.ws.to_str().unwrap(), "--ro", t.ro.to_str().unwrap()];
+    let o = Command::new(interpose()).arg("replay").arg(&third).args(base).args(&tightened).output().unwrap();
+    let lines: Vec<String> = stdout(&o).lines().skip(1).map(String::from).collect();
+    assert_eq!(lines, [format!("newly denied: read {b} (1x)")], "{}", stderr(&o));
+    let o = Command::new(interpose()).arg("replay").arg(&third).args(base).args(&confirmed).output().unwrap();
+    assert!(stdout(&o).contains("no change"), "{}", stdout(&o));
+}
