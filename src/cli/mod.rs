@@ -60,7 +60,8 @@ pub struct RunArgs {
     /// Leave out the built-in system surface (/usr, /etc, /dev/null, ...).
     #[arg(long)]
     pub no_system: bool,
-    /// Write one JSON line per decision to FILE (`-` for stderr).
+    /// Write one JSON line per decision to FILE (`-` for stderr,
+    /// `unix:PATH` to stream to a listening unix socket).
     #[arg(long, value_name = "FILE")]
     pub audit: Option<PathBuf>,
     /// Which decisions `--audit` records: `all`, or `deny` for denials only.

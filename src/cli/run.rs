@@ -274,6 +274,12 @@ pub fn run(args: &RunArgs) -> Result<i32, RunError> {
     let sink = match &args.audit {
         None => None,
         Some(p) if p.as_os_str() == "-" => Some(Sink::start(Box::new(std::io::stderr()))),
+        Some(p) if p.as_os_str().as_bytes().starts_with(b"unix:") => {
+            let socket = Path::new(std::ffi::OsStr::from_bytes(&p.as_os_str().as_bytes()[5..]));
+            let stream = std::os::unix::net::UnixStream::connect(socket)
+                .map_err(io(format!("--audit: connecting to {}", socket.display())))?;
+            Some(Sink::start(Box::new(stream)))
+        }
         Some(p) => {
             let f = std::fs::File::create(p).map_err(io(format!("--audit {}", p.display())))?;
             Some(Sink::start(Box::new(f)))

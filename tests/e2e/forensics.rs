@@ -235,3 +235,30 @@ fn learn_suggest_and_replay() {
     let o = Command::new(interpose()).arg("replay").arg(&third).args(base).args(&confirmed).output().unwrap();
     assert!(stdout(&o).contains("no change"), "{}", stdout(&o));
 }
+
+#[test]
+fn the_trail_streams_to_a_unix_socket() {
+    if !kernel_ok() {
+        return;
+    }
+    use std::io::Read;
+    let t = Tree::new();
+    let socket = t.outside.join("audit.sock");
+    let listener = std::os::unix::net::UnixListener::bind(&socket).unwrap();
+    let reader = std::thread::spawn(move || {
+        let (mut conn, _) = listener.accept().unwrap();
+        let mut text = String::new();
+        conn.read_to_string(&mut text).unwrap();
+        text
+    });
+    let o = t
+        .command(&["--audit", &format!("unix:{}", socket.display())], &["/bin/sh", "-c", "cat /etc/shadow; true"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = reader.join().unwrap();
+    let lines: Vec<serde_json::Value> = text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(lines.first().unwrap()["type"], "session_start");
+    assert_eq!(lines.last().unwrap()["type"], "session_end");
+    assert!(lines.iter().any(|r| r["path"] == "/etc/shadow" && r["decision"] == "deny"));
+}
