@@ -288,10 +288,12 @@ impl Supervisor {
         }
         let Some(sink) = &self.audit else { return };
         let handling_ns = started.elapsed().as_nanos() as u64;
-        let pid = resolve::proc_status_field(notif.pid, "Tgid:").and_then(|v| v.parse().ok()).unwrap_or(notif.pid);
-        let comm = std::fs::read_to_string(format!("/proc/{}/comm", notif.pid))
-            .map(|c| c.trim_end().to_string())
-            .unwrap_or_default();
+        // One read of /proc/<tid>/status gives both the process id and the
+        // thread's name (the first lines hold Name and Tgid).
+        let status = std::fs::read_to_string(format!("/proc/{}/status", notif.pid)).unwrap_or_default();
+        let field = |name: &str| status.lines().find_map(|l| l.strip_prefix(name)).map(str::trim);
+        let pid = field("Tgid:").and_then(|v| v.parse().ok()).unwrap_or(notif.pid);
+        let comm = field("Name:").unwrap_or_default().to_string();
         for c in checks {
             if self.audit_level == AuditLevel::Deny && !matches!(c.decision, "deny" | "would_deny") {
                 continue;
