@@ -37,7 +37,8 @@ fn main() -> ExitCode {
     match result {
         Ok(code) => ExitCode::from(u8::try_from(code).unwrap_or(INTERPOSE_FAILED)),
         Err(e) => {
-            eprintln!("interpose: error: {e:#}");
+            // Every error message already includes its cause.
+            eprintln!("interpose: error: {e}");
             ExitCode::from(INTERPOSE_FAILED)
         }
     }

@@ -48,9 +48,9 @@ pub enum DebugCommand {
     FilterPfc,
 }
 
-/// Flags of `interpose run`.
+/// The flags that make a surface, shared by `run`, `why` and `replay`.
 #[derive(Debug, Args)]
-pub struct RunArgs {
+pub struct SurfaceArgs {
     /// Allow reading, writing, creating, deleting and executing beneath PATH.
     #[arg(long = "rw", value_name = "PATH")]
     pub rw: Vec<PathBuf>,
@@ -60,6 +60,48 @@ pub struct RunArgs {
     /// Leave out the built-in system surface (/usr, /etc, /dev/null, ...).
     #[arg(long)]
     pub no_system: bool,
+}
+
+/// A path flag that names nothing usable.
+#[derive(Debug, thiserror::Error)]
+#[error("{flag} {path}: {source}")]
+pub struct BadPathFlag {
+    /// The flag (`--rw`, `--ro`).
+    pub flag: &'static str,
+    /// Its value.
+    pub path: String,
+    /// Why it cannot be used.
+    pub source: std::io::Error,
+}
+
+impl SurfaceArgs {
+    /// The surface these flags describe: the system surface unless
+    /// `--no-system`, then every `--ro`, then every `--rw`.
+    pub fn build(&self) -> Result<crate::policy::Surface, BadPathFlag> {
+        use crate::policy::{Mode, Origin};
+        let mut surface = crate::policy::Surface::new();
+        if !self.no_system {
+            for skipped in crate::policy::system::add_system(&mut surface) {
+                tracing::debug!("system surface: skipped {}: {}", skipped.path, skipped.why);
+            }
+        }
+        for (flag, paths, mode) in [("--ro", &self.ro, Mode::Ro), ("--rw", &self.rw, Mode::Rw)] {
+            for p in paths {
+                surface
+                    .add_path(p, mode, Origin::Flag(format!("{flag} {}", p.display())))
+                    .map_err(|source| BadPathFlag { flag, path: p.display().to_string(), source })?;
+            }
+        }
+        Ok(surface)
+    }
+}
+
+/// Flags of `interpose run`.
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// The surface.
+    #[command(flatten)]
+    pub surface: SurfaceArgs,
     /// Write one JSON line per decision to FILE (`-` for stderr,
     /// `unix:PATH` to stream to a listening unix socket).
     #[arg(long, value_name = "FILE")]
@@ -126,29 +168,17 @@ pub enum ReportFormat {
 pub struct ReplayArgs {
     /// The audit trail to replay.
     pub file: PathBuf,
-    /// As for `run`.
-    #[arg(long = "rw", value_name = "PATH")]
-    pub rw: Vec<PathBuf>,
-    /// As for `run`.
-    #[arg(long = "ro", value_name = "PATH")]
-    pub ro: Vec<PathBuf>,
-    /// As for `run`.
-    #[arg(long)]
-    pub no_system: bool,
+    /// The surface, as for `run`.
+    #[command(flatten)]
+    pub surface: SurfaceArgs,
 }
 
 /// Flags of `interpose why`.
 #[derive(Debug, Args)]
 pub struct WhyArgs {
-    /// As for `run`.
-    #[arg(long = "rw", value_name = "PATH")]
-    pub rw: Vec<PathBuf>,
-    /// As for `run`.
-    #[arg(long = "ro", value_name = "PATH")]
-    pub ro: Vec<PathBuf>,
-    /// As for `run`.
-    #[arg(long)]
-    pub no_system: bool,
+    /// The surface, as for `run`.
+    #[command(flatten)]
+    pub surface: SurfaceArgs,
     /// Ask about writing (creating, deleting) instead of reading.
     #[arg(long, conflicts_with = "exec")]
     pub write: bool,
@@ -180,7 +210,7 @@ mod tests {
     #[test]
     fn run_is_the_default_verb() {
         let Command::Run(a) = parse(&["interpose", "--rw", "/w", "--", "ls", "-la"]).command else { panic!() };
-        assert_eq!(a.rw, vec![PathBuf::from("/w")]);
+        assert_eq!(a.surface.rw, vec![PathBuf::from("/w")]);
         assert_eq!(a.command, vec!["ls", "-la"]);
         let Command::Run(a) = parse(&["interpose", "run", "--ro", "/d", "--", "cat", "--", "x"]).command else {
             panic!()

@@ -2,7 +2,7 @@
 //! other flags, to see what a changed surface would break or open up before
 //! deploying it.
 
-use super::why::{surface_from, NoProcesses};
+use super::why::NoProcesses;
 use super::ReplayArgs;
 use crate::policy::Access;
 use std::collections::BTreeMap;
@@ -29,7 +29,7 @@ pub fn run(args: &ReplayArgs) -> i32 {
             return 2;
         }
     };
-    let surface = match surface_from(&args.rw, &args.ro, args.no_system) {
+    let surface = match args.surface.build().map_err(|e| e.to_string()) {
         Ok(s) => s,
         Err(e) => {
             eprintln!("interpose: {e}");

@@ -3,7 +3,7 @@
 
 use super::RunArgs;
 use crate::audit::{self, Sink};
-use crate::policy::{self, Mode, Origin, Rule, Surface};
+use crate::policy::{Mode, Origin, Rule, Surface};
 use crate::sandbox::{self, filter, Plan};
 use crate::supervisor::procs::ProcTree;
 use crate::supervisor::Supervisor;
@@ -16,15 +16,8 @@ use std::path::{Path, PathBuf};
 #[derive(Debug, thiserror::Error)]
 pub enum RunError {
     /// A path flag names nothing.
-    #[error("{flag} {path}: {source}")]
-    BadPath {
-        /// The flag.
-        flag: &'static str,
-        /// Its value.
-        path: String,
-        /// Why it cannot be used.
-        source: std::io::Error,
-    },
+    #[error(transparent)]
+    BadPath(#[from] super::BadPathFlag),
     /// The kernel lacks a feature enforcement needs.
     #[error("this kernel cannot enforce the surface: {0} is missing (see `interpose check`)")]
     MissingFeature(&'static str),
@@ -154,30 +147,6 @@ fn parse_user(spec: &str) -> Result<(u32, u32), RunError> {
     Ok((uid, gid))
 }
 
-/// Builds the surface from the flags.
-pub fn surface(args: &RunArgs, tmpdir: Option<&Path>) -> Result<Surface, RunError> {
-    let mut s = Surface::new();
-    if !args.no_system {
-        for skipped in policy::system::add_system(&mut s) {
-            tracing::debug!("system surface: skipped {}: {}", skipped.path, skipped.why);
-        }
-    }
-    if let Some(t) = tmpdir {
-        s.add(Rule { path: t.to_path_buf(), mode: Mode::Rw, origin: Origin::TmpDir });
-    }
-    for (flag, paths, mode) in [("--ro", &args.ro, Mode::Ro), ("--rw", &args.rw, Mode::Rw)] {
-        for p in paths {
-            let origin = Origin::Flag(format!("{flag} {}", p.display()));
-            s.add_path(p, mode, origin).map_err(|source| RunError::BadPath {
-                flag,
-                path: p.display().to_string(),
-                source,
-            })?;
-        }
-    }
-    Ok(s)
-}
-
 /// Finds `program` the way `execvp` would, in `path` (the command's PATH).
 fn find_program(program: &OsStr, path: Option<&OsStr>) -> Option<PathBuf> {
     if program.as_bytes().contains(&b'/') {
@@ -231,7 +200,8 @@ pub fn run(args: &RunArgs) -> Result<i32, RunError> {
     if let Some((uid, gid)) = user {
         std::os::unix::fs::chown(&tmpdir.0, Some(uid), Some(gid)).map_err(io("giving the private TMPDIR to --user"))?;
     }
-    let surface = surface(args, Some(&tmpdir.0))?;
+    let mut surface = args.surface.build()?;
+    surface.add(Rule { path: tmpdir.0.clone(), mode: Mode::Rw, origin: Origin::TmpDir });
 
     if args.learn {
         eprintln!("interpose: learning mode: nothing is enforced; what would be denied is recorded as would_deny");

@@ -2,7 +2,7 @@
 //! anything.
 
 use super::WhyArgs;
-use crate::policy::{Access, Mode, Origin, Surface};
+use crate::policy::{Access, Mode};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
@@ -39,26 +39,9 @@ fn canonical_or_nearest(path: &Path) -> PathBuf {
     }
 }
 
-/// The surface `run` would build from these flags, without its private
-/// TMPDIR. The error names the flag that names nothing.
-pub(crate) fn surface_from(rw: &[PathBuf], ro: &[PathBuf], no_system: bool) -> Result<Surface, String> {
-    let mut surface = Surface::new();
-    if !no_system {
-        crate::policy::system::add_system(&mut surface);
-    }
-    for (flag, paths, mode) in [("--ro", ro, Mode::Ro), ("--rw", rw, Mode::Rw)] {
-        for p in paths {
-            surface
-                .add_path(p, mode, Origin::Flag(format!("{flag} {}", p.display())))
-                .map_err(|e| format!("{flag} {}: {e}", p.display()))?;
-        }
-    }
-    Ok(surface)
-}
-
 /// Prints the verdict; returns 0 when allowed, 1 when denied, 2 on bad flags.
 pub fn run(args: &WhyArgs) -> i32 {
-    let surface = match surface_from(&args.rw, &args.ro, args.no_system) {
+    let surface = match args.surface.build().map_err(|e| e.to_string()) {
         Ok(s) => s,
         Err(e) => {
             eprintln!("interpose: {e}");
