@@ -63,6 +63,13 @@ pub struct Decision {
     pub nr: i32,
     /// The path as the program passed it.
     pub path: Bytes,
+    /// For a relative path or a call on a descriptor: the directory
+    /// descriptor it started from (-100, `AT_FDCWD`, for the cwd).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dirfd: Option<i32>,
+    /// What that descriptor (or the cwd) pointed to.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dirfd_path: Option<Bytes>,
     /// The canonical path the decision was made on (absent when resolution
     /// failed before there was one).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -130,6 +137,9 @@ pub enum Record {
         command: Vec<Bytes>,
         /// The surface: `[path, mode, origin]`.
         surface: Vec<serde_json::Value>,
+        /// SHA-256 of the surface entries (path, mode) in effect, so runs
+        /// under the same surface can be recognised.
+        surface_digest: String,
         /// Kernel features in use.
         features: serde_json::Value,
         /// Wall-clock start, nanoseconds since the Unix epoch.
@@ -328,6 +338,7 @@ mod tests {
                     version: "t",
                     command: vec![Bytes(format!("cmd{i}").into_bytes())],
                     surface: vec![],
+                    surface_digest: String::new(),
                     features: serde_json::Value::Null,
                     time_ns: i as u128,
                 }

@@ -325,6 +325,17 @@ fn session_start(args: &RunArgs, surface: &Surface) -> audit::Record {
             .effective_rules()
             .map(|(_, r)| serde_json::json!([r.path.to_string_lossy(), r.mode, r.origin.to_string()]))
             .collect(),
+        surface_digest: {
+            // Sorted (path, mode) pairs of the entries in effect, without the
+            // run-specific private TMPDIR.
+            let mut entries: Vec<String> = surface
+                .effective_rules()
+                .filter(|(_, r)| r.origin != Origin::TmpDir)
+                .map(|(_, r)| format!("{:?} {}", r.mode, r.path.display()))
+                .collect();
+            entries.sort();
+            audit::line_hash(entries.join("\n").as_bytes())
+        },
         features: serde_json::Value::Object(features),
         time_ns: audit::now_ns(),
     }

@@ -20,6 +20,10 @@ pub struct Check {
     pub decision: &'static str,
     pub errno: Option<Errno>,
     pub reason: String,
+    /// For a relative path (or one on a descriptor): the caller's dirfd
+    /// number (`AT_FDCWD` for its cwd) and what it pointed to. Filled only
+    /// when auditing.
+    pub dirfd: Option<(i32, Vec<u8>)>,
 }
 
 /// What to answer (nothing if the caller went away) and what was decided.
@@ -71,7 +75,9 @@ impl From<Errno> for Stop {
 /// A path argument read from the caller, with its starting directory.
 struct PathArg {
     bytes: Vec<u8>,
-    base: Option<OwnedFd>,
+    /// The starting directory's descriptor number in the caller (`AT_FDCWD`
+    /// for its cwd) and our handle on it, when the path needed one.
+    base: Option<(i32, OwnedFd)>,
 }
 
 struct Cx<'a> {
@@ -98,7 +104,7 @@ impl Cx<'_> {
             None
         } else {
             let dirfd = dirfd.map_or(libc::AT_FDCWD, |i| self.notif.data.args[i as usize] as i32);
-            Some(self.open_dir(dirfd)?)
+            Some((dirfd, self.open_dir(dirfd)?))
         };
         Ok(PathArg { bytes, base })
     }
@@ -131,7 +137,7 @@ impl Cx<'_> {
     }
 
     fn resolve(&self, arg: &PathArg, follow: bool, empty_path: bool, resolve: u64) -> Result<Resolved, ResolveError> {
-        let caller = Caller { tid: self.notif.pid, tgid: &self.tgid, base: arg.base.as_ref().map(|b| b.as_fd()) };
+        let caller = Caller { tid: self.notif.pid, tgid: &self.tgid, base: arg.base.as_ref().map(|(_, b)| b.as_fd()) };
         let req = Request { path: &arg.bytes, follow, empty_path, resolve };
         self.sup.resolver.resolve(&self.sup.surface, &self.sup.procs, &caller, req)
     }
@@ -216,6 +222,14 @@ impl Cx<'_> {
         errno: Option<Errno>,
         reason: String,
     ) {
+        let dirfd = match (&arg.base, &self.sup.audit) {
+            (Some((number, fd)), Some(_)) => {
+                let mut path = Vec::new();
+                let _ = self.sup.resolver.fd_path(fd.as_fd(), &mut path);
+                Some((*number, path))
+            }
+            _ => None,
+        };
         self.checks.push(Check {
             syscall: self.row.name,
             path: arg.bytes.clone(),
@@ -224,6 +238,7 @@ impl Cx<'_> {
             decision,
             errno,
             reason,
+            dirfd,
         });
     }
 
@@ -333,7 +348,7 @@ impl Cx<'_> {
             if fd < 0 {
                 return Err(Errno::EBADF.into());
             }
-            return Ok((PathArg { bytes: Vec::new(), base: Some(self.open_dir(fd)?) }, follow, true));
+            return Ok((PathArg { bytes: Vec::new(), base: Some((fd, self.open_dir(fd)?)) }, follow, true));
         }
         let empty = row.flags.is_some() && flags & AT_EMPTY_PATH != 0;
         Ok((self.path_arg(row.dirfd, row.path, false)?, follow, empty))
@@ -516,7 +531,8 @@ impl Cx<'_> {
         }
         let end = sun_path.iter().position(|&c| c == 0).unwrap_or(sun_path.len());
         let bytes = sun_path[..end].to_vec();
-        let base = if bytes.first() == Some(&b'/') { None } else { Some(self.open_dir(libc::AT_FDCWD)?) };
+        let base =
+            if bytes.first() == Some(&b'/') { None } else { Some((libc::AT_FDCWD, self.open_dir(libc::AT_FDCWD)?)) };
         let arg = PathArg { bytes, base };
         self.still_valid()?;
         if row.op == Op::Bind {

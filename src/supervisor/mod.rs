@@ -307,6 +307,8 @@ impl Supervisor {
                 syscall: c.syscall,
                 nr: notif.data.nr,
                 path: audit::Bytes(c.path),
+                dirfd: c.dirfd.as_ref().map(|(n, _)| *n),
+                dirfd_path: c.dirfd.map(|(_, p)| audit::Bytes(p)),
                 resolved: c.resolved.clone().map(audit::Bytes),
                 access: c.access,
                 decision: c.decision,

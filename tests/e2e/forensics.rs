@@ -262,3 +262,31 @@ fn the_trail_streams_to_a_unix_socket() {
     assert_eq!(lines.last().unwrap()["type"], "session_end");
     assert!(lines.iter().any(|r| r["path"] == "/etc/shadow" && r["decision"] == "deny"));
 }
+
+#[test]
+fn records_name_the_starting_directory_and_the_surface_digest() {
+    if !kernel_ok() {
+        return;
+    }
+    let t = Tree::new();
+    let trail = t.outside.join("dirfd.jsonl");
+    let script = "import os\nfd = os.open(os.environ['RO'], os.O_RDONLY)\nos.open('data.txt', os.O_RDONLY, dir_fd=fd)\nprint(fd)";
+    let o = t.command(&["--audit", trail.to_str().unwrap()], &["/usr/bin/python3", "-c", script]).output().unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let fd: i64 = stdout(&o).trim().parse().unwrap();
+    let all = records(&trail);
+    let rel = all.iter().find(|r| r["path"] == "data.txt").expect("the relative open");
+    assert_eq!(rel["dirfd"], fd);
+    assert_eq!(rel["dirfd_path"], t.ro.to_str().unwrap());
+    assert_eq!(rel["resolved"], t.ro.join("data.txt").to_str().unwrap());
+    // The same flags give the same digest; other flags another.
+    let digest = |extra: &[&str]| {
+        let trail = t.outside.join("digest.jsonl");
+        let mut args = vec!["--audit", trail.to_str().unwrap()];
+        args.extend(extra);
+        assert!(t.command(&args, &["/bin/true"]).status().unwrap().success());
+        records(&trail)[0]["surface_digest"].as_str().unwrap().to_string()
+    };
+    assert_eq!(all[0]["surface_digest"].as_str().unwrap(), digest(&[]));
+    assert_ne!(digest(&[]), digest(&["--ro", t.outside.to_str().unwrap()]));
+}
