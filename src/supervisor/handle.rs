@@ -19,11 +19,20 @@ pub struct Check {
     /// kernel would have failed it: a missing file, a loop).
     pub decision: &'static str,
     pub errno: Option<Errno>,
-    pub reason: String,
+    pub reason: Why,
     /// For a relative path (or one on a descriptor): the caller's dirfd
     /// number (`AT_FDCWD` for its cwd) and what it pointed to. Filled only
     /// when auditing.
     pub dirfd: Option<(i32, Vec<u8>)>,
+}
+
+/// What decided a check; turned into text only when it is audited.
+#[derive(Debug, Clone, Copy)]
+pub enum Why {
+    /// The surface's verdict.
+    Verdict(Reason),
+    /// A fixed explanation (resolution failed, does not exist, ...).
+    Note(&'static str),
 }
 
 /// What to answer (nothing if the caller went away) and what was decided.
@@ -154,7 +163,7 @@ impl Cx<'_> {
         let r = match resolved {
             Ok(r) => r,
             Err(ResolveError::Errno(e)) => {
-                self.push(arg, None, name, "error", Some(e), "resolution failed".into());
+                self.push(arg, None, name, "error", Some(e), Why::Note("resolution failed"));
                 return Err(Stop::Fail(e));
             }
             Err(ResolveError::OutsideProc(path)) => {
@@ -162,8 +171,7 @@ impl Cx<'_> {
                     .ok()
                     .and_then(|p| p.parse().ok())
                     .unwrap_or(0);
-                let why = self.sup.surface.describe(Reason::ProcOutside(pid));
-                self.push(arg, Some(path), name, "deny", Some(Errno::EACCES), why);
+                self.push(arg, Some(&path), name, "deny", Some(Errno::EACCES), Why::Verdict(Reason::ProcOutside(pid)));
                 return Err(Stop::Fail(Errno::EACCES));
             }
         };
@@ -172,17 +180,17 @@ impl Cx<'_> {
             // inside the surface or out, as under Landlock: programs probe
             // for optional files and treat EACCES as an error. Existence
             // alone is no secret; untrapped stat reveals it too.
-            self.push(arg, Some(r.path.clone()), name, "error", Some(Errno::ENOENT), "does not exist".into());
+            self.push(arg, Some(&r.path), name, "error", Some(Errno::ENOENT), Why::Note("does not exist"));
             return Err(Stop::Fail(Errno::ENOENT));
         }
         let (allowed, why, carve_out) = match &r.target {
             // Reached only through a magic link of a sandboxed process: an
             // object (pipe, socket) the caller's family already holds.
-            Target::Anonymous { .. } => (true, "object held by a sandboxed process".to_string(), false),
+            Target::Anonymous { .. } => (true, Why::Note("object held by a sandboxed process"), false),
             _ => {
                 let v = self.sup.surface.decide(&r.path, access, &self.sup.procs);
                 let carve_out = matches!(v.reason, Reason::Rule(i) if self.sup.surface.rules()[i as usize].mode == crate::policy::Mode::Deny);
-                (v.allowed, self.sup.surface.describe(v.reason), carve_out)
+                (v.allowed, Why::Verdict(v.reason), carve_out)
             }
         };
         // Learning allows what a wider surface could allow; carve-outs (host
@@ -190,11 +198,11 @@ impl Cx<'_> {
         if !allowed && self.sup.learn && !carve_out {
             // Learning: record what enforcement would have refused, then go
             // on as if it were allowed.
-            self.push(arg, Some(r.path.clone()), name, "would_deny", None, why);
+            self.push(arg, Some(&r.path), name, "would_deny", None, why);
             return Ok(r);
         }
         let errno = (!allowed).then_some(Errno::EACCES);
-        self.push(arg, Some(r.path.clone()), name, if allowed { "allow" } else { "deny" }, errno, why);
+        self.push(arg, Some(&r.path), name, if allowed { "allow" } else { "deny" }, errno, why);
         if allowed {
             Ok(r)
         } else {
@@ -207,23 +215,26 @@ impl Cx<'_> {
     /// (`mkdir -p` relies on it for every existing ancestor).
     fn fail_if_exists(&mut self, arg: &PathArg, r: &Result<Resolved, ResolveError>) -> Result<(), Stop> {
         if let Ok(Resolved { target: Target::Exists { .. }, path }) = r {
-            self.push(arg, Some(path.clone()), "create", "error", Some(Errno::EEXIST), "exists".into());
+            self.push(arg, Some(path), "create", "error", Some(Errno::EEXIST), Why::Note("exists"));
             return Err(Stop::Fail(Errno::EEXIST));
         }
         Ok(())
     }
 
+    /// Records one check. The paths are copied only when auditing: without
+    /// a trail, the counters need just the decision.
     fn push(
         &mut self,
         arg: &PathArg,
-        resolved: Option<Vec<u8>>,
+        resolved: Option<&[u8]>,
         access: &'static str,
         decision: &'static str,
         errno: Option<Errno>,
-        reason: String,
+        reason: Why,
     ) {
-        let dirfd = match (&arg.base, &self.sup.audit) {
-            (Some((number, fd)), Some(_)) => {
+        let audited = self.sup.audit.is_some();
+        let dirfd = match &arg.base {
+            Some((number, fd)) if audited => {
                 let mut path = Vec::new();
                 let _ = self.sup.resolver.fd_path(fd.as_fd(), &mut path);
                 Some((*number, path))
@@ -232,14 +243,32 @@ impl Cx<'_> {
         };
         self.checks.push(Check {
             syscall: self.row.name,
-            path: arg.bytes.clone(),
-            resolved,
+            path: if audited { arg.bytes.clone() } else { Vec::new() },
+            resolved: resolved.filter(|_| audited).map(<[u8]>::to_vec),
             access,
             decision,
             errno,
             reason,
             dirfd,
         });
+    }
+
+    /// Resolves `arg`, checks `access` and returns a handle on the existing
+    /// object with its mode (0 for an anonymous one); `ENOENT` if missing.
+    fn checked_object(
+        &mut self,
+        arg: &PathArg,
+        follow: bool,
+        empty: bool,
+        access: Access,
+    ) -> Result<(OwnedFd, u32), Stop> {
+        let r = self.resolve(arg, follow, empty, 0);
+        let r = self.check(arg, r, access)?;
+        match r.target {
+            Target::Exists { fd, mode } => Ok((fd, mode)),
+            Target::Anonymous { fd } => Ok((fd, 0)),
+            Target::Missing { .. } => Err(Errno::ENOENT.into()),
+        }
     }
 
     fn run(&mut self) -> Result<Answer, Stop> {
@@ -363,13 +392,7 @@ impl Cx<'_> {
         let x = row.extra.expect("metadata rows name their buffer argument") as usize;
         let (arg, follow, empty) = self.target()?;
         self.still_valid()?;
-        let r = self.resolve(&arg, follow, empty, 0);
-        let r = self.check(&arg, r, Access::Stat)?;
-        let (fd, mode) = match r.target {
-            Target::Exists { fd, mode } => (fd, mode),
-            Target::Anonymous { fd } => (fd, 0),
-            Target::Missing { .. } => return Err(Errno::ENOENT.into()),
-        };
+        let (fd, mode) = self.checked_object(&arg, follow, empty, Access::Stat)?;
         let pid = self.notif.pid;
         match row.op {
             Op::Statbuf => {
@@ -437,13 +460,7 @@ impl Cx<'_> {
             _ => Work::RemoveXattr(self.read_xattr_name(a[x])?),
         };
         self.still_valid()?;
-        let r = self.resolve(&arg, follow, empty, 0);
-        let r = self.check(&arg, r, Access::Write)?;
-        let (fd, mode) = match r.target {
-            Target::Exists { fd, mode } => (fd, mode),
-            Target::Anonymous { fd } => (fd, 0),
-            Target::Missing { .. } => return Err(Errno::ENOENT.into()),
-        };
+        let (fd, mode) = self.checked_object(&arg, follow, empty, Access::Write)?;
         let is_link = mode & libc::S_IFMT == libc::S_IFLNK;
         let path = super::resolve::Resolver::proc_path(fd.as_fd());
         let done = match work {

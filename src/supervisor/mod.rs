@@ -313,7 +313,10 @@ impl Supervisor {
                 access: c.access,
                 decision: c.decision,
                 errno: c.errno.map(audit::ErrnoName),
-                rule: c.reason,
+                rule: match c.reason {
+                    handle::Why::Verdict(r) => self.surface.describe(r),
+                    handle::Why::Note(n) => n.to_string(),
+                },
                 handling_ns,
                 context: if matches!(c.decision, "deny" | "would_deny") { context.clone() } else { None },
             }));
