@@ -122,22 +122,15 @@ fn killing_interpose_kills_the_command() {
         .env("TMPDIR", &tmp_base)
         .spawn()
         .unwrap();
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
-    while std::fs::read_to_string(&log).map_or(true, |s| s.lines().count() < 3) {
-        assert!(std::time::Instant::now() < deadline, "the command never started");
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
+    wait_until("the command never started", 20, || std::fs::read_to_string(&log).is_ok_and(|s| s.lines().count() >= 3));
     let shell: i32 = std::fs::read_to_string(t.ws.join("pid")).unwrap().trim().parse().unwrap();
     child.kill().unwrap(); // SIGKILL
     child.wait().unwrap();
     // The shell dies at once; give the kernel a moment to deliver it.
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-    while std::path::Path::new(&format!("/proc/{shell}")).exists()
-        && !std::fs::read_to_string(format!("/proc/{shell}/stat")).unwrap_or_default().contains(") Z")
-    {
-        assert!(std::time::Instant::now() < deadline, "the command outlived interpose");
-        std::thread::sleep(std::time::Duration::from_millis(10));
-    }
+    wait_until("the command outlived interpose", 10, || {
+        !std::path::Path::new(&format!("/proc/{shell}")).exists()
+            || std::fs::read_to_string(format!("/proc/{shell}/stat")).unwrap_or_default().contains(") Z")
+    });
     let before = std::fs::read_to_string(&log).unwrap();
     std::thread::sleep(std::time::Duration::from_millis(300));
     assert_eq!(std::fs::read_to_string(&log).unwrap(), before, "nothing was written after interpose died");
@@ -351,11 +344,7 @@ fn two_rounds_stay_flat(t: &Tree, round: &str) -> String {
     let script = format!("{round} && touch round1 && sleep 1 && {round} && touch round2 && sleep 1");
     let child = t.command(&[], &["/bin/sh", "-c", &script]).stdout(std::process::Stdio::piped()).spawn().unwrap();
     let sample = |marker: &str| {
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
-        while !t.ws.join(marker).exists() {
-            assert!(std::time::Instant::now() < deadline, "{marker} never came");
-            std::thread::sleep(std::time::Duration::from_millis(20));
-        }
+        wait_until(&format!("{marker} never came"), 120, || t.ws.join(marker).exists());
         // Let the calls around the marker (the touch, the exec of sleep)
         // finish, so only what stays is counted.
         std::thread::sleep(std::time::Duration::from_millis(300));

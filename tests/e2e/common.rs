@@ -89,6 +89,16 @@ pub fn python_command(t: &Tree, extra: &[&str], body: &str) -> Command {
     t.command(extra, &["/usr/bin/python3", "-c", &format!("{PRELUDE}{body}")])
 }
 
+/// Polls `done` every 10 ms until it holds; fails the test with `what` after
+/// `seconds`.
+pub fn wait_until(what: &str, seconds: u64, mut done: impl FnMut() -> bool) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(seconds);
+    while !done() {
+        assert!(std::time::Instant::now() < deadline, "{what}");
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+}
+
 pub fn write_exec(path: &Path, content: &str) {
     use std::os::unix::fs::PermissionsExt;
     std::fs::write(path, content).unwrap();

@@ -50,11 +50,7 @@ fn sigterm_reaches_the_command(extra: &[&str]) {
         .stdout(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
-    while !t.ws.join("ready").exists() {
-        assert!(std::time::Instant::now() < deadline, "the command never started");
-        std::thread::sleep(std::time::Duration::from_millis(10));
-    }
+    wait_until("the command never started", 20, || t.ws.join("ready").exists());
     nix::sys::signal::kill(nix::unistd::Pid::from_raw(child.id() as i32), nix::sys::signal::Signal::SIGTERM).unwrap();
     let o = child.wait_with_output().unwrap();
     assert_eq!(stdout(&o), "got-term\n");
