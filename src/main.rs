@@ -33,6 +33,7 @@ fn main() -> ExitCode {
         Command::Debug(DebugCommand::FilterPfc) => {
             interpose::sandbox::filter::pfc().map(|p| print!("{p}")).map(|()| 0).map_err(Into::into)
         }
+        Command::Debug(DebugCommand::Landlock { surface, command }) => cli::run::landlock_only(&surface, &command),
     };
     match result {
         Ok(code) => ExitCode::from(u8::try_from(code).unwrap_or(INTERPOSE_FAILED)),

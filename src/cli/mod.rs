@@ -46,6 +46,16 @@ pub enum Command {
 pub enum DebugCommand {
     /// Print libseccomp's PFC dump of the filter (golden file `bpf/filter.pfc`).
     FilterPfc,
+    /// Exec COMMAND under the Landlock ruleset alone (no seccomp filter, no
+    /// supervisor): to test the backstop by itself and to measure its cost.
+    Landlock {
+        /// The surface.
+        #[command(flatten)]
+        surface: SurfaceArgs,
+        /// The command and its arguments.
+        #[arg(required = true, trailing_var_arg = true, value_name = "COMMAND")]
+        command: Vec<std::ffi::OsString>,
+    },
 }
 
 /// The flags that make a surface, shared by `run`, `why` and `replay`.
@@ -57,6 +67,10 @@ pub struct SurfaceArgs {
     /// Allow reading and executing beneath PATH.
     #[arg(long = "ro", value_name = "PATH")]
     pub ro: Vec<PathBuf>,
+    /// Deny everything beneath PATH, even inside a granted tree (a carve-out
+    /// such as `--deny repo/.env`).
+    #[arg(long = "deny", value_name = "PATH")]
+    pub deny: Vec<PathBuf>,
     /// Leave out the built-in system surface (/usr, /etc, /dev/null, ...).
     #[arg(long)]
     pub no_system: bool,
@@ -76,7 +90,7 @@ pub struct BadPathFlag {
 
 impl SurfaceArgs {
     /// The surface these flags describe: the system surface unless
-    /// `--no-system`, then every `--ro`, then every `--rw`.
+    /// `--no-system`, then every `--ro`, every `--rw` and every `--deny`.
     pub fn build(&self) -> Result<crate::policy::Surface, BadPathFlag> {
         use crate::policy::{Mode, Origin};
         let mut surface = crate::policy::Surface::new();
@@ -85,7 +99,9 @@ impl SurfaceArgs {
                 tracing::debug!("system surface: skipped {}: {}", skipped.path, skipped.why);
             }
         }
-        for (flag, paths, mode) in [("--ro", &self.ro, Mode::Ro), ("--rw", &self.rw, Mode::Rw)] {
+        for (flag, paths, mode) in
+            [("--ro", &self.ro, Mode::Ro), ("--rw", &self.rw, Mode::Rw), ("--deny", &self.deny, Mode::Deny)]
+        {
             for p in paths {
                 surface
                     .add_path(p, mode, Origin::Flag(format!("{flag} {}", p.display())))

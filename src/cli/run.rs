@@ -415,6 +415,19 @@ fn end_sandbox() {
     {}
 }
 
+/// `interpose debug landlock`: applies the surface's Landlock ruleset to this
+/// process and execs the command (searching `PATH`). Returns only on failure.
+pub fn landlock_only(args: &super::SurfaceArgs, command: &[OsString]) -> anyhow::Result<i32> {
+    use std::os::unix::process::CommandExt;
+    let surface = args.build()?;
+    let backstop = sandbox::landlock::build(&surface)?;
+    process::set_no_new_privs().map_err(errno("PR_SET_NO_NEW_PRIVS"))?;
+    crate::sys::landlock::restrict_self(std::os::fd::AsFd::as_fd(&backstop.ruleset))
+        .map_err(errno("landlock_restrict_self"))?;
+    let err = std::process::Command::new(&command[0]).args(&command[1..]).exec();
+    Err(io(format!("exec {}", command[0].to_string_lossy()))(err).into())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -7,7 +7,13 @@
 //!
 //! Landlock grants whole trees and cannot carve a denied entry out of a
 //! granted one. Where the surface does (a secret inside `/etc`), the ruleset
-//! grants the tree's entries one by one instead, leaving the carve-out out.
+//! grants the tree's entries one by one instead, leaving the carve-out out,
+//! and gives the directory itself less: listing only for a read-only tree;
+//! for a read-write one everything but writing and truncating files, so that
+//! new names in a workspace with a carve-out can still be created, renamed,
+//! removed and executed (the kernel's exec needs read and execute rights).
+//! Opens are emulated by the supervisor, so reading and writing a name
+//! created later is decided there, never by these rights.
 
 use crate::policy::{Mode, Surface};
 use landlock::{
@@ -41,7 +47,19 @@ pub struct Backstop {
     /// Whether the ABI 6 scopes (signals, abstract unix sockets) are on.
     pub scoped: bool,
     /// Paths granted and what was granted, in order.
-    pub rules: Vec<(PathBuf, Mode)>,
+    pub rules: Vec<(PathBuf, Grant)>,
+}
+
+/// What a directory with a carve-out beneath it gets itself (Landlock rights
+/// on a directory reach every file beneath it, the carve-out included):
+/// never a right that writes or truncates a file.
+fn parent_rights(mode: Mode, abi: ABI) -> BitFlags<AccessFs> {
+    let content = AccessFs::WriteFile | AccessFs::Truncate;
+    match mode {
+        Mode::Deny => BitFlags::empty(),
+        Mode::Ro => AccessFs::ReadDir.into(),
+        Mode::Rw => rights(Mode::Rw, abi, true) & !content,
+    }
 }
 
 fn rights(mode: Mode, abi: ABI, is_dir: bool) -> BitFlags<AccessFs> {
@@ -59,8 +77,17 @@ fn rights(mode: Mode, abi: ABI, is_dir: bool) -> BitFlags<AccessFs> {
     }
 }
 
-/// The (path, mode) grants that express `surface` in Landlock terms.
-pub fn grants(surface: &Surface) -> Vec<(PathBuf, Mode, bool)> {
+/// One Landlock grant: a path and what it gets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Grant {
+    /// The whole tree (or file) with the rights of this mode.
+    Tree(Mode),
+    /// The directory of an expanded tree: see [`parent_rights`].
+    Parent(Mode),
+}
+
+/// The grants that express `surface` in Landlock terms.
+pub fn grants(surface: &Surface) -> Vec<(PathBuf, Grant, bool)> {
     let mut out = Vec::new();
     for (_, rule) in surface.effective_rules() {
         if rule.mode == Mode::Deny {
@@ -73,14 +100,14 @@ pub fn grants(surface: &Surface) -> Vec<(PathBuf, Mode, bool)> {
 
 /// Grants `path` with `mode`, or, if a narrower entry lies beneath it, lists
 /// the directory and grants its entries one by one.
-fn grant(surface: &Surface, path: &Path, mode: Mode, out: &mut Vec<(PathBuf, Mode, bool)>) {
+fn grant(surface: &Surface, path: &Path, mode: Mode, out: &mut Vec<(PathBuf, Grant, bool)>) {
     let Ok(md) = path.metadata() else { return };
     if !md.is_dir() || !narrower_beneath(surface, path, mode) {
-        out.push((path.to_path_buf(), mode, md.is_dir()));
+        out.push((path.to_path_buf(), Grant::Tree(mode), md.is_dir()));
         return;
     }
-    // Listing the directory is harmless; its content is granted per entry.
-    out.push((path.to_path_buf(), Mode::Ro, true));
+    // The directory gets no content rights; its entries are granted one by one.
+    out.push((path.to_path_buf(), Grant::Parent(mode), true));
     let Ok(entries) = std::fs::read_dir(path) else { return };
     for entry in entries.flatten() {
         let child = entry.path();
@@ -112,10 +139,14 @@ pub fn build(surface: &Surface) -> Result<Backstop, LandlockError> {
     }
     let mut created = ruleset.create()?;
     let mut rules = Vec::new();
-    for (path, mode, is_dir) in grants(surface) {
+    for (path, grant, is_dir) in grants(surface) {
         let Ok(fd) = PathFd::new(&path) else { continue };
-        created = created.add_rule(PathBeneath::new(fd, rights(mode, abi, is_dir)))?;
-        rules.push((path, mode));
+        let access = match grant {
+            Grant::Tree(mode) => rights(mode, abi, is_dir),
+            Grant::Parent(mode) => parent_rights(mode, abi),
+        };
+        created = created.add_rule(PathBeneath::new(fd, access))?;
+        rules.push((path, grant));
     }
     let fd: Option<OwnedFd> = created.into();
     let ruleset = fd.ok_or(LandlockError::NotCreated)?;
@@ -141,16 +172,21 @@ mod tests {
         s.add(Rule { path: root.clone(), mode: Mode::Ro, origin: origin.clone() });
         s.add(Rule { path: root.join("secret"), mode: Mode::Deny, origin: origin.clone() });
         s.add(Rule { path: root.join("sub/key"), mode: Mode::Deny, origin });
-        let mut g: Vec<(PathBuf, Mode)> = grants(&s).into_iter().map(|(p, m, _)| (p, m)).collect();
+        let mut g: Vec<(PathBuf, Grant)> = grants(&s).into_iter().map(|(p, m, _)| (p, m)).collect();
         g.sort();
         assert_eq!(
             g,
             vec![
-                (root.clone(), Mode::Ro),
-                (root.join("a"), Mode::Ro),
-                (root.join("sub"), Mode::Ro),
-                (root.join("sub/b"), Mode::Ro),
+                (root.clone(), Grant::Parent(Mode::Ro)),
+                (root.join("a"), Grant::Tree(Mode::Ro)),
+                (root.join("sub"), Grant::Parent(Mode::Ro)),
+                (root.join("sub/b"), Grant::Tree(Mode::Ro)),
             ]
         );
+        // The parents of a carve-out get no right that reaches file content.
+        let abi = ABI::V5;
+        assert_eq!(parent_rights(Mode::Ro, abi), BitFlags::from(AccessFs::ReadDir));
+        assert!(!parent_rights(Mode::Rw, abi).intersects(AccessFs::WriteFile | AccessFs::Truncate));
+        assert!(parent_rights(Mode::Rw, abi).contains(AccessFs::MakeReg | AccessFs::RemoveFile | AccessFs::Refer));
     }
 }

@@ -3,6 +3,7 @@
 
 mod allowed;
 mod attacks;
+mod carveouts;
 mod common;
 mod coverage;
 mod denied;

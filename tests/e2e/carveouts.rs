@@ -1,0 +1,90 @@
+//! Carve-outs: a denied entry inside a granted tree, enforced by the
+//! supervisor and, for what the kernel resolves again, by Landlock.
+
+use crate::common::*;
+use std::process::Command;
+
+#[test]
+fn a_carve_out_in_the_workspace_is_refused_and_the_rest_works() {
+    if !kernel_ok() {
+        return;
+    }
+    let t = Tree::new();
+    std::fs::write(t.ws.join(".env"), "API_KEY=top-secret-marker\n").unwrap();
+    std::fs::write(t.ws.join("a"), "a\n").unwrap();
+    let deny = t.ws.join(".env");
+    let o = t
+        .command(
+            &["--deny", deny.to_str().unwrap()],
+            &[
+                "/bin/sh",
+                "-c",
+                // Everything a build does at the top of a repo, next to the
+                // carve-out: new directories, renames, new files, exec.
+                "cat .env; echo x >> .env; rm -f .env; mv .env e2; \
+                 mkdir new && mv a b && echo hi > n && cat n && rm n && \
+                 printf '#!/bin/sh\\necho ran\\n' > x && chmod +x x && ./x && echo done",
+            ],
+        )
+        .output()
+        .unwrap();
+    let (out, err) = (stdout(&o), stderr(&o));
+    assert!(out.contains("hi\nran\ndone"), "stdout: {out}\nstderr: {err}");
+    assert!(!out.contains("top-secret-marker"), "{out}");
+    assert_eq!(err.matches("Permission denied").count(), 4, "{err}");
+    assert_eq!(std::fs::read_to_string(&deny).unwrap(), "API_KEY=top-secret-marker\n");
+    assert!(t.ws.join("new").is_dir() && t.ws.join("b").exists() && !t.ws.join("e2").exists());
+}
+
+#[test]
+fn a_carve_out_covers_names_created_after_start() {
+    if !kernel_ok() {
+        return;
+    }
+    let t = Tree::new();
+    std::fs::create_dir(t.ws.join("secrets")).unwrap();
+    let deny = t.ws.join("secrets");
+    // The file appears while the command runs, written from outside.
+    let o = t
+        .command(
+            &["--deny", deny.to_str().unwrap()],
+            &[
+                "/bin/sh",
+                "-c",
+                "while [ ! -e ready ]; do sleep 0.01; done; cat secrets/new; ls secrets; echo x > secrets/mine",
+            ],
+        )
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::fs::write(t.ws.join("secrets/new"), "top-secret-marker\n").unwrap();
+    std::fs::write(t.ws.join("ready"), "").unwrap();
+    let o = o.wait_with_output().unwrap();
+    let err = stderr(&o);
+    assert!(!stdout(&o).contains("top-secret-marker"));
+    assert_eq!(err.matches("Permission denied").count(), 3, "{err}");
+    assert!(!t.ws.join("secrets/mine").exists());
+}
+
+/// The Landlock ruleset on its own keeps carve-outs closed: a read-only tree
+/// with a carve-out no longer grants reading everything beneath it.
+#[test]
+fn landlock_alone_keeps_system_carve_outs_closed() {
+    if !kernel_ok() {
+        return;
+    }
+    let o = Command::new(interpose())
+        .args([
+            "debug",
+            "landlock",
+            "--",
+            "/bin/sh",
+            "-c",
+            "cat /etc/hostname >/dev/null && echo readable; cat /etc/shadow",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(stdout(&o), "readable\n", "{}", stderr(&o));
+    assert!(stderr(&o).contains("/etc/shadow: Permission denied"), "{}", stderr(&o));
+}
