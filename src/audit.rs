@@ -140,6 +140,15 @@ pub enum Record {
         /// SHA-256 of the surface entries (path, mode) in effect, so runs
         /// under the same surface can be recognised.
         surface_digest: String,
+        /// The policy file and profiles (names and SHA-256 of their text),
+        /// the workspace, entries skipped on this host and why, and the HOME
+        /// mode; absent without `--policy`.
+        #[serde(skip_serializing_if = "Option::is_none", default)]
+        policy: Option<serde_json::Value>,
+        /// Environment variables removed before the command started, each
+        /// with the rule that removed it (names only, never values).
+        #[serde(default)]
+        env_dropped: Vec<String>,
         /// Kernel features in use.
         features: serde_json::Value,
         /// Wall-clock start, nanoseconds since the Unix epoch.
@@ -339,6 +348,8 @@ mod tests {
                     command: vec![Bytes(format!("cmd{i}").into_bytes())],
                     surface: vec![],
                     surface_digest: String::new(),
+                    policy: None,
+                    env_dropped: vec![],
                     features: serde_json::Value::Null,
                     time_ns: i as u128,
                 }

@@ -30,6 +30,7 @@ fn main() -> ExitCode {
         Command::Report(r) => Ok(cli::report::run(&r)),
         Command::Why(w) => Ok(cli::why::run(&w)),
         Command::Replay(r) => Ok(cli::replay::run(&r)),
+        Command::Policy(p) => Ok(cli::policy::run(&p)),
         Command::Debug(DebugCommand::FilterPfc) => {
             interpose::sandbox::filter::pfc().map(|p| print!("{p}")).map(|()| 0).map_err(Into::into)
         }

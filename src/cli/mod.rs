@@ -1,6 +1,7 @@
 //! Command-line flags (clap structs) and one thin handler per verb.
 
 pub mod check;
+pub mod policy;
 pub mod replay;
 pub mod report;
 pub mod run;
@@ -36,9 +37,31 @@ pub enum Command {
     /// Re-decide every access recorded in an audit trail under other flags,
     /// and print what would change.
     Replay(ReplayArgs),
+    /// Validate, show and list policies.
+    #[command(subcommand)]
+    Policy(PolicyCommand),
     /// Developer tools.
     #[command(hide = true, subcommand)]
     Debug(DebugCommand),
+}
+
+/// `interpose policy ...`.
+#[derive(Debug, Subcommand)]
+pub enum PolicyCommand {
+    /// Validate a policy file; exit 1 with every error's file, line and column.
+    Check {
+        /// The policy file.
+        file: PathBuf,
+    },
+    /// Print the surface a policy resolves to here: every entry with its
+    /// mode and source, skipped entries and why, and the environment
+    /// variables that would be dropped.
+    Show {
+        /// The policy file, or a built-in profile's name.
+        file: PathBuf,
+    },
+    /// List the built-in profiles a policy can extend.
+    List,
 }
 
 /// Developer tools.
@@ -61,6 +84,9 @@ pub enum DebugCommand {
 /// The flags that make a surface, shared by `run`, `why` and `replay`.
 #[derive(Debug, Args)]
 pub struct SurfaceArgs {
+    /// A policy file (TOML, see `examples/`); the flags below add to it.
+    #[arg(long, value_name = "FILE")]
+    pub policy: Option<PathBuf>,
     /// Allow reading, writing, creating, deleting and executing beneath PATH.
     #[arg(long = "rw", value_name = "PATH")]
     pub rw: Vec<PathBuf>,
@@ -88,17 +114,55 @@ pub struct BadPathFlag {
     pub source: std::io::Error,
 }
 
+/// The surface cannot be built.
+#[derive(Debug, thiserror::Error)]
+pub enum SurfaceError {
+    /// A path flag names nothing usable.
+    #[error(transparent)]
+    Flag(#[from] BadPathFlag),
+    /// The policy file is invalid.
+    #[error(transparent)]
+    Policy(#[from] crate::policy::file::PolicyError),
+    /// The current directory is gone.
+    #[error("the current directory: {0}")]
+    Cwd(std::io::Error),
+}
+
+/// A policy and what it resolved to on this host.
+pub type LoadedPolicy = (crate::policy::file::Policy, crate::policy::file::Resolved);
+
+/// The environment as UTF-8 pairs, for template expansion.
+pub fn env_vars() -> std::collections::HashMap<String, String> {
+    std::env::vars_os().filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?))).collect()
+}
+
 impl SurfaceArgs {
-    /// The surface these flags describe: the system surface unless
-    /// `--no-system`, then every `--ro`, every `--rw` and every `--deny`.
-    pub fn build(&self) -> Result<crate::policy::Surface, BadPathFlag> {
+    /// The surface these flags describe.
+    pub fn build(&self) -> Result<crate::policy::Surface, SurfaceError> {
+        self.build_with_policy().map(|(s, _)| s)
+    }
+
+    /// The surface these flags describe: the system surface (unless
+    /// `--no-system`; with `--policy`, only if the policy extends `system`),
+    /// then the policy, then every `--ro`, `--rw` and `--deny`.
+    pub fn build_with_policy(&self) -> Result<(crate::policy::Surface, Option<LoadedPolicy>), SurfaceError> {
         use crate::policy::{Mode, Origin};
         let mut surface = crate::policy::Surface::new();
-        if !self.no_system {
+        let policy = self.policy.as_deref().map(crate::policy::file::Policy::load).transpose()?;
+        let system = policy.as_ref().is_none_or(|p| p.system) && !self.no_system;
+        if system {
             for skipped in crate::policy::system::add_system(&mut surface) {
                 tracing::debug!("system surface: skipped {}: {}", skipped.path, skipped.why);
             }
         }
+        let loaded = match policy {
+            Some(p) => {
+                let cwd = std::env::current_dir().map_err(SurfaceError::Cwd)?;
+                let resolved = p.resolve(&env_vars(), &cwd, &mut surface)?;
+                Some((p, resolved))
+            }
+            None => None,
+        };
         for (flag, paths, mode) in
             [("--ro", &self.ro, Mode::Ro), ("--rw", &self.rw, Mode::Rw), ("--deny", &self.deny, Mode::Deny)]
         {
@@ -108,7 +172,7 @@ impl SurfaceArgs {
                     .map_err(|source| BadPathFlag { flag, path: p.display().to_string(), source })?;
             }
         }
-        Ok(surface)
+        Ok((surface, loaded))
     }
 }
 
@@ -140,6 +204,14 @@ pub struct RunArgs {
     /// `interpose report TRAIL --suggest` prints the flags that allow it.
     #[arg(long, requires = "audit")]
     pub learn: bool,
+    /// Pass the environment variable NAME through even though it looks like
+    /// a credential (an agent's own API key, say). Repeatable.
+    #[arg(long = "env-keep", value_name = "NAME")]
+    pub env_keep: Vec<String>,
+    /// Keep the session directory (private TMPDIR and, with `home =
+    /// "session"`, HOME) after the command ends, and print where it is.
+    #[arg(long)]
+    pub keep_session: bool,
     /// Run without the Landlock backstop (for measurements only: calls
     /// answered with CONTINUE are then open to path-swap races).
     #[arg(long)]
@@ -208,7 +280,7 @@ pub struct WhyArgs {
 /// Inserts the default verb `run` when the first argument is not a verb.
 pub fn with_default_verb(mut args: Vec<std::ffi::OsString>) -> Vec<std::ffi::OsString> {
     const VERBS: &[&str] =
-        &["run", "check", "report", "why", "replay", "debug", "help", "--help", "-h", "--version", "-V"];
+        &["run", "check", "report", "why", "replay", "policy", "debug", "help", "--help", "-h", "--version", "-V"];
     if args.len() > 1 && !VERBS.iter().any(|v| args[1] == *v) {
         args.insert(1, "run".into());
     }

@@ -15,9 +15,9 @@ use std::path::{Path, PathBuf};
 /// interpose's own failures (exit status 125).
 #[derive(Debug, thiserror::Error)]
 pub enum RunError {
-    /// A path flag names nothing.
+    /// The surface (flags or policy) cannot be built.
     #[error(transparent)]
-    BadPath(#[from] super::BadPathFlag),
+    Surface(#[from] super::SurfaceError),
     /// The kernel lacks a feature enforcement needs.
     #[error("this kernel cannot enforce the surface: {0} is missing (see `interpose check`)")]
     MissingFeature(&'static str),
@@ -65,23 +65,82 @@ const DEFAULT_MAX_PROCS: u32 = 4096;
 /// Signals that reach interpose and are passed on to the command.
 const FORWARDED: [i32; 6] = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGQUIT, libc::SIGUSR1, libc::SIGUSR2];
 
-/// A private temporary directory, removed when dropped.
-struct TmpDir(PathBuf);
+/// The session directory: the command's private `TMPDIR` (`tmp/`) and, with
+/// `home = "session"`, its `HOME` (`home/`). Removed when dropped, unless
+/// kept; one left behind by a killed interpose is removed by the next run.
+struct Session {
+    root: PathBuf,
+    keep: bool,
+}
 
-impl TmpDir {
-    fn create() -> Result<TmpDir, RunError> {
+impl Session {
+    fn create(keep: bool) -> Result<Session, RunError> {
         let base = std::env::temp_dir();
         remove_stale(&base);
         for attempt in 0..16u32 {
             let nonce = audit::now_ns() as u64 ^ (u64::from(attempt) << 48);
             let path = base.join(format!("interpose-{}-{nonce:x}", std::process::id()));
             match std::fs::DirBuilder::new().mode(0o700).create(&path) {
-                Ok(()) => return Ok(TmpDir(path.canonicalize().map_err(io("private TMPDIR"))?)),
+                Ok(()) => {
+                    let root = path.canonicalize().map_err(io("the session directory"))?;
+                    let session = Session { root, keep };
+                    std::fs::DirBuilder::new().mode(0o700).create(session.tmp()).map_err(io("the private TMPDIR"))?;
+                    return Ok(session);
+                }
                 Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
-                Err(e) => return Err(io(format!("creating a private TMPDIR in {}", base.display()))(e)),
+                Err(e) => return Err(io(format!("creating a session directory in {}", base.display()))(e)),
             }
         }
-        Err(RunError::Io { what: "creating a private TMPDIR".into(), source: std::io::ErrorKind::AlreadyExists.into() })
+        Err(RunError::Io {
+            what: "creating a session directory".into(),
+            source: std::io::ErrorKind::AlreadyExists.into(),
+        })
+    }
+
+    fn tmp(&self) -> PathBuf {
+        self.root.join("tmp")
+    }
+
+    fn home(&self) -> PathBuf {
+        self.root.join("home")
+    }
+
+    /// Makes the session home and copies `seeds` (files of the real home)
+    /// into it at the same relative place. Returns what could not be copied.
+    fn make_home(&self, real_home: Option<&Path>, seeds: &[PathBuf]) -> Result<Vec<String>, RunError> {
+        let home = self.home();
+        std::fs::DirBuilder::new().mode(0o700).create(&home).map_err(io("the session HOME"))?;
+        let mut skipped = Vec::new();
+        for seed in seeds {
+            let relative = real_home.and_then(|h| seed.strip_prefix(h).ok()).map(Path::to_path_buf);
+            let Some(relative) = relative.or_else(|| seed.file_name().map(PathBuf::from)) else { continue };
+            let target = home.join(&relative);
+            let copied = target
+                .parent()
+                .map_or(Ok(()), |p| std::fs::DirBuilder::new().recursive(true).mode(0o700).create(p))
+                .and_then(|()| match seed.metadata() {
+                    Ok(m) if m.is_file() => std::fs::copy(seed, &target).map(drop),
+                    Ok(_) => Err(std::io::Error::other("not a regular file")),
+                    Err(e) => Err(e),
+                });
+            if let Err(e) = copied {
+                skipped.push(format!("home_seed {}: {e}", seed.display()));
+            }
+        }
+        Ok(skipped)
+    }
+
+    fn chown(&self, uid: u32, gid: u32) -> Result<(), RunError> {
+        fn walk(p: &Path, uid: u32, gid: u32) -> std::io::Result<()> {
+            std::os::unix::fs::lchown(p, Some(uid), Some(gid))?;
+            if p.symlink_metadata()?.is_dir() {
+                for e in std::fs::read_dir(p)? {
+                    walk(&e?.path(), uid, gid)?;
+                }
+            }
+            Ok(())
+        }
+        walk(&self.root, uid, gid).map_err(io("giving the session directory to --user"))
     }
 }
 
@@ -111,9 +170,13 @@ fn remove_stale(base: &Path) {
     }
 }
 
-impl Drop for TmpDir {
+impl Drop for Session {
     fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
+        if self.keep {
+            eprintln!("interpose: session directory kept: {}", self.root.display());
+        } else {
+            let _ = std::fs::remove_dir_all(&self.root);
+        }
     }
 }
 
@@ -196,12 +259,27 @@ pub fn run(args: &RunArgs) -> Result<i32, RunError> {
     )?;
 
     let user = args.user.as_deref().map(parse_user).transpose()?;
-    let tmpdir = TmpDir::create()?;
-    if let Some((uid, gid)) = user {
-        std::os::unix::fs::chown(&tmpdir.0, Some(uid), Some(gid)).map_err(io("giving the private TMPDIR to --user"))?;
+    let session = Session::create(args.keep_session)?;
+    let (mut surface, policy) = args.surface.build_with_policy()?;
+    surface.add(Rule { path: session.root.clone(), mode: Mode::Rw, origin: Origin::TmpDir });
+    let session_home = policy.as_ref().is_some_and(|(p, _)| p.home == crate::policy::file::Home::Session);
+    let mut notes = Vec::new();
+    if session_home {
+        let seeds: Vec<PathBuf> = policy
+            .iter()
+            .flat_map(|(_, r)| &r.outcomes)
+            .filter(|(e, _)| e.field == crate::policy::file::Field::HomeSeed)
+            .filter_map(|(_, o)| match o {
+                crate::policy::file::Outcome::Added(p) => Some(p.clone()),
+                _ => None,
+            })
+            .collect();
+        let real_home = std::env::var_os("HOME").map(PathBuf::from);
+        notes = session.make_home(real_home.as_deref(), &seeds)?;
     }
-    let mut surface = args.surface.build()?;
-    surface.add(Rule { path: tmpdir.0.clone(), mode: Mode::Rw, origin: Origin::TmpDir });
+    if let Some((uid, gid)) = user {
+        session.chown(uid, gid)?;
+    }
 
     if args.learn {
         eprintln!("interpose: learning mode: nothing is enforced; what would be denied is recorded as would_deny");
@@ -222,8 +300,17 @@ pub fn run(args: &RunArgs) -> Result<i32, RunError> {
         Some(backstop)
     };
 
-    let mut env: Vec<(OsString, OsString)> = std::env::vars_os().filter(|(k, _)| k != "TMPDIR").collect();
-    env.push(("TMPDIR".into(), tmpdir.0.clone().into_os_string()));
+    let mut rules = policy.as_ref().map(|(p, _)| p.env.clone()).unwrap_or_default();
+    rules.keep.extend(args.env_keep.iter().cloned());
+    let (mut env, dropped) = rules.apply(std::env::vars_os().filter(|(k, _)| k != "TMPDIR"));
+    env.push(("TMPDIR".into(), session.tmp().into_os_string()));
+    if session_home {
+        env.retain(|(k, _)| k != "HOME");
+        env.push(("HOME".into(), session.home().into_os_string()));
+    }
+    for note in &notes {
+        eprintln!("interpose: {note}");
+    }
     let path_var = env.iter().find(|(k, _)| k == "PATH").map(|(_, v)| v.clone());
     let program = &args.command[0];
     let Some(resolved) = find_program(program, path_var.as_deref()) else {
@@ -256,7 +343,7 @@ pub fn run(args: &RunArgs) -> Result<i32, RunError> {
         }
     };
     if let Some(sink) = &sink {
-        sink.send(session_start(args, &surface));
+        sink.send(session_start(args, &surface, policy.as_ref(), &dropped));
     }
 
     process::set_child_subreaper().map_err(errno("PR_SET_CHILD_SUBREAPER"))?;
@@ -308,11 +395,17 @@ pub fn run(args: &RunArgs) -> Result<i32, RunError> {
         });
         sink.flush();
     }
-    drop(tmpdir);
+    drop(session);
     Ok(status)
 }
 
-fn session_start(args: &RunArgs, surface: &Surface) -> audit::Record {
+fn session_start(
+    args: &RunArgs,
+    surface: &Surface,
+    policy: Option<&super::LoadedPolicy>,
+    dropped: &[crate::policy::env::Dropped],
+) -> audit::Record {
+    use sha2::Digest;
     let features = crate::cli::check::probe()
         .into_iter()
         .map(|f| (f.name.to_string(), serde_json::json!({"present": f.present, "detail": f.detail})))
@@ -324,7 +417,27 @@ fn session_start(args: &RunArgs, surface: &Surface) -> audit::Record {
         surface: surface
             .effective_rules()
             .map(|(_, r)| serde_json::json!([r.path.to_string_lossy(), r.mode, r.origin.to_string()]))
+            .chain(surface.globs().iter().map(|g| {
+                serde_json::json!([g.pattern.to_string_lossy(), format!("glob:{:?}", g.effect).to_lowercase(), g.origin.to_string()])
+            }))
             .collect(),
+        policy: policy.map(|(p, resolved)| {
+            serde_json::json!({
+                "sources": p.sources.iter().map(|(name, text)| serde_json::json!({
+                    "name": name,
+                    "sha256": sha2::Sha256::digest(text.as_bytes()).iter().map(|b| format!("{b:02x}")).collect::<String>(),
+                })).collect::<Vec<_>>(),
+                "cwd": resolved.cwd.to_string_lossy(),
+                "skipped": resolved.outcomes.iter().filter_map(|(e, o)| match o {
+                    crate::policy::file::Outcome::Skipped(why) => Some(serde_json::json!({
+                        "entry": e.text, "field": e.field.key(), "origin": e.origin.to_string(), "why": why,
+                    })),
+                    _ => None,
+                }).collect::<Vec<_>>(),
+                "home": format!("{:?}", p.home).to_lowercase(),
+            })
+        }),
+        env_dropped: dropped.iter().map(|d| format!("{} ({})", d.name.to_string_lossy(), d.rule)).collect(),
         surface_digest: {
             // Sorted (path, mode) pairs of the entries in effect, without the
             // run-specific private TMPDIR.

@@ -2,7 +2,7 @@
 //! anything.
 
 use super::WhyArgs;
-use crate::policy::{Access, Mode};
+use crate::policy::Access;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
@@ -68,8 +68,7 @@ pub fn run(args: &WhyArgs) -> i32 {
     if path != args.path {
         println!("  (resolved from {})", args.path.display());
     }
-    let carve_out =
-        matches!(verdict.reason, crate::policy::Reason::Rule(i) if surface.rules()[i as usize].mode == Mode::Deny);
+    let carve_out = surface.is_carve_out(verdict.reason);
     if carve_out {
         println!("  a carve-out: no --ro or --rw beneath which it lies overrides it");
     } else if matches!(verdict.reason, crate::policy::Reason::ProcOutside(_)) {

@@ -4,6 +4,9 @@
 //! Nothing in this module does I/O except [`system`], which enumerates the
 //! host at start-up to build the built-in system surface.
 
+pub mod env;
+pub mod file;
+pub mod glob;
 pub mod syscalls;
 pub mod system;
 pub mod table;
@@ -76,6 +79,24 @@ pub enum Origin {
     System(&'static str),
     /// The private temporary directory interpose made for this run.
     TmpDir,
+    /// A policy file, at this line.
+    File {
+        /// The file as named on the command line.
+        file: String,
+        /// The 1-based line of the entry.
+        line: usize,
+    },
+    /// A built-in profile (`interpose policy list`), at this line of it.
+    Profile {
+        /// The profile's name.
+        name: String,
+        /// The 1-based line of the entry in the profile's text.
+        line: usize,
+    },
+    /// The per-session home directory.
+    SessionHome,
+    /// A policy's workspace taken from where interpose runs (no `cwd` key).
+    Workspace,
 }
 
 impl std::fmt::Display for Origin {
@@ -84,6 +105,10 @@ impl std::fmt::Display for Origin {
             Origin::Flag(flag) => write!(f, "flag {flag}"),
             Origin::System(why) => write!(f, "system surface ({why})"),
             Origin::TmpDir => f.write_str("private TMPDIR"),
+            Origin::File { file, line } => write!(f, "{file}:{line}"),
+            Origin::Profile { name, line } => write!(f, "profile {name}:{line}"),
+            Origin::SessionHome => f.write_str("session HOME"),
+            Origin::Workspace => f.write_str("workspace: the directory interpose runs in"),
         }
     }
 }
@@ -110,8 +135,69 @@ pub enum Reason {
     ProcOutside(u32),
     /// The path leads to a surface entry (metadata access only).
     Ancestor,
+    /// The glob rule with this index in [`Surface::globs`] decided.
+    Glob(u32),
     /// No entry covers the path.
     NoRule,
+}
+
+/// What a glob rule does to the paths it matches.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum GlobEffect {
+    /// Grants everything (`rw`), unless a more specific entry or a carve-out
+    /// says otherwise.
+    Grant,
+    /// Denies everything, whatever grants it otherwise.
+    Deny,
+    /// Denies every mutation; reading stays as granted otherwise.
+    DenyWrites,
+}
+
+/// A pattern rule, matched against the canonical path at decision time.
+#[derive(Debug, Clone)]
+pub struct GlobRule {
+    /// The absolute pattern, with its base canonical.
+    pub pattern: PathBuf,
+    /// The literal directory the pattern starts with (canonical).
+    pub base: PathBuf,
+    /// What it does.
+    pub effect: GlobEffect,
+    /// Where it came from.
+    pub origin: Origin,
+    matcher: globset::GlobMatcher,
+}
+
+impl GlobRule {
+    fn matches(&self, path: &[u8]) -> bool {
+        use std::os::unix::ffi::OsStrExt;
+        let base = self.base.as_os_str().as_bytes();
+        path.strip_prefix(base).is_some_and(|rest| rest.first() == Some(&b'/'))
+            && self.matcher.is_match(Path::new(std::ffi::OsStr::from_bytes(path)))
+    }
+}
+
+/// `path` made absolute and canonical as far as it exists, with the missing
+/// rest appended as written (`..` in the missing rest is refused by callers).
+pub fn canonical_lenient(path: &Path) -> std::io::Result<PathBuf> {
+    let path = if path.is_absolute() { path.to_path_buf() } else { std::env::current_dir()?.join(path) };
+    let mut existing = path.as_path();
+    let mut rest = Vec::new();
+    loop {
+        match std::fs::canonicalize(existing) {
+            Ok(c) => {
+                let mut out = c;
+                out.extend(rest.iter().rev());
+                return Ok(out);
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                let (Some(parent), Some(name)) = (existing.parent(), existing.file_name()) else { return Err(e) };
+                rest.push(name.to_os_string());
+                existing = parent;
+            }
+            Err(e) => return Err(e),
+        }
+    }
 }
 
 /// The outcome of checking one access against the surface.
@@ -136,6 +222,7 @@ pub trait Processes {
 pub struct Surface {
     trie: Trie,
     rules: Vec<Rule>,
+    globs: Vec<GlobRule>,
     /// Mount points of procfs instances, where `/<mount>/<pid>` is decided by
     /// sandbox membership instead of by the trie.
     proc_mounts: Vec<PathBuf>,
@@ -167,6 +254,34 @@ impl Surface {
         }
         self.add(Rule { path: canonical, mode, origin });
         Ok(())
+    }
+
+    /// Adds a glob rule for an absolute `pattern` (validated by the caller
+    /// with [`glob::validate`]); its literal base is canonicalized as far as
+    /// it exists.
+    pub fn add_glob(&mut self, pattern: &Path, effect: GlobEffect, origin: Origin) -> Result<(), glob::GlobError> {
+        let literal_base = glob::static_prefix(pattern);
+        let rest = pattern.strip_prefix(&literal_base).map_err(|_| glob::GlobError::Malformed("no literal base"))?;
+        let base = canonical_lenient(&literal_base).map_err(|_| glob::GlobError::Malformed("base not resolvable"))?;
+        let pattern = base.join(rest);
+        let matcher = glob::compile(&pattern)?;
+        self.globs.push(GlobRule { pattern, base, effect, origin, matcher });
+        Ok(())
+    }
+
+    /// Every glob rule, in the order added.
+    pub fn globs(&self) -> &[GlobRule] {
+        &self.globs
+    }
+
+    /// Whether `reason` is a carve-out: a deny entry or deny glob, which no
+    /// flag can widen.
+    pub fn is_carve_out(&self, reason: Reason) -> bool {
+        match reason {
+            Reason::Rule(i) => self.rules[i as usize].mode == Mode::Deny,
+            Reason::Glob(i) => self.globs[i as usize].effect != GlobEffect::Grant,
+            _ => false,
+        }
     }
 
     /// Decides `/<mount>/<pid>/...` by membership for every procfs `mount`.
@@ -233,10 +348,52 @@ impl Surface {
             Some(i) => Verdict { allowed: self.rules[i as usize].mode.permits(access), reason: Reason::Rule(i) },
             None => Verdict { allowed: false, reason: Reason::NoRule },
         };
-        if !verdict.allowed && access == Access::Stat && verdict.reason == Reason::NoRule && self.trie.reaches(path) {
+        let verdict = if self.globs.is_empty() { verdict } else { self.decide_globs(path, access, verdict) };
+        if !verdict.allowed && access == Access::Stat && verdict.reason == Reason::NoRule && self.reaches(path) {
             return Verdict { allowed: true, reason: Reason::Ancestor };
         }
         verdict
+    }
+
+    /// Applies the glob rules on top of the trie's verdict: a matching deny
+    /// glob always denies, a matching deny-writes glob denies mutations, and
+    /// a matching grant allows unless the trie entry that decided is more
+    /// specific than the glob's base (a carve-out inside it, say).
+    fn decide_globs(&self, path: &[u8], access: Access, verdict: Verdict) -> Verdict {
+        for (i, g) in self.globs.iter().enumerate() {
+            let denies = match g.effect {
+                GlobEffect::Deny => true,
+                GlobEffect::DenyWrites => access.is_mutation(),
+                GlobEffect::Grant => false,
+            };
+            if denies && g.matches(path) {
+                return Verdict { allowed: false, reason: Reason::Glob(i as u32) };
+            }
+        }
+        if verdict.allowed {
+            return verdict;
+        }
+        let deciding = match verdict.reason {
+            Reason::Rule(r) => Some(&self.rules[r as usize].path),
+            _ => None,
+        };
+        for (i, g) in self.globs.iter().enumerate() {
+            if g.effect == GlobEffect::Grant && deciding.is_none_or(|p| g.base.starts_with(p)) && g.matches(path) {
+                return Verdict { allowed: true, reason: Reason::Glob(i as u32) };
+            }
+        }
+        verdict
+    }
+
+    /// Whether `path` is a directory on the way to a surface entry or to a
+    /// glob rule's base.
+    fn reaches(&self, path: &[u8]) -> bool {
+        use std::os::unix::ffi::OsStrExt;
+        self.trie.reaches(path)
+            || self.globs.iter().any(|g| {
+                g.effect == GlobEffect::Grant
+                    && g.base.as_os_str().as_bytes().strip_prefix(path).is_some_and(|r| r.is_empty() || r[0] == b'/')
+            })
     }
 
     /// Human-readable description of a verdict's reason.
@@ -249,6 +406,15 @@ impl Surface {
             Reason::ProcInside(pid) => format!("/proc/{pid} is inside the sandbox"),
             Reason::ProcOutside(pid) => format!("/proc/{pid} is outside the sandbox"),
             Reason::Ancestor => "leads to a surface entry (metadata only)".into(),
+            Reason::Glob(i) => {
+                let g = &self.globs[i as usize];
+                let what = match g.effect {
+                    GlobEffect::Grant => "rw",
+                    GlobEffect::Deny => "deny",
+                    GlobEffect::DenyWrites => "deny-writes",
+                };
+                format!("{what} glob {} ({})", g.pattern.display(), g.origin)
+            }
             Reason::NoRule => "no surface entry covers the path".into(),
         }
     }
@@ -285,6 +451,35 @@ mod tests {
         add("/proc/kcore", Mode::Deny);
         s.add_proc_mount("/proc".into());
         s
+    }
+
+    #[test]
+    fn globs_grant_and_carve_out_at_decision_time() {
+        // Paths that do not exist: the bases are taken as written.
+        let mut s = surface();
+        let o = || Origin::Flag("test".into());
+        s.add(Rule { path: "/nonexistent-home".into(), mode: Mode::Ro, origin: o() });
+        s.add(Rule { path: "/nonexistent-home/.claude.json.d".into(), mode: Mode::Deny, origin: o() });
+        s.add_glob(Path::new("/nonexistent-home/.claude.json.*"), GlobEffect::Grant, o()).unwrap();
+        s.add_glob(Path::new("/work/repo/**/.env"), GlobEffect::Deny, o()).unwrap();
+        s.add_glob(Path::new("/work/repo/.git/hooks/**"), GlobEffect::DenyWrites, o()).unwrap();
+        let none = Set(HashSet::new());
+        let d = |p: &str, a| s.decide(p.as_bytes(), a, &none);
+        assert!(d("/nonexistent-home/.claude.json.tmp.1.ab", Access::Create).allowed);
+        assert_eq!(d("/nonexistent-home/.claude.json.lock", Access::Write).reason, Reason::Glob(0));
+        // `*` stays in one component, and a more specific entry wins.
+        assert!(!d("/nonexistent-home/.claude.json.bak/x", Access::Create).allowed);
+        assert!(!d("/nonexistent-home/.claude.json.d", Access::Write).allowed);
+        assert!(!d("/nonexistent-home/.bashrc", Access::Write).allowed);
+        // Carve-out globs beat the rw workspace, for names made at any time.
+        assert!(!d("/work/repo/.env", Access::Read).allowed);
+        assert!(!d("/work/repo/a/b/.env", Access::Create).allowed);
+        assert!(s.is_carve_out(d("/work/repo/a/.env", Access::Read).reason));
+        assert!(d("/work/repo/.git/hooks/pre-commit", Access::Read).allowed);
+        assert!(!d("/work/repo/.git/hooks/pre-commit", Access::Write).allowed);
+        assert!(d("/work/repo/.git/config", Access::Write).allowed);
+        // The way to a glob's base may be looked at, not listed.
+        assert!(d("/nonexistent-home", Access::Stat).allowed);
     }
 
     #[test]

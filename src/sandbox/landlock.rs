@@ -95,6 +95,15 @@ pub fn grants(surface: &Surface) -> Vec<(PathBuf, Grant, bool)> {
         }
         grant(surface, &rule.path, rule.mode, &mut out);
     }
+    // A glob names files Landlock cannot: the base directory gets what
+    // creating, renaming and removing names beneath it needs, and the
+    // supervisor decides which names. (Its opens are emulated, so the
+    // missing write right never applies to them.)
+    for g in surface.globs() {
+        if g.effect == crate::policy::GlobEffect::Grant && g.base.is_dir() {
+            out.push((g.base.clone(), Grant::Parent(Mode::Rw), true));
+        }
+    }
     out
 }
 

@@ -189,7 +189,7 @@ impl Cx<'_> {
             Target::Anonymous { .. } => (true, Why::Note("object held by a sandboxed process"), false),
             _ => {
                 let v = self.sup.surface.decide(&r.path, access, &self.sup.procs);
-                let carve_out = matches!(v.reason, Reason::Rule(i) if self.sup.surface.rules()[i as usize].mode == crate::policy::Mode::Deny);
+                let carve_out = self.sup.surface.is_carve_out(v.reason);
                 (v.allowed, Why::Verdict(v.reason), carve_out)
             }
         };
@@ -329,11 +329,21 @@ impl Cx<'_> {
                 Ok(Answer::Continue)
             }
             Op::Truncate => {
+                let length = self.arg(row.extra) as i64;
                 let arg = self.path_arg(row.dirfd, row.path, false)?;
                 self.still_valid()?;
-                let r = self.resolve(&arg, true, false, 0);
-                self.check(&arg, r, Access::Write)?;
-                Ok(Answer::Continue)
+                let (fd, mode) = self.checked_object(&arg, true, false, Access::Write)?;
+                match mode & libc::S_IFMT {
+                    libc::S_IFREG => {}
+                    libc::S_IFDIR => return Err(Errno::EISDIR.into()),
+                    _ => return Err(Errno::EINVAL.into()),
+                }
+                if length < 0 {
+                    return Err(Errno::EINVAL.into());
+                }
+                let file = self.sup.resolver.reopen(fd.as_fd(), libc::O_WRONLY | libc::O_NOCTTY, 0)?;
+                nix::unistd::ftruncate(&file, length)?;
+                Ok(Answer::Value(0))
             }
             Op::Mknod => {
                 let arg = self.path_arg(row.dirfd, row.path, false)?;

@@ -9,3 +9,4 @@ mod coverage;
 mod denied;
 mod forensics;
 mod lifecycle;
+mod policy;

@@ -1,0 +1,115 @@
+//! `interpose policy check|show|list`.
+
+use super::PolicyCommand;
+use crate::policy::file::{Outcome, Policy, PROFILES};
+use crate::policy::{GlobEffect, Surface};
+use std::path::Path;
+
+/// Runs a `policy` verb; returns the exit status.
+pub fn run(cmd: &PolicyCommand) -> i32 {
+    match cmd {
+        PolicyCommand::List => {
+            for (name, what, _) in PROFILES {
+                println!("{name:<8} {what}");
+            }
+            0
+        }
+        PolicyCommand::Check { file } => match check(file) {
+            Ok(n) => {
+                println!("{}: ok ({n} entries)", file.display());
+                0
+            }
+            Err(e) => {
+                eprintln!("{e}");
+                1
+            }
+        },
+        PolicyCommand::Show { file } => match show(file) {
+            Ok(text) => {
+                print!("{text}");
+                0
+            }
+            Err(e) => {
+                eprintln!("{e}");
+                1
+            }
+        },
+    }
+}
+
+fn load(file: &Path) -> Result<Policy, crate::policy::file::PolicyError> {
+    match file.to_str().and_then(|name| (!file.exists()).then(|| Policy::profile(name)).flatten()) {
+        Some(profile) => Ok(profile),
+        None => Policy::load(file),
+    }
+}
+
+/// Loads and resolves `file` as `run` would; the number of entries.
+fn check(file: &Path) -> Result<usize, String> {
+    let policy = load(file).map_err(|e| e.to_string())?;
+    let cwd = std::env::current_dir().map_err(|e| e.to_string())?;
+    policy.resolve(&super::env_vars(), &cwd, &mut Surface::new()).map_err(|e| e.to_string())?;
+    Ok(policy.entries.len())
+}
+
+fn show(file: &Path) -> Result<String, String> {
+    use std::fmt::Write;
+    let policy = load(file).map_err(|e| e.to_string())?;
+    let cwd = std::env::current_dir().map_err(|e| e.to_string())?;
+    let mut surface = Surface::new();
+    let resolved = policy.resolve(&super::env_vars(), &cwd, &mut surface).map_err(|e| e.to_string())?;
+    let mut out = String::new();
+    let _ = writeln!(out, "# policy {}", file.display());
+    let _ = writeln!(
+        out,
+        "system surface: {}",
+        if policy.system { "included (extends \"system\"; see `interpose why`)" } else { "not included" }
+    );
+    let workspace_mode = if policy.restricts_workspace { "ro, writable only where `writable` says" } else { "rw" };
+    let _ = writeln!(out, "workspace (cwd): {} {workspace_mode}", resolved.cwd.display());
+    let _ = writeln!(out, "\n# entries");
+    for (_, rule) in surface.effective_rules() {
+        let _ = writeln!(
+            out,
+            "{:<5} {}  ({})",
+            format!("{:?}", rule.mode).to_lowercase(),
+            rule.path.display(),
+            rule.origin
+        );
+    }
+    for g in surface.globs() {
+        let what = match g.effect {
+            GlobEffect::Grant => "rw",
+            GlobEffect::Deny => "deny",
+            GlobEffect::DenyWrites => "ro",
+        };
+        let _ = writeln!(out, "{what:<5} {}  (glob, {})", g.pattern.display(), g.origin);
+    }
+    let mut skipped = resolved.outcomes.iter().filter(|(_, o)| matches!(o, Outcome::Skipped(_))).peekable();
+    if skipped.peek().is_some() {
+        let _ = writeln!(out, "\n# skipped");
+        for (e, o) in skipped {
+            if let Outcome::Skipped(why) = o {
+                let _ = writeln!(out, "{} {:?}: {why}  ({})", e.field.key(), e.text, e.origin);
+            }
+        }
+    }
+    for (e, o) in &resolved.outcomes {
+        if let Outcome::Created(p) = o {
+            let _ = writeln!(out, "created {} for {} {:?} ({})", p.display(), e.field.key(), e.text, e.origin);
+        }
+    }
+    let _ = writeln!(out, "\n# environment");
+    let (_, dropped) = policy.env.apply(std::env::vars_os());
+    for d in &dropped {
+        let _ = writeln!(out, "drop {}  (matches {})", d.name.to_string_lossy(), d.rule);
+    }
+    if dropped.is_empty() {
+        let _ = writeln!(out, "nothing in the current environment would be dropped");
+    }
+    for (k, v) in &policy.env.set {
+        let _ = writeln!(out, "set  {k}={v}");
+    }
+    let _ = writeln!(out, "HOME: {}", format!("{:?}", policy.home).to_lowercase());
+    Ok(out)
+}

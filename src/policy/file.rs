@@ -1,0 +1,625 @@
+//! Policy files: the surface model of seed 000 in TOML, with templates,
+//! globs, carve-outs, built-in profiles, the environment rules and the
+//! session home.
+//!
+//! Loading ([`Policy::load`]) parses and merges the `extends` chain and
+//! checks everything that does not depend on the host; resolving
+//! ([`Policy::resolve`]) expands templates against the environment, checks
+//! the host and adds the entries to a [`Surface`], the one object every
+//! enforcement layer reads. Every entry keeps the file and line it came
+//! from, for errors, `interpose policy show` and the audit trail.
+
+use super::env::EnvRules;
+use super::glob::{self, Anchor, GlobError};
+use super::{GlobEffect, Mode, Origin, Rule, Surface};
+use serde::Deserialize;
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+use toml::Spanned;
+
+/// The built-in profiles: name, what it is for, and its text.
+pub const PROFILES: &[(&str, &str, &str)] = &[
+    ("system", "programs, libraries, /etc minus secrets, devices, /proc of the sandbox", ""),
+    ("tooling", "git config, cargo/rustup, npm, pip and go caches, read-only", include_str!("profiles/tooling.toml")),
+    ("claude", "Claude Code's settings and state", include_str!("profiles/claude.toml")),
+    ("gemini", "Gemini CLI's settings and state", include_str!("profiles/gemini.toml")),
+    ("codex", "Codex CLI's settings and state", include_str!("profiles/codex.toml")),
+];
+
+/// A policy that cannot be used, and where.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{file}:{line}:{column}: {kind}")]
+pub struct PolicyError {
+    /// The file (or `profile NAME`).
+    pub file: String,
+    /// 1-based line (0 when the error is about the file as a whole).
+    pub line: usize,
+    /// 1-based column.
+    pub column: usize,
+    /// What is wrong.
+    pub kind: ErrorKind,
+}
+
+/// What is wrong with a policy.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ErrorKind {
+    /// The file cannot be read.
+    #[error("cannot read the policy: {0}")]
+    Read(String),
+    /// TOML syntax, an unknown key or a value of the wrong type.
+    #[error("{0}")]
+    Syntax(String),
+    /// A pattern was refused.
+    #[error("`{field}` entry {entry:?}: {error}")]
+    Glob {
+        /// The field it is in.
+        field: &'static str,
+        /// The entry as written.
+        entry: String,
+        /// Escape or malformed.
+        error: GlobError,
+    },
+    /// `extends` names no built-in profile or file.
+    #[error("unknown profile {0:?} in `extends` (see `interpose policy list`)")]
+    UnknownProfile(String),
+    /// Anything else, said in words.
+    #[error("{0}")]
+    Invalid(String),
+}
+
+/// What the command gets as `HOME`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Home {
+    /// The real home (the default).
+    #[default]
+    Real,
+    /// A fresh directory per session, removed when the command ends.
+    Session,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Raw {
+    #[serde(default)]
+    extends: Vec<Spanned<String>>,
+    cwd: Option<Spanned<String>>,
+    #[serde(default)]
+    additional_writes: Vec<Spanned<String>>,
+    #[serde(default)]
+    sibling_reads: Vec<Spanned<String>>,
+    #[serde(default)]
+    workspace_metadata: Vec<Spanned<String>>,
+    #[serde(default)]
+    tooling_paths: Vec<Spanned<String>>,
+    #[serde(default)]
+    additional_reads: Vec<Spanned<String>>,
+    writable: Option<Spanned<Vec<Spanned<String>>>>,
+    #[serde(default)]
+    deny: Vec<Spanned<String>>,
+    #[serde(default)]
+    deny_writes: Vec<Spanned<String>>,
+    home: Option<Home>,
+    #[serde(default)]
+    home_seed: Vec<Spanned<String>>,
+    #[serde(default)]
+    env: RawEnv,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawEnv {
+    #[serde(default)]
+    keep: Vec<String>,
+    #[serde(default)]
+    drop: Vec<String>,
+    #[serde(default)]
+    set: BTreeMap<String, String>,
+}
+
+/// The list an entry is in, which decides what it grants.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Field {
+    /// `additional_writes`: rw; globs allowed.
+    AdditionalWrites,
+    /// `sibling_reads`: ro.
+    SiblingReads,
+    /// `workspace_metadata`: ro.
+    WorkspaceMetadata,
+    /// `tooling_paths`: ro.
+    ToolingPaths,
+    /// `additional_reads`: ro.
+    AdditionalReads,
+    /// `writable`: the only writable parts of the workspace, as patterns
+    /// relative to it.
+    Writable,
+    /// `deny`: nothing at all, even inside granted trees.
+    Deny,
+    /// `deny_writes`: read-only, even inside writable trees.
+    DenyWrites,
+    /// `home_seed`: files copied from the real home into the session home.
+    HomeSeed,
+}
+
+impl Field {
+    /// The key as written in the file.
+    pub fn key(self) -> &'static str {
+        match self {
+            Field::AdditionalWrites => "additional_writes",
+            Field::SiblingReads => "sibling_reads",
+            Field::WorkspaceMetadata => "workspace_metadata",
+            Field::ToolingPaths => "tooling_paths",
+            Field::AdditionalReads => "additional_reads",
+            Field::Writable => "writable",
+            Field::Deny => "deny",
+            Field::DenyWrites => "deny_writes",
+            Field::HomeSeed => "home_seed",
+        }
+    }
+
+    fn reads(self) -> bool {
+        matches!(self, Field::SiblingReads | Field::WorkspaceMetadata | Field::ToolingPaths | Field::AdditionalReads)
+    }
+}
+
+/// One path entry as written, and where.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Entry {
+    /// The list it is in.
+    pub field: Field,
+    /// The text, before expansion.
+    pub text: String,
+    /// File and line.
+    pub origin: Origin,
+    column: usize,
+}
+
+/// A loaded policy: the merged `extends` chain, not yet expanded.
+#[derive(Debug, Clone, Default)]
+pub struct Policy {
+    /// Whether the built-in system surface is included (`extends = ["system"]`).
+    pub system: bool,
+    /// The workspace, as written, and where.
+    pub cwd: Option<(String, Origin)>,
+    /// Every path entry, profiles first, in order.
+    pub entries: Vec<Entry>,
+    /// Whether `writable` was given (the workspace is then read-only except
+    /// for those patterns).
+    pub restricts_workspace: bool,
+    /// The environment rules.
+    pub env: EnvRules,
+    /// What `HOME` is.
+    pub home: Home,
+    /// The files and profiles that make up the policy, in load order, with
+    /// their text (for the digest in the session record).
+    pub sources: Vec<(String, String)>,
+}
+
+/// What became of one entry on this host.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    /// Added to the surface as this path (or pattern).
+    Added(PathBuf),
+    /// Created (an `additional_writes` directory ending in `/`), then added.
+    Created(PathBuf),
+    /// Left out, and why (an unset variable, a missing path).
+    Skipped(String),
+}
+
+/// The surface a policy resolves to, with what happened to every entry.
+#[derive(Debug)]
+pub struct Resolved {
+    /// The workspace (canonical).
+    pub cwd: PathBuf,
+    /// Every entry and what became of it.
+    pub outcomes: Vec<(Entry, Outcome)>,
+}
+
+fn line_col(text: &str, offset: usize) -> (usize, usize) {
+    let before = &text[..offset.min(text.len())];
+    let line = before.matches('\n').count() + 1;
+    let column = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+    (line, column)
+}
+
+struct Source<'a> {
+    name: String,
+    text: &'a str,
+    profile: Option<&'a str>,
+}
+
+impl Source<'_> {
+    fn error(&self, offset: usize, kind: ErrorKind) -> PolicyError {
+        let (line, column) = if offset == usize::MAX { (0, 0) } else { line_col(self.text, offset) };
+        PolicyError { file: self.name.clone(), line, column, kind }
+    }
+
+    fn origin(&self, offset: usize) -> Origin {
+        let line = line_col(self.text, offset).0;
+        match self.profile {
+            Some(name) => Origin::Profile { name: name.to_string(), line },
+            None => Origin::File { file: self.name.clone(), line },
+        }
+    }
+}
+
+impl Policy {
+    /// Loads the policy file at `path` and every profile it extends.
+    pub fn load(path: &Path) -> Result<Policy, PolicyError> {
+        let name = path.display().to_string();
+        let text = std::fs::read_to_string(path).map_err(|e| PolicyError {
+            file: name.clone(),
+            line: 0,
+            column: 0,
+            kind: ErrorKind::Read(e.to_string()),
+        })?;
+        let mut policy = Policy::default();
+        policy.add(&Source { name, text: &text, profile: None }, 0)?;
+        Ok(policy)
+    }
+
+    /// The built-in profile `name`, as a policy of its own.
+    pub fn profile(name: &str) -> Option<Policy> {
+        let mut policy = Policy::default();
+        let text = format!("extends = [{name:?}]\n");
+        policy.add(&Source { name: "(command line)".into(), text: &text, profile: None }, 0).ok()?;
+        policy.sources.remove(0);
+        Some(policy)
+    }
+
+    fn add(&mut self, src: &Source<'_>, depth: usize) -> Result<(), PolicyError> {
+        let raw: Raw = toml::from_str(src.text).map_err(|e| {
+            let offset = e.span().map_or(usize::MAX, |s| s.start);
+            src.error(offset, ErrorKind::Syntax(e.message().trim_end().to_string()))
+        })?;
+        self.sources.push((src.name.clone(), src.text.to_string()));
+        for ext in &raw.extends {
+            let name = ext.get_ref().as_str();
+            match PROFILES.iter().find(|(n, _, _)| *n == name) {
+                Some(("system", _, _)) => self.system = true,
+                Some((n, _, text)) if depth < 4 => {
+                    self.add(&Source { name: format!("profile {n}"), text, profile: Some(n) }, depth + 1)?
+                }
+                _ => return Err(src.error(ext.span().start, ErrorKind::UnknownProfile(name.to_string()))),
+            }
+        }
+        if let Some(cwd) = &raw.cwd {
+            if src.profile.is_some() {
+                return Err(src.error(cwd.span().start, ErrorKind::Invalid("a profile cannot set `cwd`".into())));
+            }
+            self.cwd = Some((cwd.get_ref().clone(), src.origin(cwd.span().start)));
+        }
+        let lists = [
+            (Field::SiblingReads, &raw.sibling_reads),
+            (Field::WorkspaceMetadata, &raw.workspace_metadata),
+            (Field::ToolingPaths, &raw.tooling_paths),
+            (Field::AdditionalReads, &raw.additional_reads),
+            (Field::AdditionalWrites, &raw.additional_writes),
+            (Field::Deny, &raw.deny),
+            (Field::DenyWrites, &raw.deny_writes),
+            (Field::HomeSeed, &raw.home_seed),
+        ];
+        for (field, list) in lists {
+            for item in list {
+                self.entry(src, field, item)?;
+            }
+        }
+        if let Some(writable) = &raw.writable {
+            if writable.get_ref().is_empty() {
+                return Err(src.error(
+                    writable.span().start,
+                    ErrorKind::Invalid(
+                        "`writable` is empty: leave it out to make the whole workspace writable, or list what may be written"
+                            .into(),
+                    ),
+                ));
+            }
+            self.restricts_workspace = true;
+            for item in writable.get_ref() {
+                self.entry(src, Field::Writable, item)?;
+            }
+        }
+        self.env.merge(&EnvRules { keep: raw.env.keep, drop: raw.env.drop, set: raw.env.set });
+        if let Some(home) = raw.home {
+            self.home = home;
+        }
+        Ok(())
+    }
+
+    fn entry(&mut self, src: &Source<'_>, field: Field, item: &Spanned<String>) -> Result<(), PolicyError> {
+        let text = item.get_ref();
+        let at = item.span().start;
+        let refuse = |error| src.error(at, ErrorKind::Glob { field: field.key(), entry: text.clone(), error });
+        if text.is_empty() {
+            return Err(refuse(GlobError::Malformed("empty entry")));
+        }
+        if text.starts_with('~') && !(text == "~" || text.starts_with("~/")) {
+            return Err(refuse(GlobError::Escape("`~` is only allowed as `~/` at the start (no `~user`)")));
+        }
+        if glob::is_glob(text) || field == Field::Writable {
+            let allowed = matches!(field, Field::AdditionalWrites | Field::Writable | Field::Deny | Field::DenyWrites);
+            if !allowed {
+                return Err(refuse(GlobError::Malformed(
+                    "patterns are allowed only in additional_writes, writable, deny and deny_writes",
+                )));
+            }
+            let anchor = if field == Field::Writable { Anchor::Workspace } else { Anchor::Anywhere };
+            // Templates are checked once expanded; the shape is checked on
+            // the text with `${NAME}` taken as a plain component.
+            glob::validate(&strip_templates(text), anchor).map_err(refuse)?;
+        }
+        let column = line_col(src.text, at).1;
+        self.entries.push(Entry { field, text: text.clone(), origin: src.origin(at), column });
+        Ok(())
+    }
+
+    /// Expands every entry against `vars` (the environment interpose was
+    /// started with), checks the host, and adds the result to `surface`:
+    /// reads first, then the workspace and writes, then carve-outs. `cwd` is
+    /// where interpose runs; a relative `cwd` in the policy is taken from it.
+    pub fn resolve(
+        &self,
+        vars: &HashMap<String, String>,
+        cwd: &Path,
+        surface: &mut Surface,
+    ) -> Result<Resolved, PolicyError> {
+        let (workspace, origin) = match &self.cwd {
+            Some((text, origin)) => {
+                let expanded = expand(text, vars).map_err(|why| self.error_at(origin, ErrorKind::Invalid(why)))?;
+                (cwd.join(expanded), origin.clone())
+            }
+            None => (cwd.to_path_buf(), Origin::Workspace),
+        };
+        let workspace = std::fs::canonicalize(&workspace)
+            .map_err(|e| self.error_at(&origin, ErrorKind::Invalid(format!("cwd {}: {e}", workspace.display()))))?;
+        let mut outcomes = Vec::new();
+        let ordered = self
+            .entries
+            .iter()
+            .filter(|e| e.field.reads())
+            .chain(self.entries.iter().filter(|e| e.field == Field::AdditionalWrites));
+        for e in ordered {
+            let outcome = self.grant(e, vars, &workspace, surface)?;
+            outcomes.push((e.clone(), outcome));
+        }
+        let mode = if self.restricts_workspace { Mode::Ro } else { Mode::Rw };
+        surface.add(Rule { path: workspace.clone(), mode, origin });
+        for e in self.entries.iter().filter(|e| matches!(e.field, Field::Writable | Field::Deny | Field::DenyWrites)) {
+            let outcome = self.restrict(e, vars, &workspace, surface)?;
+            outcomes.push((e.clone(), outcome));
+        }
+        for e in self.entries.iter().filter(|e| e.field == Field::HomeSeed) {
+            let outcome = match expand(&e.text, vars) {
+                Ok(p) => Outcome::Added(workspace.join(p)),
+                Err(why) => Outcome::Skipped(why),
+            };
+            outcomes.push((e.clone(), outcome));
+        }
+        Ok(Resolved { cwd: workspace, outcomes })
+    }
+
+    fn error_at(&self, origin: &Origin, kind: ErrorKind) -> PolicyError {
+        let (file, line) = match origin {
+            Origin::File { file, line } => (file.clone(), *line),
+            Origin::Profile { name, line } => (format!("profile {name}"), *line),
+            other => (other.to_string(), 0),
+        };
+        PolicyError { file, line, column: 1, kind }
+    }
+
+    fn entry_error(&self, e: &Entry, error: GlobError) -> PolicyError {
+        let mut err = self.error_at(&e.origin, ErrorKind::Glob { field: e.field.key(), entry: e.text.clone(), error });
+        err.column = e.column;
+        err
+    }
+
+    fn grant(
+        &self,
+        e: &Entry,
+        vars: &HashMap<String, String>,
+        workspace: &Path,
+        surface: &mut Surface,
+    ) -> Result<Outcome, PolicyError> {
+        let expanded = match expand(&e.text, vars) {
+            Ok(x) => x,
+            Err(why) => return Ok(Outcome::Skipped(why)),
+        };
+        let path = workspace.join(&expanded);
+        if glob::is_glob(&e.text) {
+            glob::validate(&expanded, Anchor::Anywhere).map_err(|g| self.entry_error(e, g))?;
+            surface.add_glob(&path, GlobEffect::Grant, e.origin.clone()).map_err(|g| self.entry_error(e, g))?;
+            return Ok(Outcome::Added(path));
+        }
+        let mode = if e.field == Field::AdditionalWrites { Mode::Rw } else { Mode::Ro };
+        let mut created = false;
+        if e.field == Field::AdditionalWrites && e.text.ends_with('/') && !path.exists() {
+            // A state directory the program would create itself: made here
+            // (0700) so that the grant, and Landlock's, has an object.
+            use std::os::unix::fs::DirBuilderExt;
+            if let Err(err) = std::fs::DirBuilder::new().mode(0o700).create(&path) {
+                return Ok(Outcome::Skipped(format!("cannot create {}: {err}", path.display())));
+            }
+            created = true;
+        }
+        match surface.add_path(&path, mode, e.origin.clone()) {
+            Ok(()) if created => Ok(Outcome::Created(path)),
+            Ok(()) => Ok(Outcome::Added(path)),
+            Err(err) if err.kind() == std::io::ErrorKind::NotFound => {
+                Ok(Outcome::Skipped(format!("{} does not exist", path.display())))
+            }
+            Err(err) => Ok(Outcome::Skipped(format!("{}: {err}", path.display()))),
+        }
+    }
+
+    fn restrict(
+        &self,
+        e: &Entry,
+        vars: &HashMap<String, String>,
+        workspace: &Path,
+        surface: &mut Surface,
+    ) -> Result<Outcome, PolicyError> {
+        let expanded = match expand(&e.text, vars) {
+            Ok(x) => x,
+            Err(why) => return Ok(Outcome::Skipped(why)),
+        };
+        let anchor = if e.field == Field::Writable { Anchor::Workspace } else { Anchor::Anywhere };
+        if glob::is_glob(&e.text) || e.field == Field::Writable {
+            glob::validate(&expanded, anchor).map_err(|g| self.entry_error(e, g))?;
+        }
+        let path = workspace.join(&expanded);
+        let add = |surface: &mut Surface, p: &Path, effect| {
+            surface.add_glob(p, effect, e.origin.clone()).map_err(|g| self.entry_error(e, g))
+        };
+        match e.field {
+            Field::Writable => add(surface, &path, GlobEffect::Grant)?,
+            Field::Deny if glob::is_glob(&e.text) => add(surface, &path, GlobEffect::Deny)?,
+            Field::Deny => {
+                // A carve-out holds whether or not the path exists yet.
+                let canonical = super::canonical_lenient(&path).map_err(|err| {
+                    self.error_at(&e.origin, ErrorKind::Invalid(format!("deny {}: {err}", path.display())))
+                })?;
+                surface.add(Rule { path: canonical, mode: Mode::Deny, origin: e.origin.clone() });
+            }
+            Field::DenyWrites if glob::is_glob(&e.text) => add(surface, &path, GlobEffect::DenyWrites)?,
+            Field::DenyWrites => {
+                // The path itself and everything beneath it, existing or not.
+                add(surface, &path, GlobEffect::DenyWrites)?;
+                add(surface, &path.join("**"), GlobEffect::DenyWrites)?;
+            }
+            _ => unreachable!("restrict is called for writable, deny and deny_writes"),
+        }
+        Ok(Outcome::Added(path))
+    }
+}
+
+/// `${NAME}` replaced by `NAME`, so that the braces of a template are not
+/// taken for glob alternatives.
+fn strip_templates(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find("${") {
+        out.push_str(&rest[..at]);
+        match rest[at..].find('}') {
+            Some(end) => {
+                out.push_str(&rest[at + 2..at + end]);
+                rest = &rest[at + end + 1..];
+            }
+            None => {
+                out.push_str(&rest[at..]);
+                rest = "";
+            }
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+/// Expands a leading `~` and every `$NAME` / `${NAME}` from `vars`. An unset
+/// or empty variable is an error that says which, so that the entry is
+/// dropped, never turned into a literal path such as `/pkg/mod`.
+pub fn expand(text: &str, vars: &HashMap<String, String>) -> Result<String, String> {
+    let lookup = |name: &str| match vars.get(name) {
+        Some(v) if !v.is_empty() => Ok(v.clone()),
+        Some(_) => Err(format!("${name} is empty")),
+        None => Err(format!("${name} is unset")),
+    };
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    if let Some(after) = rest.strip_prefix('~') {
+        out.push_str(&lookup("HOME")?);
+        rest = after;
+    }
+    while let Some(at) = rest.find('$') {
+        out.push_str(&rest[..at]);
+        let after = &rest[at + 1..];
+        let (name, next) = if let Some(braced) = after.strip_prefix('{') {
+            let end = braced.find('}').ok_or_else(|| format!("unclosed `${{` in {text:?}"))?;
+            (&braced[..end], &braced[end + 1..])
+        } else {
+            let end = after.find(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).unwrap_or(after.len());
+            (&after[..end], &after[end..])
+        };
+        if name.is_empty() || name.starts_with(|c: char| c.is_ascii_digit()) {
+            return Err(format!("`$` without a variable name in {text:?}"));
+        }
+        out.push_str(&lookup(name)?);
+        rest = next;
+    }
+    out.push_str(rest);
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn vars(pairs: &[(&str, &str)]) -> HashMap<String, String> {
+        pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
+    }
+
+    fn parse(text: &str) -> Result<Policy, PolicyError> {
+        let mut p = Policy::default();
+        p.add(&Source { name: "agent.toml".into(), text, profile: None }, 0)?;
+        Ok(p)
+    }
+
+    #[test]
+    fn templates_expand_and_unset_variables_drop_the_entry() {
+        let v = vars(&[("HOME", "/home/a"), ("GOPATH", "/go"), ("EMPTY", "")]);
+        assert_eq!(expand("$HOME/.gitconfig", &v).unwrap(), "/home/a/.gitconfig");
+        assert_eq!(expand("${GOPATH}/pkg/mod", &v).unwrap(), "/go/pkg/mod");
+        assert_eq!(expand("~/.cargo", &v).unwrap(), "/home/a/.cargo");
+        assert_eq!(expand("${GOROOT}/src", &v).unwrap_err(), "$GOROOT is unset");
+        assert_eq!(expand("$EMPTY/x", &v).unwrap_err(), "$EMPTY is empty");
+        assert!(expand("a$/b", &v).is_err());
+    }
+
+    #[test]
+    fn a_typo_is_reported_with_line_and_column() {
+        let e = parse("cwd = \".\"\naditional_reads = [\"/x\"]\n").unwrap_err();
+        assert_eq!((e.file.as_str(), e.line, e.column), ("agent.toml", 2, 1));
+        assert!(matches!(&e.kind, ErrorKind::Syntax(m) if m.contains("unknown field `aditional_reads`")), "{e}");
+        let e = parse("deny = \".env\"\n").unwrap_err();
+        assert_eq!((e.line, e.column), (1, 8));
+        assert!(e.to_string().contains("agent.toml:1:8: invalid type: string"), "{e}");
+    }
+
+    #[test]
+    fn escaping_and_malformed_patterns_are_rejected_at_load() {
+        let e = parse("writable = [\"src/**\", \"../other/**\"]").unwrap_err();
+        assert_eq!((e.line, e.column), (1, 23));
+        assert!(matches!(e.kind, ErrorKind::Glob { field: "writable", error: GlobError::Escape(_), .. }), "{e}");
+        let e = parse("writable = [\"/etc/**\"]").unwrap_err();
+        assert!(matches!(e.kind, ErrorKind::Glob { error: GlobError::Escape(_), .. }), "{e}");
+        let e = parse("additional_writes = [\"~root/.ssh/*\"]").unwrap_err();
+        assert!(matches!(e.kind, ErrorKind::Glob { error: GlobError::Escape(_), .. }), "{e}");
+        let e = parse("writable = [\"src/{a,b}/**\"]").unwrap_err();
+        assert!(matches!(e.kind, ErrorKind::Glob { error: GlobError::Malformed(_), .. }), "{e}");
+        let e = parse("tooling_paths = [\"~/.cargo/*\"]").unwrap_err();
+        assert!(matches!(e.kind, ErrorKind::Glob { error: GlobError::Malformed(_), .. }), "{e}");
+        let e = parse("writable = []").unwrap_err();
+        assert!(matches!(e.kind, ErrorKind::Invalid(_)), "{e}");
+        assert!(parse("additional_writes = [\"${HOME}/.claude.json.*\"]").is_ok());
+    }
+
+    #[test]
+    fn extends_merges_profiles_and_rejects_unknown_ones() {
+        let p = parse("extends = [\"system\", \"claude\"]\n[env]\nkeep = [\"ANTHROPIC_API_KEY\"]\n").unwrap();
+        assert!(p.system);
+        assert!(p
+            .entries
+            .iter()
+            .any(|e| e.text == "~/.claude/" && matches!(&e.origin, Origin::Profile { name, .. } if name == "claude")));
+        assert!(p.env.keep.contains(&"ANTHROPIC_API_KEY".to_string()));
+        let e = parse("\nextends = [\"sytem\"]").unwrap_err();
+        assert_eq!((e.line, e.column), (2, 12));
+        assert!(matches!(e.kind, ErrorKind::UnknownProfile(_)));
+    }
+
+    #[test]
+    fn every_built_in_profile_loads() {
+        for (name, _, _) in PROFILES {
+            assert!(Policy::profile(name).is_some(), "{name}");
+        }
+    }
+}

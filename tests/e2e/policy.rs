@@ -1,0 +1,257 @@
+//! Policy files on real runs: every field and rule kind enforced, templates
+//! and globs checked, the environment sanitized, the session HOME made and
+//! removed.
+
+use crate::common::*;
+use std::path::PathBuf;
+use std::process::{Command, Output, Stdio};
+
+/// A workspace `repo` with a sibling `sib`, a fake home `home`, and a
+/// policy file written next to them.
+struct Setup {
+    tree: Tree,
+    repo: PathBuf,
+    sib: PathBuf,
+    home: PathBuf,
+    policy: PathBuf,
+}
+
+impl Setup {
+    fn new(policy: &str) -> Setup {
+        let tree = Tree::new();
+        let root = tree.ws.clone();
+        let (repo, sib, home) = (root.join("repo"), root.join("sib"), root.join("home"));
+        for d in [&repo, &sib, &home] {
+            std::fs::create_dir(d).unwrap();
+        }
+        std::fs::write(sib.join("README"), "sibling\n").unwrap();
+        std::fs::write(home.join(".gitconfig"), "[user]\n\tname = t\n").unwrap();
+        let policy_path = tree.outside.join("agent.toml");
+        std::fs::write(&policy_path, policy).unwrap();
+        Setup { tree, repo, sib, home, policy: policy_path }
+    }
+
+    /// `interpose run --policy P EXTRA -- sh -c SCRIPT` in `repo` with
+    /// `HOME` set to the fake home.
+    fn command(&self, extra: &[&str], script: &str) -> Command {
+        let mut c = Command::new(interpose());
+        c.arg("run").arg("--policy").arg(&self.policy).args(extra).args(["--", "/bin/sh", "-c", script]);
+        c.current_dir(&self.repo).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
+        c.env_remove("LD_LIBRARY_PATH").env("PWD", &self.repo).env("HOME", &self.home).env_remove("GOPATH");
+        c.env("OUT", &self.tree.outside);
+        c
+    }
+
+    fn sh(&self, extra: &[&str], script: &str) -> Output {
+        self.command(extra, script).output().expect("run interpose")
+    }
+}
+
+fn denials(o: &Output) -> usize {
+    stderr(o).matches("Permission denied").count()
+}
+
+#[test]
+fn sibling_reads_are_readable_not_writable() {
+    if !kernel_ok() {
+        return;
+    }
+    let s = Setup::new("extends = [\"system\"]\nsibling_reads = [\"../sib\"]\n");
+    let o = s.sh(&[], "cat ../sib/README; echo x > ../sib/new; rm ../sib/README; echo mine > own && cat own");
+    assert_eq!(stdout(&o), "sibling\nmine\n", "{}", stderr(&o));
+    assert_eq!(denials(&o), 2, "{}", stderr(&o));
+    assert!(s.sib.join("README").exists() && !s.sib.join("new").exists());
+}
+
+#[test]
+fn an_unset_template_is_dropped_and_reported() {
+    if !kernel_ok() {
+        return;
+    }
+    let s = Setup::new("extends = [\"system\"]\ntooling_paths = [\"${GOPATH}/pkg/mod\", \"$HOME/.gitconfig\"]\n");
+    let trail = s.tree.outside.join("trail.jsonl");
+    let o = s.sh(&["--audit", trail.to_str().unwrap()], "cat ~/.gitconfig; ls /pkg/mod");
+    assert!(stdout(&o).contains("name = t"), "{}", stderr(&o));
+    let start: serde_json::Value =
+        serde_json::from_str(std::fs::read_to_string(&trail).unwrap().lines().next().unwrap()).unwrap();
+    let skipped = &start["policy"]["skipped"];
+    assert_eq!(skipped.as_array().unwrap().len(), 1, "{start}");
+    assert_eq!(skipped[0]["entry"], "${GOPATH}/pkg/mod");
+    assert_eq!(skipped[0]["why"], "$GOPATH is unset");
+    assert!(skipped[0]["origin"].as_str().unwrap().ends_with("agent.toml:2"), "{skipped}");
+    // No literal /pkg/mod entry was made from it.
+    assert!(!start["surface"].to_string().contains("\"/pkg/mod"), "{start}");
+    // And `policy show` says so.
+    let show = Command::new(interpose())
+        .args(["policy", "show"])
+        .arg(&s.policy)
+        .current_dir(&s.repo)
+        .env("HOME", &s.home)
+        .env_remove("GOPATH")
+        .output()
+        .unwrap();
+    assert!(stdout(&show).contains("tooling_paths \"${GOPATH}/pkg/mod\": $GOPATH is unset"), "{}", stdout(&show));
+}
+
+#[test]
+fn a_write_glob_allows_temp_files_but_not_what_looks_like_them() {
+    if !kernel_ok() {
+        return;
+    }
+    let s = Setup::new("extends = [\"system\"]\nadditional_writes = [\"~/.claude.json\", \"~/.claude.json.*\"]\n");
+    std::fs::write(s.home.join(".claude.json"), "{}").unwrap();
+    std::fs::create_dir(s.home.join(".claude.json.bak")).unwrap();
+    // The agent's atomic update: write a temp file next to the config, then
+    // rename it over the config.
+    let o = s.sh(
+        &[],
+        "echo '{\"n\":1}' > ~/.claude.json.tmp123 && mv ~/.claude.json.tmp123 ~/.claude.json && cat ~/.claude.json; \
+         echo x > ~/.claude.json.bak/x; echo x > ~/.bashrc",
+    );
+    assert_eq!(stdout(&o), "{\"n\":1}\n", "{}", stderr(&o));
+    assert_eq!(denials(&o), 2, "{}", stderr(&o));
+    assert!(!s.home.join(".claude.json.bak/x").exists() && !s.home.join(".bashrc").exists());
+}
+
+#[test]
+fn deny_carve_outs_block_files_created_after_start() {
+    if !kernel_ok() {
+        return;
+    }
+    let s = Setup::new(
+        "extends = [\"system\"]\ndeny = [\".env\", \"secrets/**\", \"**/*.pem\"]\ndeny_writes = [\".git/hooks\"]\n",
+    );
+    std::fs::create_dir_all(s.repo.join(".git/hooks")).unwrap();
+    std::fs::create_dir(s.repo.join("secrets")).unwrap();
+    let child = s
+        .command(
+            &[],
+            "while [ ! -e go ]; do sleep 0.01; done; \
+             cat .env; cat secrets/key; cat deep/a.pem; echo x > secrets/mine; echo x > .env; \
+             cat .git/hooks/pre-commit; echo x > .git/hooks/pre-commit; echo ok > normal && cat normal",
+        )
+        .spawn()
+        .unwrap();
+    // Created by someone else after the command started.
+    std::fs::write(s.repo.join(".env"), "top-secret-marker\n").unwrap();
+    std::fs::write(s.repo.join("secrets/key"), "top-secret-marker\n").unwrap();
+    std::fs::create_dir(s.repo.join("deep")).unwrap();
+    std::fs::write(s.repo.join("deep/a.pem"), "top-secret-marker\n").unwrap();
+    std::fs::write(s.repo.join(".git/hooks/pre-commit"), "#!/bin/sh\n").unwrap();
+    std::fs::write(s.repo.join("go"), "").unwrap();
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(stdout(&o), "#!/bin/sh\nok\n", "{}", stderr(&o));
+    assert_eq!(denials(&o), 6, "{}", stderr(&o));
+    assert!(!s.repo.join("secrets/mine").exists());
+    assert_eq!(std::fs::read_to_string(s.repo.join(".env")).unwrap(), "top-secret-marker\n");
+    assert_eq!(std::fs::read_to_string(s.repo.join(".git/hooks/pre-commit")).unwrap(), "#!/bin/sh\n");
+}
+
+#[test]
+fn writable_limits_the_workspace_to_its_patterns() {
+    if !kernel_ok() {
+        return;
+    }
+    let s = Setup::new("extends = [\"system\"]\nwritable = [\"src/**\", \"*.lock\"]\n");
+    std::fs::create_dir(s.repo.join("src")).unwrap();
+    std::fs::write(s.repo.join("README"), "readme\n").unwrap();
+    let o = s.sh(
+        &[],
+        "mkdir src/m && echo a > src/m/a.rs && echo l > Cargo.lock && truncate -s 0 src/m/a.rs && cat README; \
+         echo x > README; echo x > new.txt; mkdir other",
+    );
+    assert_eq!(stdout(&o), "readme\n", "{}", stderr(&o));
+    assert_eq!(denials(&o), 3, "{}", stderr(&o));
+    assert_eq!(std::fs::read_to_string(s.repo.join("src/m/a.rs")).unwrap(), "");
+    assert!(s.repo.join("Cargo.lock").exists() && !s.repo.join("new.txt").exists());
+}
+
+#[test]
+fn bad_policies_are_refused_at_start_with_where_and_why() {
+    if !kernel_ok() {
+        return;
+    }
+    let s = Setup::new("extends = [\"system\"]\nwritable = [\"src/**\", \"../../etc/**\"]\n");
+    let o = s.sh(&[], "echo ran");
+    assert_eq!(o.status.code(), Some(125));
+    assert!(stdout(&o).is_empty());
+    let err = stderr(&o);
+    assert!(err.contains("agent.toml:2:23: `writable` entry \"../../etc/**\": escape:"), "{err}");
+
+    std::fs::write(&s.policy, "extends = [\"system\"]\n\nsibling_read = [\"../sib\"]\n").unwrap();
+    let o = s.sh(&[], "echo ran");
+    assert_eq!(o.status.code(), Some(125));
+    assert!(stderr(&o).contains("agent.toml:3:1: unknown field `sibling_read`"), "{}", stderr(&o));
+    let check = Command::new(interpose()).args(["policy", "check"]).arg(&s.policy).output().unwrap();
+    assert_eq!(check.status.code(), Some(1));
+    assert!(stderr(&check).contains("agent.toml:3:1"), "{}", stderr(&check));
+}
+
+#[test]
+fn credential_variables_are_dropped_unless_kept() {
+    if !kernel_ok() {
+        return;
+    }
+    let s = Setup::new("extends = [\"system\"]\n[env]\nkeep = [\"ANTHROPIC_API_KEY\"]\nset = { AGENT = \"1\" }\n");
+    let script = "echo \"${AWS_SECRET_ACCESS_KEY:-none} ${GITHUB_TOKEN:-none} ${ANTHROPIC_API_KEY:-none} \
+                  ${OPENAI_API_KEY:-none} ${AGENT:-none} ${SSH_AUTH_SOCK:-none}\"";
+    let run = |extra: &[&str]| {
+        let mut c = s.command(extra, script);
+        c.env("AWS_SECRET_ACCESS_KEY", "aws").env("GITHUB_TOKEN", "gh").env("ANTHROPIC_API_KEY", "ant");
+        c.env("OPENAI_API_KEY", "oai").env("SSH_AUTH_SOCK", "/tmp/agent.sock");
+        c.output().unwrap()
+    };
+    assert_eq!(stdout(&run(&[])), "none none ant none 1 none\n");
+    assert_eq!(stdout(&run(&["--env-keep", "OPENAI_API_KEY"])), "none none ant oai 1 none\n");
+}
+
+fn sessions_of(pid: u32) -> Vec<PathBuf> {
+    std::fs::read_dir(std::env::temp_dir())
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.file_name().unwrap().to_string_lossy().starts_with(&format!("interpose-{pid}-")))
+        .collect()
+}
+
+#[test]
+fn the_session_home_is_made_seeded_and_removed() {
+    if !kernel_ok() {
+        return;
+    }
+    let s = Setup::new("extends = [\"system\"]\nhome = \"session\"\nhome_seed = [\"~/.gitconfig\"]\n");
+    let o = s.sh(&[], "echo $HOME; cat ~/.gitconfig; echo s > ~/state; ls -A ~; cd $TMPDIR && touch t && echo tmp-ok");
+    let out = stdout(&o);
+    let home = PathBuf::from(out.lines().next().unwrap());
+    assert!(home.starts_with(std::env::temp_dir()) && home.ends_with("home"), "{out}");
+    assert!(out.contains("name = t\n.gitconfig\nstate\ntmp-ok"), "{out}\n{}", stderr(&o));
+    assert!(!home.exists(), "the session home outlived the session");
+    assert!(!s.home.join("state").exists());
+
+    // --keep-session keeps it and says where.
+    let o = s.sh(&["--keep-session"], "echo $HOME");
+    let home = PathBuf::from(stdout(&o).trim());
+    assert!(home.join(".gitconfig").exists());
+    assert!(stderr(&o).contains(&format!("session directory kept: {}", home.parent().unwrap().display())));
+    std::fs::remove_dir_all(home.parent().unwrap()).unwrap();
+}
+
+#[test]
+fn the_session_home_is_removed_when_the_command_is_killed() {
+    if !kernel_ok() {
+        return;
+    }
+    let s = Setup::new("extends = [\"system\"]\nhome = \"session\"\n");
+    let child = s.command(&[], "echo $HOME; echo $$ > $HOME/pid; exec sleep 60").spawn().unwrap();
+    let sessions = || sessions_of(child.id());
+    let pid_file = || sessions().first().map(|d| d.join("home/pid")).filter(|p| p.exists());
+    wait_until("the command to start", 10, || {
+        pid_file().is_some_and(|p| std::fs::read_to_string(p).unwrap().ends_with('\n'))
+    });
+    let pid: i32 = std::fs::read_to_string(pid_file().unwrap()).unwrap().trim().parse().unwrap();
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), nix::sys::signal::Signal::SIGKILL).unwrap();
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(o.status.code(), Some(137));
+    let home = PathBuf::from(stdout(&o).trim());
+    assert!(!home.exists() && !home.parent().unwrap().exists(), "{}", home.display());
+}
