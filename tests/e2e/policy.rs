@@ -255,3 +255,59 @@ fn the_session_home_is_removed_when_the_command_is_killed() {
     let home = PathBuf::from(stdout(&o).trim());
     assert!(!home.exists() && !home.parent().unwrap().exists(), "{}", home.display());
 }
+
+/// The built-in agent profiles let the real CLIs start with no denial. The
+/// CLIs come from `cargo xtask agents` ($TMPDIR/agent-clis-for-interpose); without them the
+/// test is skipped, unless `INTERPOSE_REQUIRE_AGENTS` is set (CI).
+#[test]
+fn agent_profiles_run_the_real_clis_without_denials() {
+    if !kernel_ok() {
+        return;
+    }
+    // Outside the checkout: Gemini CLI looks into the git repository that
+    // contains its installation.
+    let agents = std::env::temp_dir().join("agent-clis-for-interpose");
+    let bin = agents.join("node_modules/.bin");
+    if !bin.join("claude").exists() {
+        assert!(std::env::var_os("INTERPOSE_REQUIRE_AGENTS").is_none(), "run `cargo xtask agents` first");
+        eprintln!("SKIP: no agent CLIs in {}; `cargo xtask agents` installs them", bin.display());
+        return;
+    }
+    for (agent, banner) in [("claude", "Claude Code"), ("gemini", "Usage: gemini"), ("codex", "Codex CLI")] {
+        // A fresh home, so that the CLIs create their state as on first use.
+        let s = Setup::new(&format!(
+            "extends = [\"system\", \"tooling\", \"{agent}\"]\nadditional_reads = [\"{}\"]\n",
+            agents.display()
+        ));
+        for args in ["--version", "--help"] {
+            let trail = s.tree.outside.join(format!("{agent}{args}.jsonl"));
+            let path = format!("{}:/usr/bin:/bin", bin.display());
+            let o = s
+                .command(&["--audit", trail.to_str().unwrap(), "--audit-level", "deny"], &format!("{agent} {args}"))
+                .env("PATH", path)
+                .output()
+                .unwrap();
+            assert_eq!(o.status.code(), Some(0), "{agent} {args}: {}", stderr(&o));
+            if args == "--help" {
+                assert!(stdout(&o).contains(banner), "{agent} {args}: {}", stdout(&o));
+            }
+            let trail = std::fs::read_to_string(&trail).unwrap();
+            let denied: Vec<&str> = trail.lines().filter(|l| l.contains("\"decision\":\"deny\"")).collect();
+            assert!(denied.is_empty(), "{agent} {args} was denied:\n{}", denied.join("\n"));
+        }
+    }
+}
+
+#[test]
+fn the_examples_are_valid_policies() {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("examples");
+    let mut checked = 0;
+    for entry in std::fs::read_dir(&dir).unwrap().flatten() {
+        if entry.path().extension().is_some_and(|e| e == "toml") {
+            let o = Command::new(interpose()).args(["policy", "check"]).arg(entry.path()).output().unwrap();
+            assert!(o.status.success(), "{}: {}", entry.path().display(), stderr(&o));
+            checked += 1;
+        }
+    }
+    assert!(checked > 0, "no example policies in {}", dir.display());
+}

@@ -7,6 +7,8 @@
 //! - `demo`: setup, build, and run a real sandboxed command.
 //! - `fuzz [SECONDS]`: every cargo-fuzz target for SECONDS each (default
 //!   120; CI runs a short round), installing cargo-fuzz if needed.
+//! - `agents`: install the Claude, Gemini and Codex CLIs from the npm
+//!   registry into `$TMPDIR/agent-clis-for-interpose` (the agent-profile test runs them).
 //! - `soak`: a million trapped opens from 32 processes in one session, with
 //!   the supervisor's descriptors and memory sampled between the halves.
 
@@ -24,13 +26,17 @@ fn main() -> ExitCode {
         Some("test") => setup().and_then(|()| test(&args[1..])),
         Some("demo") => setup().and_then(|()| demo()),
         Some("soak") => setup().and_then(|()| soak()),
+        Some("agents") => agents(),
         Some("fuzz") => setup().and_then(|()| {
             fuzz(
                 args.get(1)
                     .map_or(Ok(120), |s| s.parse().map_err(|_| format!("fuzz: {s} is not a number of seconds")))?,
             )
         }),
-        _ => Err("usage: cargo xtask setup | codegen [--check] | test [ARGS] | demo | soak | fuzz [SECONDS]".into()),
+        _ => {
+            Err("usage: cargo xtask setup | codegen [--check] | test [ARGS] | demo | soak | agents | fuzz [SECONDS]"
+                .into())
+        }
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -73,6 +79,36 @@ fn setup() -> Result<()> {
     run(Command::new("apt-get")
         .args(["install", "-y", "-qq", "libseccomp-dev"])
         .env("DEBIAN_FRONTEND", "noninteractive"))
+}
+
+/// The agent CLIs the built-in profiles are checked against.
+const AGENTS: [&str; 3] = ["@anthropic-ai/claude-code", "@google/gemini-cli", "@openai/codex"];
+
+/// Where the agent CLIs go: outside the checkout, because Gemini CLI looks
+/// into the git repository that contains its installation.
+fn agents_dir() -> PathBuf {
+    std::env::temp_dir().join("agent-clis-for-interpose")
+}
+
+/// Installs the agent CLIs into [`agents_dir`] (Node.js and npm from the
+/// distribution if missing); a no-op when they are there.
+fn agents() -> Result<()> {
+    let dir = agents_dir();
+    let bin = dir.join("node_modules/.bin");
+    if ["claude", "gemini", "codex"].iter().all(|b| bin.join(b).exists()) {
+        return Ok(());
+    }
+    if Command::new("npm").arg("--version").output().is_err() {
+        run(Command::new("apt-get").args(["update", "-qq"]))?;
+        run(Command::new("apt-get")
+            .args(["install", "-y", "-qq", "nodejs", "npm"])
+            .env("DEBIAN_FRONTEND", "noninteractive"))?;
+    }
+    std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    run(Command::new("npm")
+        .args(["install", "--no-audit", "--no-fund", "--loglevel=error", "--prefix"])
+        .arg(&dir)
+        .args(AGENTS))
 }
 
 /// Runs the whole suite, echoing cargo's output, and ends with one summary
