@@ -229,17 +229,30 @@ pub struct ReportArgs {
     /// Only check the hash chain; exit 1 if it is broken or truncated.
     #[arg(long)]
     pub verify: bool,
-    /// Print the narrowest `--ro`/`--rw` flags under which the recorded run
-    /// would have had no denials (credential locations only as commented
-    /// warnings, unless --confirm-credentials).
+    /// Print the narrowest policy (or, with `--as flags`, `--ro`/`--rw`
+    /// flags) under which the recorded run would have had no denials
+    /// (credential locations only as commented warnings, unless
+    /// --confirm-credentials).
     #[arg(long, conflicts_with = "verify")]
     pub suggest: bool,
     /// With --suggest: include credential locations the run touched.
     #[arg(long, requires = "suggest")]
     pub confirm_credentials: bool,
+    /// With --suggest: print a policy file (default) or command-line flags.
+    #[arg(long = "as", value_enum, default_value_t = SuggestFormat::Policy, requires = "suggest")]
+    pub suggest_as: SuggestFormat,
     /// `text` for people, `json` for machines.
     #[arg(long, value_enum, default_value_t = ReportFormat::Text)]
     pub format: ReportFormat,
+}
+
+/// What `report --suggest` prints.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum SuggestFormat {
+    /// A policy file for `run --policy`.
+    Policy,
+    /// `--ro`/`--rw` flags.
+    Flags,
 }
 
 /// Output formats of `interpose report`.

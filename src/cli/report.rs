@@ -1,6 +1,7 @@
 //! `interpose report`: what an audit trail says, grouped for a person (or a
 //! machine) reviewing a session.
 
+use super::SuggestFormat;
 use super::{ReportArgs, ReportFormat};
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -227,7 +228,9 @@ fn is_credential(path: &str) -> bool {
 
 /// The narrowest `--ro`/`--rw` flags that would have allowed every denied
 /// (or, in learning mode, would-be-denied) access of the trail.
-fn suggest(text: &str, confirm: bool) -> String {
+fn suggest(text: &str, confirm: bool, format: SuggestFormat) -> String {
+    // Whether the recorded run had the system surface.
+    let system = text.lines().next().is_some_and(|l| l.contains("system surface ("));
     // path -> (needs write, accesses, processes)
     let mut wanted: BTreeMap<String, (bool, u64, Vec<String>)> = BTreeMap::new();
     let mut impossible: BTreeMap<String, String> = BTreeMap::new();
@@ -284,39 +287,94 @@ fn suggest(text: &str, confirm: bool) -> String {
     let granted: Vec<(String, bool)> =
         wanted.iter().filter(|(p, _)| !withheld(p)).map(|(p, e)| (p.clone(), e.0)).collect();
     wanted.retain(|p, e| !granted.iter().any(|(g, w)| g != p && (*w || !e.0) && p.starts_with(&format!("{g}/"))));
-    let mut out = String::from("# flags that would have allowed every denied access of this run\n");
+    let mut items = Vec::new();
     for (path, (write, n, who)) in &wanted {
-        let flag = if *write { "--rw" } else { "--ro" };
         let why = format!("{n} access(es) by {}", who.join(", "));
         if path == "/" {
-            out.push_str(&format!("# not suggested: {flag} / would grant the whole file system ({why})\n"));
+            items.push(Item { path, write: *write, why, withheld: Some("would grant the whole file system".into()) });
             continue;
         }
         // A grant that would also cover a credential the run touched is
         // as good as suggesting the credential itself.
         let exposed: Vec<&String> =
             credentials.iter().filter(|c| c.starts_with(&format!("{path}/")) && !is_credential(path)).collect();
-        if !exposed.is_empty() && !confirm {
-            out.push_str(&format!(
-                "# WARNING: not suggested, it would also expose the credential location(s) {} ({why}); if you mean it:\n#   {flag} {path}\n",
+        let withheld = if !exposed.is_empty() && !confirm {
+            Some(format!(
+                "WARNING: not suggested, it would also expose the credential location(s) {}",
                 exposed.iter().map(|c| c.as_str()).collect::<Vec<_>>().join(", ")
-            ));
-            continue;
-        }
-        if is_credential(path) && !confirm {
-            out.push_str(&format!(
-                "# WARNING: credential location, not suggested ({why}); if you mean it:\n#   {flag} {path}\n"
-            ));
+            ))
+        } else if is_credential(path) && !confirm {
+            Some("WARNING: credential location, not suggested".into())
         } else {
-            if is_credential(path) {
-                out.push_str("# credential location, included because of --confirm-credentials\n");
-            }
-            out.push_str(&format!("{flag} {path}\n# ^ {why}\n"));
-        }
+            None
+        };
+        let why = if is_credential(path) && confirm {
+            format!("{why}; credential location, included because of --confirm-credentials")
+        } else {
+            why
+        };
+        items.push(Item { path, write: *write, why, withheld });
     }
+    let mut out = match format {
+        SuggestFormat::Flags => flags(&items),
+        SuggestFormat::Policy => policy(&items, system),
+    };
     for (path, rule) in &impossible {
         out.push_str(&format!("# cannot be allowed: {path} ({rule})\n"));
     }
+    out
+}
+
+struct Item<'a> {
+    path: &'a str,
+    write: bool,
+    why: String,
+    /// Printed only as a commented warning, for this reason.
+    withheld: Option<String>,
+}
+
+fn flags(items: &[Item<'_>]) -> String {
+    let mut out = String::from("# flags that would have allowed every denied access of this run\n");
+    for i in items {
+        let flag = if i.write { "--rw" } else { "--ro" };
+        match &i.withheld {
+            Some(w) => out.push_str(&format!("# {w} ({}); if you mean it:\n#   {flag} {}\n", i.why, i.path)),
+            None => out.push_str(&format!("{flag} {}\n# ^ {}\n", i.path, i.why)),
+        }
+    }
+    out
+}
+
+/// The suggestion as a policy file (`run --policy`), each entry with a
+/// comment saying which accesses asked for it.
+fn policy(items: &[Item<'_>], system: bool) -> String {
+    let quote = |p: &str| serde_json::to_string(p).expect("a string serializes");
+    let mut out = String::from(
+        "# A policy that would have allowed every denied access of this run\n\
+         # (interpose report --suggest). Review it before use; run with the\n\
+         # run's own flags too: interpose run --policy THIS_FILE --rw ... -- CMD\n",
+    );
+    if system {
+        out.push_str("extends = [\"system\"]\n");
+    }
+    let mut warnings = String::new();
+    for (key, write) in [("additional_reads", false), ("additional_writes", true)] {
+        let mut list = String::new();
+        for i in items.iter().filter(|i| i.write == write) {
+            match &i.withheld {
+                Some(w) => warnings.push_str(&format!(
+                    "# {w} ({}); if you mean it, add to {key}:\n#   {},\n",
+                    i.why,
+                    quote(i.path)
+                )),
+                None => list.push_str(&format!("    {},  # {}\n", quote(i.path), i.why)),
+            }
+        }
+        if !list.is_empty() {
+            out.push_str(&format!("{key} = [\n{list}]\n"));
+        }
+    }
+    out.push_str(&warnings);
     out
 }
 
@@ -342,7 +400,7 @@ pub fn run(args: &ReportArgs) -> i32 {
         };
     }
     if args.suggest {
-        print!("{}", suggest(&text, args.confirm_credentials));
+        print!("{}", suggest(&text, args.confirm_credentials, args.suggest_as));
         return 0;
     }
     let report = build(&text);

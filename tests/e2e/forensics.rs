@@ -164,7 +164,7 @@ fn a_command_killed_by_sigkill_still_leaves_a_complete_trail() {
 /// The flags `report --suggest` prints (its lines that are not comments).
 fn suggested(trail: &std::path::Path, confirm: bool) -> Vec<String> {
     let mut cmd = Command::new(interpose());
-    cmd.args(["report", "--suggest"]).arg(trail);
+    cmd.args(["report", "--suggest", "--as", "flags"]).arg(trail);
     if confirm {
         cmd.arg("--confirm-credentials");
     }
@@ -215,6 +215,29 @@ fn learn_suggest_and_replay() {
     let second = t.outside.join("second.jsonl");
     run(&flags, &second);
     assert_eq!(denials(&second), [format!("read {}", ssh.join("id_rsa").display())], "only the credential is denied");
+
+    // The same as a policy file.
+    let policy = |confirm: bool| {
+        let mut cmd = Command::new(interpose());
+        cmd.args(["report", "--suggest"]).arg(&learned);
+        if confirm {
+            cmd.arg("--confirm-credentials");
+        }
+        let text = stdout(&cmd.output().unwrap());
+        let file = t.outside.join(format!("suggested-{confirm}.toml"));
+        std::fs::write(&file, &text).unwrap();
+        (file, text)
+    };
+    let (file, text) = policy(false);
+    assert!(text.contains("extends = [\"system\"]") && text.contains("# WARNING: credential location"), "{text}");
+    let fourth = t.outside.join("fourth.jsonl");
+    run(&["--policy".into(), file.display().to_string()], &fourth);
+    assert_eq!(denials(&fourth), [format!("read {}", ssh.join("id_rsa").display())], "{text}");
+    let (file, text) = policy(true);
+    let fifth = t.outside.join("fifth.jsonl");
+    let o = run(&["--policy".into(), file.display().to_string()], &fifth);
+    assert!(o.status.success(), "{text}: {}", stderr(&o));
+    assert_eq!(denials(&fifth), Vec::<String>::new(), "{text}");
 
     let confirmed = suggested(&learned, true);
     let third = t.outside.join("third.jsonl");
