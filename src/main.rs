@@ -24,6 +24,11 @@ fn main() -> ExitCode {
             return ExitCode::SUCCESS;
         }
     };
+    // Reports and listings end quietly when their reader goes away (`| head`)
+    // instead of panicking on a broken pipe.
+    if !matches!(args.command, Command::Run(_)) {
+        let _ = interpose::sys::process::default_signal(libc::SIGPIPE);
+    }
     let result: anyhow::Result<i32> = match args.command {
         Command::Run(run) => cli::run::run(&run).map_err(Into::into),
         Command::Check => Ok(cli::check::run()),

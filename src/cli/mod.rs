@@ -244,6 +244,10 @@ pub struct ReportArgs {
     /// `text` for people, `json` for machines.
     #[arg(long, value_enum, default_value_t = ReportFormat::Text)]
     pub format: ReportFormat,
+    /// Also write one self-contained HTML page (process tree, timeline of
+    /// denials, searchable table; no network assets) to OUT.
+    #[arg(long, value_name = "OUT", conflicts_with_all = ["verify", "suggest"])]
+    pub html: Option<std::path::PathBuf>,
 }
 
 /// What `report --suggest` prints.

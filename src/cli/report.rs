@@ -98,8 +98,9 @@ fn build(text: &str) -> Report {
                 }
                 let p = r.processes.entry(v["pid"].as_u64().unwrap_or(0)).or_default();
                 p.decisions += 1;
-                if p.comm.is_empty() {
-                    p.comm = v["comm"].as_str().unwrap_or_default().to_string();
+                // The latest name: a process is known by what it exec'd last.
+                if let Some(comm) = v["comm"].as_str().filter(|c| !c.is_empty()) {
+                    p.comm = comm.to_string();
                 }
                 if decision != "deny" && decision != "would_deny" {
                     continue;
@@ -378,6 +379,65 @@ fn policy(items: &[Item<'_>], system: bool) -> String {
     out
 }
 
+/// One denial, for the HTML page's timeline and table.
+#[derive(Debug, Serialize)]
+struct Denial {
+    /// Seconds since the session started.
+    t: f64,
+    pid: u64,
+    comm: String,
+    syscall: String,
+    access: String,
+    path: String,
+    rule: String,
+    code: String,
+}
+
+fn denial_rows(text: &str) -> Vec<Denial> {
+    let mut start = None;
+    let mut out = Vec::new();
+    for line in text.lines() {
+        let Ok(v) = serde_json::from_str::<serde_json::Value>(line) else { continue };
+        let time = v["time_ns"].as_u64().unwrap_or(0);
+        if v["type"] == "session_start" {
+            start = Some(time);
+        }
+        if v["type"] != "decision" || !matches!(v["decision"].as_str(), Some("deny" | "would_deny")) {
+            continue;
+        }
+        let base = *start.get_or_insert(time);
+        let resolved = if v["resolved"].is_null() { path_text(&v["path"]) } else { path_text(&v["resolved"]) };
+        let s = |k: &str| v[k].as_str().unwrap_or_default().to_string();
+        out.push(Denial {
+            t: time.saturating_sub(base) as f64 / 1e9,
+            pid: v["pid"].as_u64().unwrap_or(0),
+            comm: s("comm"),
+            syscall: s("syscall"),
+            access: s("access"),
+            path: resolved,
+            rule: s("rule"),
+            code: s("code"),
+        });
+    }
+    out
+}
+
+/// The page: a fixed template with the report's data embedded as JSON and
+/// rendered by its own script. Written to a temporary name and renamed, so
+/// OUT is never left half-written.
+fn write_html(out: &std::path::Path, report: &Report, text: &str) -> std::io::Result<()> {
+    const TEMPLATE: &str = include_str!("report.html");
+    let data = serde_json::json!({ "report": report, "denials": denial_rows(text) });
+    // Inside <script>, `</` could end the element early; `<\/` is the same
+    // JSON string.
+    let data = serde_json::to_string(&data).expect("serializable").replace("</", "<\\/").replace("<!--", "<\\u0021--");
+    let page = TEMPLATE.replacen("/*DATA*/", &data, 1);
+    let mut tmp = out.as_os_str().to_owned();
+    tmp.push(".tmp");
+    std::fs::write(&tmp, page)?;
+    std::fs::rename(&tmp, out)
+}
+
 /// Runs the verb; returns the exit code.
 pub fn run(args: &ReportArgs) -> i32 {
     let text = match std::fs::read_to_string(&args.file) {
@@ -404,6 +464,12 @@ pub fn run(args: &ReportArgs) -> i32 {
         return 0;
     }
     let report = build(&text);
+    if let Some(out) = &args.html {
+        if let Err(e) = write_html(out, &report, &text) {
+            eprintln!("interpose: --html {}: {e}", out.display());
+            return 2;
+        }
+    }
     match args.format {
         ReportFormat::Text => print_text(&report),
         ReportFormat::Json => println!("{}", serde_json::to_string_pretty(&report).expect("serializable")),

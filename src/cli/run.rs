@@ -535,6 +535,7 @@ pub fn landlock_only(args: &super::SurfaceArgs, command: &[OsString]) -> anyhow:
     let surface = args.build()?;
     let backstop = sandbox::landlock::build(&surface)?;
     process::set_no_new_privs().map_err(errno("PR_SET_NO_NEW_PRIVS"))?;
+    process::default_signal(libc::SIGPIPE).map_err(errno("restoring SIGPIPE"))?;
     crate::sys::landlock::restrict_self(std::os::fd::AsFd::as_fd(&backstop.ruleset))
         .map_err(errno("landlock_restrict_self"))?;
     let err = std::process::Command::new(&command[0]).args(&command[1..]).exec();

@@ -271,6 +271,12 @@ fn child(
         process::exit_now(code)
     };
 
+    // The Rust runtime ignores SIGPIPE, and an ignored signal stays ignored
+    // across exec: without this, `yes | head -1` would print "Broken pipe"
+    // errors instead of ending quietly.
+    if let Err(e) = process::default_signal(libc::SIGPIPE) {
+        report(Stage::SignalMask, e);
+    }
     if let Err(e) = process::set_signal_mask(mask) {
         report(Stage::SignalMask, e);
     }

@@ -292,8 +292,11 @@ impl Supervisor {
         // thread's name (the first lines hold Name and Tgid).
         let status = std::fs::read_to_string(format!("/proc/{}/status", notif.pid)).unwrap_or_default();
         let field = |name: &str| status.lines().find_map(|l| l.strip_prefix(name)).map(str::trim);
-        let pid = field("Tgid:").and_then(|v| v.parse().ok()).unwrap_or(notif.pid);
-        let comm = field("Name:").unwrap_or_default().to_string();
+        // A denied process may be gone by now; the denial context, taken
+        // before the answer, names it then.
+        let first = context.as_ref().and_then(|c| c.ancestors.first());
+        let pid = field("Tgid:").and_then(|v| v.parse().ok()).or(first.map(|a| a.0)).unwrap_or(notif.pid);
+        let comm = field("Name:").map(str::to_string).or(first.map(|a| a.1.clone())).unwrap_or_default();
         for c in checks {
             if self.audit_level == AuditLevel::Deny && !matches!(c.decision, "deny" | "would_deny") {
                 continue;

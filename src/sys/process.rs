@@ -74,6 +74,16 @@ pub fn parent_pid() -> libc::pid_t {
     unsafe { libc::getppid() }
 }
 
+/// Restores the default disposition of `sig` (`SIG_DFL`). Async-signal-safe.
+pub fn default_signal(sig: i32) -> Result<(), Errno> {
+    // SAFETY: a zeroed sigaction with SIG_DFL handler installs no code; the
+    // old action is not asked for.
+    let mut action: libc::sigaction = unsafe { std::mem::zeroed() };
+    action.sa_sigaction = libc::SIG_DFL;
+    // SAFETY: `action` is a valid sigaction; NULL is allowed for the old one.
+    cvt(unsafe { libc::sigaction(sig, &action, std::ptr::null_mut()) } as libc::c_long).map(drop)
+}
+
 /// `sigprocmask(SIG_SETMASK, set)`, returning the previous mask.
 pub fn set_signal_mask(set: &libc::sigset_t) -> Result<libc::sigset_t, Errno> {
     let mut old = std::mem::MaybeUninit::<libc::sigset_t>::uninit();

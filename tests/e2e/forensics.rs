@@ -313,3 +313,68 @@ fn records_name_the_starting_directory_and_the_surface_digest() {
     assert_eq!(all[0]["surface_digest"].as_str().unwrap(), digest(&[]));
     assert_ne!(digest(&[]), digest(&["--ro", t.outside.to_str().unwrap()]));
 }
+
+/// `report --html` writes one self-contained page; headless Chromium renders
+/// its process tree, timeline and table, and a screenshot is kept in
+/// `target/report-screenshot.png`.
+#[test]
+fn the_html_report_renders_in_chromium() {
+    if !kernel_ok() {
+        return;
+    }
+    let t = Tree::new();
+    let trail = t.outside.join("trail.jsonl");
+    // A name that would end a <script> element if it were not escaped.
+    std::fs::create_dir(t.outside.join("x<")).unwrap();
+    let o = t
+        .command(
+            &["--audit", trail.to_str().unwrap()],
+            &["/bin/sh", "-c", "cat /etc/shadow; touch \"$OUT/x</script><b>y\"; sh -c 'ls /root; cat $OUT/secret'"],
+        )
+        .output()
+        .unwrap();
+    assert_eq!(stderr(&o).matches("Permission denied").count(), 4, "{}", stderr(&o));
+    let html = t.outside.join("report.html");
+    let r = Command::new(interpose()).arg("report").arg(&trail).arg("--html").arg(&html).output().unwrap();
+    assert!(r.status.success(), "{}", stderr(&r));
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert_eq!(page.matches("</script>").count(), 2, "only the page's own two script elements end");
+    assert!(!page.contains(" src=") && !page.contains(" href="), "no external assets");
+    assert!(!t.outside.join("report.html.tmp").exists());
+
+    let chromium = std::path::Path::new("/usr/bin/chromium");
+    if !chromium.exists() {
+        assert!(std::env::var_os("INTERPOSE_REQUIRE_CHROMIUM").is_none(), "run `cargo xtask chromium` first");
+        eprintln!("SKIP: no /usr/bin/chromium; `cargo xtask chromium` installs it");
+        return;
+    }
+    let browse = |extra: &[&str]| {
+        let profile = tempfile::tempdir().unwrap();
+        let out = Command::new(chromium)
+            .args(["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run"])
+            .args(["--disable-background-networking", "--disable-component-update", "--disable-sync"])
+            .arg(format!("--user-data-dir={}", profile.path().display()))
+            .args(extra)
+            .arg(format!("file://{}", html.display()))
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "chromium: {}", stderr(&out));
+        out
+    };
+    let dom = stdout(&browse(&["--dump-dom"]));
+    assert!(dom.contains("data-rendered=\"yes\""), "the page's script did not finish:\n{dom}");
+    // The tree: the shell, its children, the nested shell's children.
+    for label in ["sh (", "cat (", "ls ("] {
+        assert!(dom.contains(label), "process tree lacks {label}:\n{dom}");
+    }
+    let n = records(&trail).iter().filter(|r| r["decision"] == "deny").count();
+    assert!(n >= 4);
+    assert!(dom.contains(&format!("{n} of {n} shown")), "{dom}");
+    assert_eq!(dom.matches("<circle").count(), n, "one timeline mark per denial");
+    assert!(dom.contains("/etc/shadow") && dom.contains("x&lt;/script&gt;&lt;b&gt;y"), "{dom}");
+    let shot = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("report-screenshot.png");
+    let _ = std::fs::remove_file(&shot);
+    browse(&["--window-size=1100,1300", &format!("--screenshot={}", shot.display())]);
+    let png = std::fs::read(&shot).unwrap();
+    assert!(png.starts_with(b"\x89PNG") && png.len() > 20_000, "screenshot of {} bytes", png.len());
+}

@@ -90,3 +90,19 @@ fn the_audit_trail_records_each_decision() {
     let exec = records.iter().find(|r| r["syscall"] == "execve").expect("the command's exec");
     assert_eq!(exec["decision"], "allow");
 }
+
+/// The command starts with SIGPIPE at its default, as outside: a writer
+/// whose reader is gone ends quietly instead of printing EPIPE errors.
+#[test]
+fn sigpipe_is_not_inherited_ignored() {
+    if !kernel_ok() {
+        return;
+    }
+    let t = Tree::new();
+    let o = t.sh("yes | head -1; grep SigIgn /proc/self/status");
+    let out = stdout(&o);
+    assert!(out.starts_with("y\nSigIgn:"), "{out}");
+    let ignored = u64::from_str_radix(out.lines().nth(1).unwrap().split_whitespace().nth(1).unwrap(), 16).unwrap();
+    assert_eq!(ignored & (1 << (libc::SIGPIPE - 1)), 0, "SIGPIPE is ignored: {out}");
+    assert_eq!(stderr(&o), "", "{}", stderr(&o));
+}

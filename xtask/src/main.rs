@@ -9,6 +9,8 @@
 //!   120; CI runs a short round), installing cargo-fuzz if needed.
 //! - `agents`: install the Claude, Gemini and Codex CLIs from the npm
 //!   registry into `$TMPDIR/agent-clis-for-interpose` (the agent-profile test runs them).
+//! - `chromium`: install Debian's Chromium (the HTML report test renders
+//!   the page in it and takes a screenshot).
 //! - `soak`: a million trapped opens from 32 processes in one session, with
 //!   the supervisor's descriptors and memory sampled between the halves.
 
@@ -27,6 +29,7 @@ fn main() -> ExitCode {
         Some("demo") => setup().and_then(|()| demo()),
         Some("soak") => setup().and_then(|()| soak()),
         Some("agents") => agents(),
+        Some("chromium") => chromium(),
         Some("fuzz") => setup().and_then(|()| {
             fuzz(
                 args.get(1)
@@ -34,7 +37,7 @@ fn main() -> ExitCode {
             )
         }),
         _ => {
-            Err("usage: cargo xtask setup | codegen [--check] | test [ARGS] | demo | soak | agents | fuzz [SECONDS]"
+            Err("usage: cargo xtask setup | codegen [--check] | test [ARGS] | demo | soak | agents | chromium | fuzz [SECONDS]"
                 .into())
         }
     };
@@ -79,6 +82,15 @@ fn setup() -> Result<()> {
     run(Command::new("apt-get")
         .args(["install", "-y", "-qq", "libseccomp-dev"])
         .env("DEBIAN_FRONTEND", "noninteractive"))
+}
+
+/// Installs Debian's `chromium` package when `/usr/bin/chromium` is missing.
+fn chromium() -> Result<()> {
+    if Path::new("/usr/bin/chromium").exists() {
+        return Ok(());
+    }
+    run(Command::new("apt-get").args(["update", "-qq"]))?;
+    run(Command::new("apt-get").args(["install", "-y", "-qq", "chromium"]).env("DEBIAN_FRONTEND", "noninteractive"))
 }
 
 /// The agent CLIs the built-in profiles are checked against.
