@@ -40,6 +40,9 @@ fn main() -> ExitCode {
             interpose::sandbox::filter::pfc().map(|p| print!("{p}")).map(|()| 0).map_err(Into::into)
         }
         Command::Debug(DebugCommand::Landlock { surface, command }) => cli::run::landlock_only(&surface, &command),
+        Command::Debug(DebugCommand::SeccompAllow { command }) => cli::run::seccomp_allow_only(&command),
+        Command::Debug(DebugCommand::Workload { kind, count, path }) => cli::bench::workload(kind, count, &path),
+        Command::Bench(b) => cli::bench::run(&b),
     };
     match result {
         Ok(code) => ExitCode::from(u8::try_from(code).unwrap_or(INTERPOSE_FAILED)),

@@ -1,5 +1,6 @@
 //! Command-line flags (clap structs) and one thin handler per verb.
 
+pub mod bench;
 pub mod check;
 pub mod policy;
 pub mod replay;
@@ -37,6 +38,10 @@ pub enum Command {
     /// Re-decide every access recorded in an audit trail under other flags,
     /// and print what would change.
     Replay(ReplayArgs),
+    /// Measure per-syscall and whole-command overhead against native and
+    /// against floors taken in the same run (seccomp BPF alone, Landlock
+    /// alone, a supervisor that only answers CONTINUE).
+    Bench(bench::BenchArgs),
     /// Validate, show and list policies.
     #[command(subcommand)]
     Policy(PolicyCommand),
@@ -67,6 +72,24 @@ pub enum PolicyCommand {
 /// Developer tools.
 #[derive(Debug, Subcommand)]
 pub enum DebugCommand {
+    /// Exec COMMAND under interpose's filter with every action ALLOW (the
+    /// BPF cost alone, a floor of `interpose bench`).
+    SeccompAllow {
+        /// The command and its arguments.
+        #[arg(required = true, trailing_var_arg = true, value_name = "COMMAND")]
+        command: Vec<std::ffi::OsString>,
+    },
+    /// Run one micro-benchmark loop and print its per-operation times in
+    /// nanoseconds as JSON (what `interpose bench` runs in each mode).
+    Workload {
+        /// What to do in the loop.
+        #[arg(value_enum)]
+        kind: bench::Workload,
+        /// How many operations.
+        count: usize,
+        /// The file to open or stat.
+        path: PathBuf,
+    },
     /// Print libseccomp's PFC dump of the filter (golden file `bpf/filter.pfc`).
     FilterPfc,
     /// Exec COMMAND under the Landlock ruleset alone (no seccomp filter, no
@@ -212,6 +235,11 @@ pub struct RunArgs {
     /// "session"`, HOME) after the command ends, and print where it is.
     #[arg(long)]
     pub keep_session: bool,
+    /// For `interpose bench`: answer every notification with CONTINUE at
+    /// once, reading and deciding nothing (the notification round-trip
+    /// floor). Enforces nothing.
+    #[arg(long, hide = true)]
+    pub bench_floor: bool,
     /// Run without the Landlock backstop (for measurements only: calls
     /// answered with CONTINUE are then open to path-swap races).
     #[arg(long)]
@@ -296,8 +324,21 @@ pub struct WhyArgs {
 
 /// Inserts the default verb `run` when the first argument is not a verb.
 pub fn with_default_verb(mut args: Vec<std::ffi::OsString>) -> Vec<std::ffi::OsString> {
-    const VERBS: &[&str] =
-        &["run", "check", "report", "why", "replay", "policy", "debug", "help", "--help", "-h", "--version", "-V"];
+    const VERBS: &[&str] = &[
+        "run",
+        "check",
+        "report",
+        "why",
+        "replay",
+        "policy",
+        "bench",
+        "debug",
+        "help",
+        "--help",
+        "-h",
+        "--version",
+        "-V",
+    ];
     if args.len() > 1 && !VERBS.iter().any(|v| args[1] == *v) {
         args.insert(1, "run".into());
     }

@@ -5,7 +5,6 @@ use super::RunArgs;
 use crate::audit::{self, Sink};
 use crate::policy::{Mode, Origin, Rule, Surface};
 use crate::sandbox::{self, filter, Plan};
-use crate::supervisor::procs::ProcTree;
 use crate::supervisor::Supervisor;
 use crate::sys::{process, seccomp, Errno};
 use std::ffi::{CString, OsStr, OsString};
@@ -259,8 +258,12 @@ pub fn run(args: &RunArgs) -> Result<i32, RunError> {
     )?;
 
     let user = args.user.as_deref().map(parse_user).transpose()?;
+    let t0 = std::time::Instant::now();
+    let phase = |what: &str| tracing::debug!("start-up: {what} at {} us", t0.elapsed().as_micros());
     let session = Session::create(args.keep_session)?;
+    phase("session directory");
     let (mut surface, policy) = args.surface.build_with_policy()?;
+    phase("surface");
     surface.add(Rule { path: session.root.clone(), mode: Mode::Rw, origin: Origin::TmpDir });
     let session_home = policy.as_ref().is_some_and(|(p, _)| p.home == crate::policy::file::Home::Session);
     let mut notes = Vec::new();
@@ -284,8 +287,9 @@ pub fn run(args: &RunArgs) -> Result<i32, RunError> {
     if args.learn {
         eprintln!("interpose: learning mode: nothing is enforced; what would be denied is recorded as would_deny");
     }
-    let landlock = if args.no_landlock || args.learn {
-        if !args.learn {
+    phase("session home");
+    let landlock = if args.no_landlock || args.learn || args.bench_floor {
+        if !args.learn && !args.bench_floor {
             eprintln!("interpose: warning: --no-landlock: running without the Landlock backstop; calls answered with CONTINUE can be raced");
         }
         None
@@ -328,6 +332,7 @@ pub fn run(args: &RunArgs) -> Result<i32, RunError> {
         user,
     };
 
+    phase("landlock ruleset, environment, filter");
     let sink = match &args.audit {
         None => None,
         Some(p) if p.as_os_str() == "-" => Some(Sink::start(Box::new(std::io::stderr()))),
@@ -348,6 +353,7 @@ pub fn run(args: &RunArgs) -> Result<i32, RunError> {
 
     process::set_child_subreaper().map_err(errno("PR_SET_CHILD_SUBREAPER"))?;
 
+    phase("audit sink");
     let pids = match sandbox::pids::PidsCgroup::create(args.max_procs.unwrap_or(DEFAULT_MAX_PROCS)) {
         Ok(cgroup) => Some(cgroup),
         Err(e) if args.max_procs.is_some() => return Err(RunError::MaxProcs(e)),
@@ -356,6 +362,7 @@ pub fn run(args: &RunArgs) -> Result<i32, RunError> {
             None
         }
     };
+    phase("pids cgroup");
     let started = sandbox::start(&plan, original.as_ref(), |pid| match &pids {
         Some(cgroup) => cgroup.add(pid).map_err(|e| sandbox::SpawnError::Parent {
             what: "moving the command into its pids cgroup",
@@ -376,13 +383,20 @@ pub fn run(args: &RunArgs) -> Result<i32, RunError> {
     let sandbox::Started { pid, listener, channel } = started;
     let supervisor = Supervisor::new(listener, surface, sink.clone().map(|s| (s, args.audit_level)), user, args.learn)
         .map_err(errno("starting the supervisor"))?;
+    if args.bench_floor {
+        supervisor.answer_everything_with_continue();
+    }
     supervisor.start(2);
+    phase("sandbox started, supervisor running");
 
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(io("tokio runtime"))?;
     let status = runtime.block_on(supervise(pid, channel, handled, &args.command[0]))?;
 
+    phase("command exited");
     end_sandbox();
+    phase("leftovers killed");
     drop(pids);
+    phase("pids cgroup removed");
     supervisor.quiesce();
     if let Some(sink) = &sink {
         use std::sync::atomic::Ordering::Relaxed;
@@ -396,6 +410,7 @@ pub fn run(args: &RunArgs) -> Result<i32, RunError> {
         sink.flush();
     }
     drop(session);
+    phase("session directory removed");
     Ok(status)
 }
 
@@ -502,14 +517,37 @@ async fn supervise(
 /// Kills whatever the command left running (it would run on unsupervised,
 /// with every trapped call failing) and reaps it.
 fn end_sandbox() {
-    let tree = ProcTree { supervisor: std::process::id() };
+    use nix::sys::wait::{waitpid, WaitPidFlag, WaitStatus};
+    let me = std::process::id();
     for _ in 0..64 {
-        let inside: Vec<u32> = std::fs::read_dir("/proc")
+        // interpose is a subreaper that started only the command: with no
+        // child left (ECHILD), nothing of the sandbox is left either.
+        if waitpid(None, Some(WaitPidFlag::WNOHANG)) == Err(nix::errno::Errno::ECHILD) {
+            return;
+        }
+        // One pass over /proc for the parent of every process, then the
+        // descendants of interpose from that map.
+        let parents: std::collections::HashMap<u32, u32> = std::fs::read_dir("/proc")
             .into_iter()
             .flatten()
             .flatten()
             .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
-            .filter(|&p| crate::policy::Processes::is_inside(&tree, p))
+            .filter_map(|p| Some((p, crate::supervisor::procs::parent_of(p)?)))
+            .collect();
+        let inside: Vec<u32> = parents
+            .keys()
+            .copied()
+            .filter(|&p| {
+                let mut at = p;
+                for _ in 0..4096 {
+                    match parents.get(&at) {
+                        Some(&parent) if parent == me => return true,
+                        Some(&parent) if parent > 1 => at = parent,
+                        _ => return false,
+                    }
+                }
+                false
+            })
             .collect();
         if inside.is_empty() {
             break;
@@ -517,15 +555,13 @@ fn end_sandbox() {
         for p in inside {
             let _ = process::kill(p as libc::pid_t, libc::SIGKILL);
         }
-        while let Ok(st) = nix::sys::wait::waitpid(None, Some(nix::sys::wait::WaitPidFlag::WNOHANG)) {
-            if st == nix::sys::wait::WaitStatus::StillAlive {
+        while let Ok(st) = waitpid(None, Some(WaitPidFlag::WNOHANG)) {
+            if st == WaitStatus::StillAlive {
                 std::thread::sleep(std::time::Duration::from_millis(1));
             }
         }
     }
-    while nix::sys::wait::waitpid(None, Some(nix::sys::wait::WaitPidFlag::WNOHANG))
-        .is_ok_and(|s| s != nix::sys::wait::WaitStatus::StillAlive)
-    {}
+    while waitpid(None, Some(WaitPidFlag::WNOHANG)).is_ok_and(|s| s != WaitStatus::StillAlive) {}
 }
 
 /// `interpose debug landlock`: applies the surface's Landlock ruleset to this
@@ -538,6 +574,18 @@ pub fn landlock_only(args: &super::SurfaceArgs, command: &[OsString]) -> anyhow:
     process::default_signal(libc::SIGPIPE).map_err(errno("restoring SIGPIPE"))?;
     crate::sys::landlock::restrict_self(std::os::fd::AsFd::as_fd(&backstop.ruleset))
         .map_err(errno("landlock_restrict_self"))?;
+    let err = std::process::Command::new(&command[0]).args(&command[1..]).exec();
+    Err(io(format!("exec {}", command[0].to_string_lossy()))(err).into())
+}
+
+/// `interpose debug seccomp-allow`: installs the allow-all variant of the
+/// filter on this process and execs the command. Returns only on failure.
+pub fn seccomp_allow_only(command: &[OsString]) -> anyhow::Result<i32> {
+    use std::os::unix::process::CommandExt;
+    let prog = filter::program_allowing_all()?;
+    process::set_no_new_privs().map_err(errno("PR_SET_NO_NEW_PRIVS"))?;
+    process::default_signal(libc::SIGPIPE).map_err(errno("restoring SIGPIPE"))?;
+    seccomp::install_filter_without_listener(&prog).map_err(errno("installing the filter"))?;
     let err = std::process::Command::new(&command[0]).args(&command[1..]).exec();
     Err(io(format!("exec {}", command[0].to_string_lossy()))(err).into())
 }

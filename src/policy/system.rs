@@ -105,7 +105,12 @@ fn unreadable_by_others(dir: &Path, depth: u32) -> Vec<PathBuf> {
     let mut out = Vec::new();
     let Ok(entries) = std::fs::read_dir(dir) else { return out };
     for e in entries.flatten() {
-        let Ok(md) = e.path().symlink_metadata() else { continue };
+        // The type comes with the directory entry; the mode needs a stat,
+        // made relative to the open directory (no path walk).
+        if e.file_type().is_ok_and(|t| t.is_symlink()) {
+            continue;
+        }
+        let Ok(md) = e.metadata() else { continue };
         if md.file_type().is_symlink() {
             continue;
         }

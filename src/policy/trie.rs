@@ -58,6 +58,18 @@ impl Trie {
         self.nodes[at as usize].value = Some(value);
     }
 
+    /// Heap bytes the trie holds (nodes, child tables and names), for the
+    /// memory-per-entry figure of `interpose bench`.
+    pub fn heap_bytes(&self) -> usize {
+        let child = std::mem::size_of::<(Box<[u8]>, NodeId)>();
+        self.nodes.capacity() * std::mem::size_of::<Node>()
+            + self
+                .nodes
+                .iter()
+                .map(|n| n.children.capacity() * child + n.children.iter().map(|(name, _)| name.len()).sum::<usize>())
+                .sum::<usize>()
+    }
+
     /// The value of the longest entry that is a prefix of `path`.
     pub fn lookup(&self, path: &[u8]) -> Option<u32> {
         let mut node = &self.nodes[0];

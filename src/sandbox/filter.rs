@@ -22,11 +22,17 @@ pub enum FilterError {
 }
 
 fn context() -> Result<ScmpFilterContext, FilterError> {
+    context_with(ScmpAction::Notify)
+}
+
+/// The filter with `notify` in place of every user-notification action.
+fn context_with(notify: ScmpAction) -> Result<ScmpFilterContext, FilterError> {
     let mut ctx = ScmpFilterContext::new(ScmpAction::Allow)?;
     // The context starts with the native architecture only (x86_64); any
     // other calling convention, including 32-bit `int 0x80` and x32, is
     // killed before it can use syscall numbers the table does not cover.
     ctx.set_act_badarch(ScmpAction::KillProcess)?;
+    ctx.set_ctl_optimize(2)?;
     debug_assert!(ctx.is_arch_present(ScmpArch::Native)?);
     for row in TABLE {
         let syscall = ScmpSyscall::from_raw_syscall(row.nr);
@@ -40,13 +46,17 @@ fn context() -> Result<ScmpFilterContext, FilterError> {
                 }
                 &mut ctx
             }
+            // Allowing is the default: libseccomp refuses rules that repeat it.
+            (Action::EmulateUnlessEmptyPath | Action::Emulate | Action::Continue, _) if notify == ScmpAction::Allow => {
+                &mut ctx
+            }
             (Action::EmulateUnlessEmptyPath, _) => {
                 let flags = row.flags.expect("rows that skip AT_EMPTY_PATH name their flags").into();
                 let empty = libc::AT_EMPTY_PATH as u64;
                 let cmp = ScmpArgCompare::new(flags, ScmpCompareOp::MaskedEqual(empty), 0);
-                ctx.add_rule_conditional(ScmpAction::Notify, syscall, &[cmp])?
+                ctx.add_rule_conditional(notify, syscall, &[cmp])?
             }
-            (Action::Emulate | Action::Continue, _) => ctx.add_rule(ScmpAction::Notify, syscall)?,
+            (Action::Emulate | Action::Continue, _) => ctx.add_rule(notify, syscall)?,
         };
     }
     Ok(ctx)
@@ -88,7 +98,18 @@ fn unknown_syscall_prefix() -> Vec<libc::sock_filter> {
 
 /// The classic BPF program for the filter.
 pub fn program() -> Result<Vec<libc::sock_filter>, FilterError> {
-    let ctx = context()?;
+    export(context()?)
+}
+
+/// The same program with every trapped syscall allowed instead: the cost of
+/// the BPF alone, for `interpose bench`'s `seccomp-allow` floor. (libseccomp
+/// folds the now-redundant rules away, as it would for any allow-all
+/// filter with the same refusals.)
+pub fn program_allowing_all() -> Result<Vec<libc::sock_filter>, FilterError> {
+    export(context_with(ScmpAction::Allow)?)
+}
+
+fn export(ctx: ScmpFilterContext) -> Result<Vec<libc::sock_filter>, FilterError> {
     let mut file = tempfile_in_memory()?;
     ctx.export_bpf(&file)?;
     let mut bytes = Vec::new();

@@ -86,14 +86,37 @@ pub enum Grant {
     Parent(Mode),
 }
 
+/// For every directory above an entry, the narrowest mode of the entries
+/// beneath it: a directory needs expanding when that is narrower than its
+/// own grant.
+struct Beneath(std::collections::HashMap<PathBuf, Mode>);
+
+impl Beneath {
+    fn of(surface: &Surface) -> Beneath {
+        let mut map = std::collections::HashMap::new();
+        for (_, r) in surface.effective_rules() {
+            for a in r.path.ancestors().skip(1) {
+                let m = map.entry(a.to_path_buf()).or_insert(r.mode);
+                *m = (*m).min(r.mode);
+            }
+        }
+        Beneath(map)
+    }
+
+    fn narrower(&self, path: &Path, mode: Mode) -> bool {
+        self.0.get(path).is_some_and(|m| *m < mode)
+    }
+}
+
 /// The grants that express `surface` in Landlock terms.
 pub fn grants(surface: &Surface) -> Vec<(PathBuf, Grant, bool)> {
     let mut out = Vec::new();
+    let beneath = Beneath::of(surface);
     for (_, rule) in surface.effective_rules() {
         if rule.mode == Mode::Deny {
             continue;
         }
-        grant(surface, &rule.path, rule.mode, &mut out);
+        grant(surface, &beneath, &rule.path, rule.mode, &mut out);
     }
     // A glob names files Landlock cannot: the base directory gets what
     // creating, renaming and removing names beneath it needs, and the
@@ -109,9 +132,9 @@ pub fn grants(surface: &Surface) -> Vec<(PathBuf, Grant, bool)> {
 
 /// Grants `path` with `mode`, or, if a narrower entry lies beneath it, lists
 /// the directory and grants its entries one by one.
-fn grant(surface: &Surface, path: &Path, mode: Mode, out: &mut Vec<(PathBuf, Grant, bool)>) {
+fn grant(surface: &Surface, beneath: &Beneath, path: &Path, mode: Mode, out: &mut Vec<(PathBuf, Grant, bool)>) {
     let Ok(md) = path.metadata() else { return };
-    if !md.is_dir() || !narrower_beneath(surface, path, mode) {
+    if !md.is_dir() || !beneath.narrower(path, mode) {
         out.push((path.to_path_buf(), Grant::Tree(mode), md.is_dir()));
         return;
     }
@@ -123,17 +146,13 @@ fn grant(surface: &Surface, path: &Path, mode: Mode, out: &mut Vec<(PathBuf, Gra
         if is_entry(surface, &child) {
             continue; // granted (or denied) by its own entry
         }
-        grant(surface, &child, mode, out);
+        grant(surface, beneath, &child, mode, out);
     }
 }
 
 fn is_entry(surface: &Surface, path: &Path) -> bool {
     use std::os::unix::ffi::OsStrExt;
     surface.lookup(path.as_os_str().as_bytes()).is_some_and(|i| surface.rules()[i as usize].path == path)
-}
-
-fn narrower_beneath(surface: &Surface, path: &Path, mode: Mode) -> bool {
-    surface.effective_rules().any(|(_, r)| r.path != path && r.path.starts_with(path) && r.mode < mode)
 }
 
 /// Builds the ruleset for `surface` at the highest ABI the kernel offers.

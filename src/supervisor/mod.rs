@@ -73,6 +73,9 @@ pub struct Supervisor {
     audit_level: AuditLevel,
     /// Learning mode: decisions are recorded but nothing is refused.
     learn: bool,
+    /// `interpose bench`'s notification floor: every notification is
+    /// answered CONTINUE at once, nothing read or decided.
+    floor: std::sync::atomic::AtomicBool,
 }
 
 /// Which decisions go to the audit trail.
@@ -149,7 +152,15 @@ impl Supervisor {
             act_as,
             audit_level,
             learn,
+            floor: std::sync::atomic::AtomicBool::new(false),
         }))
+    }
+
+    /// Turns this supervisor into the notification floor of `interpose
+    /// bench`: it answers CONTINUE to everything and enforces nothing. Call
+    /// before [`Supervisor::start`].
+    pub fn answer_everything_with_continue(&self) {
+        self.floor.store(true, Ordering::SeqCst);
     }
 
     /// Starts `n` worker threads (more are added on demand).
@@ -206,6 +217,10 @@ impl Supervisor {
                     return;
                 }
             };
+            if self.floor.load(Ordering::Relaxed) {
+                self.answer(notif.id, Answer::Continue);
+                continue;
+            }
             if self.idle.fetch_sub(1, Ordering::SeqCst) == 1 {
                 // We were the last one waiting: keep someone receiving.
                 self.spawn_worker();

@@ -145,6 +145,14 @@ pub fn install_filter(prog: &[libc::sock_filter], flags: libc::c_ulong) -> Resul
     Ok(unsafe { OwnedFd::from_raw_fd(fd as RawFd) })
 }
 
+/// Installs `prog` without a listener (`flags` 0): for filters whose every
+/// action the kernel takes itself.
+pub fn install_filter_without_listener(prog: &[libc::sock_filter]) -> Result<(), Errno> {
+    let len = u16::try_from(prog.len()).map_err(|_| Errno::E2BIG)?;
+    let mut fprog = libc::sock_fprog { len, filter: prog.as_ptr().cast_mut() };
+    cvt(seccomp(SET_MODE_FILTER, 0, (&mut fprog as *mut libc::sock_fprog).cast())).map(drop)
+}
+
 fn ioctl<T>(fd: BorrowedFd<'_>, request: libc::c_ulong, arg: *mut T) -> Result<libc::c_long, Errno> {
     // SAFETY: every request used here reads or writes exactly one `T`, the
     // structure its ioctl number encodes; `arg` points to a live `T`.
