@@ -288,6 +288,7 @@ pub fn run(args: &RunArgs) -> Result<i32, RunError> {
         eprintln!("interpose: learning mode: nothing is enforced; what would be denied is recorded as would_deny");
     }
     phase("session home");
+    let mut continuable = None;
     let landlock = if args.no_landlock || args.learn || args.bench_floor {
         if !args.learn && !args.bench_floor {
             eprintln!("interpose: warning: --no-landlock: running without the Landlock backstop; calls answered with CONTINUE can be raced");
@@ -327,7 +328,10 @@ pub fn run(args: &RunArgs) -> Result<i32, RunError> {
         argv: args.command.iter().map(|a| cstring(a.as_bytes())).collect::<Result<_, _>>()?,
         env: env.iter().map(|(k, v)| cstring([k.as_bytes(), b"=", v.as_bytes()].concat())).collect::<Result<_, _>>()?,
         filter: filter::program()?,
-        landlock: landlock.map(|b| b.ruleset),
+        landlock: landlock.map(|b| {
+            continuable = sandbox::landlock::exact_rules(&surface, &b.rules);
+            b.ruleset
+        }),
         capabilities: sandbox::kept_capabilities(),
         user,
     };
@@ -385,6 +389,9 @@ pub fn run(args: &RunArgs) -> Result<i32, RunError> {
         .map_err(errno("starting the supervisor"))?;
     if args.bench_floor {
         supervisor.answer_everything_with_continue();
+    }
+    if let Some(exact) = continuable {
+        supervisor.continue_where_landlock_is_exact(exact);
     }
     supervisor.start(2);
     phase("sandbox started, supervisor running");

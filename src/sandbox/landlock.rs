@@ -141,7 +141,18 @@ fn grant(surface: &Surface, beneath: &Beneath, path: &Path, mode: Mode, out: &mu
     // The directory gets no content rights; its entries are granted one by one.
     out.push((path.to_path_buf(), Grant::Parent(mode), true));
     let Ok(entries) = std::fs::read_dir(path) else { return };
+    let procfs = surface.proc_mounts().iter().any(|m| m == path);
     for entry in entries.flatten() {
+        // In procfs, the processes that exist now (interpose, init, the
+        // host's) are never granted, nor `self`, which would name the
+        // builder: the sandbox's own /proc/<pid> entries are opened by the
+        // supervisor, and a magic link such as /proc/self/exe is checked by
+        // Landlock at the file it points to.
+        let name = entry.file_name();
+        let name = name.as_encoded_bytes();
+        if procfs && (name.iter().all(u8::is_ascii_digit) || name == b"self" || name == b"thread-self") {
+            continue;
+        }
         let child = entry.path();
         if is_entry(surface, &child) {
             continue; // granted (or denied) by its own entry
@@ -153,6 +164,32 @@ fn grant(surface: &Surface, beneath: &Beneath, path: &Path, mode: Mode, out: &mu
 fn is_entry(surface: &Surface, path: &Path) -> bool {
     use std::os::unix::ffi::OsStrExt;
     surface.lookup(path.as_os_str().as_bytes()).is_some_and(|i| surface.rules()[i as usize].path == path)
+}
+
+/// For each surface rule, whether the ruleset enforces exactly what the
+/// surface says beneath it, so that the supervisor may answer an allowed
+/// open with CONTINUE and let the kernel open it: the rule is granted as a
+/// whole tree with its own mode, and nowhere does the ruleset allow more
+/// than the surface (no read-write directory expanded around a carve-out,
+/// whose files stay readable to Landlock; no glob, which Landlock cannot
+/// express). A path swapped in after the check can then reach nothing the
+/// supervisor would refuse. `None` when some part of the ruleset is looser.
+pub fn exact_rules(surface: &Surface, granted: &[(PathBuf, Grant)]) -> Option<Vec<bool>> {
+    if !surface.globs().is_empty() || granted.iter().any(|(_, g)| *g == Grant::Parent(Mode::Rw)) {
+        return None;
+    }
+    let trees: std::collections::HashMap<&Path, Mode> = granted
+        .iter()
+        .filter_map(|(p, g)| match g {
+            Grant::Tree(m) => Some((p.as_path(), *m)),
+            Grant::Parent(_) => None,
+        })
+        .collect();
+    let mut exact = vec![false; surface.rules().len()];
+    for (i, r) in surface.effective_rules() {
+        exact[i as usize] = r.mode != Mode::Deny && trees.get(r.path.as_path()) == Some(&r.mode);
+    }
+    Some(exact)
 }
 
 /// Builds the ruleset for `surface` at the highest ABI the kernel offers.

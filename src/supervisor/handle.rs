@@ -59,7 +59,8 @@ pub fn handle(sup: &Supervisor, notif: &seccomp::Notif) -> Outcome {
         // safe answer to a bug is no.
         return Outcome { answer: Some(Answer::Fail(Errno::ENOSYS)), checks: Vec::new(), argv: None };
     };
-    let mut cx = Cx { sup, notif, row, checks: Vec::new(), tgid: std::cell::OnceCell::new(), argv: None };
+    let mut cx =
+        Cx { sup, notif, row, checks: Vec::new(), tgid: std::cell::OnceCell::new(), argv: None, decided_by: None };
     let answer = match cx.run() {
         Ok(a) => Some(a),
         Err(Stop::Fail(e)) => Some(Answer::Fail(e)),
@@ -96,6 +97,8 @@ struct Cx<'a> {
     checks: Vec<Check>,
     tgid: std::cell::OnceCell<u32>,
     argv: Option<(Vec<Vec<u8>>, bool)>,
+    /// What allowed the last access checked.
+    decided_by: Option<Reason>,
 }
 
 impl Cx<'_> {
@@ -189,6 +192,7 @@ impl Cx<'_> {
             Target::Anonymous { .. } => (true, Why::Note("object held by a sandboxed process"), false),
             _ => {
                 let v = self.sup.surface.decide(&r.path, access, &self.sup.procs);
+                self.decided_by = Some(v.reason);
                 let carve_out = self.sup.surface.is_carve_out(v.reason);
                 (v.allowed, Why::Verdict(v.reason), carve_out)
             }
@@ -629,7 +633,18 @@ impl Cx<'_> {
             Access::Read
         };
         let r = self.check(&arg, r, access)?;
+        // Where Landlock enforces exactly this rule's answer, the kernel may
+        // open the file itself: a path swapped in after the check reaches
+        // nothing the surface refuses, and CONTINUE costs far less than
+        // opening here and injecting the descriptor.
+        let exact = matches!(self.decided_by, Some(Reason::Rule(i)) if self.sup.landlock_exact(i));
         match r.target {
+            Target::Missing { .. } if create && exact => Ok(Answer::Continue),
+            Target::Exists { mode, .. }
+                if exact && !exclusive && matches!(mode & libc::S_IFMT, libc::S_IFREG | libc::S_IFDIR) =>
+            {
+                Ok(Answer::Continue)
+            }
             Target::Missing { fd: parent, name } => {
                 if !create {
                     return Err(Errno::ENOENT.into());

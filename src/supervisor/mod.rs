@@ -76,6 +76,10 @@ pub struct Supervisor {
     /// `interpose bench`'s notification floor: every notification is
     /// answered CONTINUE at once, nothing read or decided.
     floor: std::sync::atomic::AtomicBool,
+    /// Per surface rule: whether Landlock enforces exactly that rule's
+    /// answer, so an allowed open beneath it can be continued instead of
+    /// emulated ([`crate::sandbox::landlock::exact_rules`]).
+    exact: std::sync::OnceLock<Vec<bool>>,
 }
 
 /// Which decisions go to the audit trail.
@@ -153,7 +157,20 @@ impl Supervisor {
             audit_level,
             learn,
             floor: std::sync::atomic::AtomicBool::new(false),
+            exact: std::sync::OnceLock::new(),
         }))
+    }
+
+    /// Lets allowed opens beneath the rules marked `true` be answered with
+    /// CONTINUE: the Landlock ruleset in force enforces the same answer on
+    /// the kernel's own resolution. Call before [`Supervisor::start`].
+    pub fn continue_where_landlock_is_exact(&self, exact: Vec<bool>) {
+        let _ = self.exact.set(exact);
+    }
+
+    /// Whether an access the rule with index `rule` allowed may be continued.
+    pub fn landlock_exact(&self, rule: u32) -> bool {
+        self.exact.get().is_some_and(|e| e.get(rule as usize).copied().unwrap_or(false))
     }
 
     /// Turns this supervisor into the notification floor of `interpose

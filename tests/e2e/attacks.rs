@@ -41,6 +41,35 @@ fn path_buffer_race_on_open_never_reads_the_denied_file() {
     }
 }
 
+/// The same race aimed at a carve-out inside the workspace. Landlock cannot
+/// keep a file of a writable tree out (the tree's directory keeps the read
+/// right that exec needs), so here opens must be emulated, not continued:
+/// the race then reaches nothing, with or without the backstop.
+#[test]
+fn path_buffer_race_on_open_never_reaches_a_carve_out() {
+    if !kernel_ok() {
+        return;
+    }
+    let t = Tree::new();
+    let bin = copy_into(&t, "race_open");
+    std::fs::write(t.ws.join("ok.txt"), "harmless\n").unwrap();
+    std::fs::write(t.ws.join(".env"), "top-secret-marker\n").unwrap();
+    let secret = t.ws.join(".env");
+    // From a file next to the carve-out, and from one in a read-only tree
+    // that Landlock does cover exactly: the race may land anywhere the
+    // ruleset allows, so one loose spot makes every open emulated.
+    for ok in [t.ws.join("ok.txt"), t.ro.join("data.txt")] {
+        let args =
+            [bin.to_str().unwrap(), ok.to_str().unwrap(), secret.to_str().unwrap(), "top-secret-marker", "20000"];
+        for extra in [&["--no-landlock"][..], &[][..]] {
+            let extra = [extra, &["--deny", secret.to_str().unwrap()]].concat();
+            let o = t.command(&extra, &args).output().unwrap();
+            assert_eq!(leaks(&stdout(&o)), 0, "{ok:?} {extra:?}: {}", stdout(&o));
+            assert_eq!(o.status.code(), Some(0), "{extra:?}: {}", stderr(&o));
+        }
+    }
+}
+
 /// The same race on `stat`: the supervisor stats the object it checked and
 /// writes the result into the caller, so the denied file's metadata never
 /// comes back, with or without the backstop (Landlock does not cover stat).

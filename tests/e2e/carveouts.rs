@@ -68,7 +68,8 @@ fn a_carve_out_covers_names_created_after_start() {
 }
 
 /// The Landlock ruleset on its own keeps carve-outs closed: a read-only tree
-/// with a carve-out no longer grants reading everything beneath it.
+/// with a carve-out no longer grants reading everything beneath it, and no
+/// other process's /proc entry is granted.
 #[test]
 fn landlock_alone_keeps_system_carve_outs_closed() {
     if !kernel_ok() {
@@ -81,10 +82,12 @@ fn landlock_alone_keeps_system_carve_outs_closed() {
             "--",
             "/bin/sh",
             "-c",
-            "cat /etc/hostname >/dev/null && echo readable; cat /etc/shadow",
+            "cat /etc/hostname >/dev/null && echo readable; cat /etc/shadow; head -c1 /proc/1/environ",
         ])
         .output()
         .unwrap();
     assert_eq!(stdout(&o), "readable\n", "{}", stderr(&o));
     assert!(stderr(&o).contains("/etc/shadow: Permission denied"), "{}", stderr(&o));
+    // The processes that existed when the ruleset was built are not in it.
+    assert!(stderr(&o).contains("'/proc/1/environ' for reading: Permission denied"), "{}", stderr(&o));
 }
