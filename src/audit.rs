@@ -3,14 +3,16 @@
 //! Workers hand records to a bounded queue; one writer thread serializes and
 //! writes them. If the queue is full, `allow` records are dropped and counted
 //! (the count is itself recorded at the end); `deny` records wait for room, so
-//! denials are never lost. See `docs/audit.md` for the schema.
+//! denials are never lost. The writer is woken once per batch (or every few
+//! milliseconds), not once per record: a wake-up costs more than writing a
+//! line. See `docs/audit.md` for the schema.
 
 use base64::Engine;
 use serde::{Serialize, Serializer};
 use std::io::Write;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::mpsc::{sync_channel, Receiver, SyncSender, TrySendError};
-use std::sync::Arc;
+use std::sync::mpsc::sync_channel;
+use std::sync::{Arc, Condvar, Mutex};
 
 /// Version of the record schema in `docs/audit.md`.
 pub const SCHEMA: u32 = 1;
@@ -178,10 +180,25 @@ enum Msg {
     Flush(std::sync::mpsc::SyncSender<()>),
 }
 
+/// Records waiting for the writer.
+const CAPACITY: usize = 16 * 1024;
+/// The writer is woken when this many are waiting ...
+const BATCH: usize = 256;
+/// ... or after this long, whichever comes first.
+const LINGER: std::time::Duration = std::time::Duration::from_millis(5);
+
+struct Queue {
+    items: Mutex<Vec<Msg>>,
+    /// Signalled when a batch is ready or a flush is asked for.
+    ready: Condvar,
+    /// Signalled when the writer has taken a batch (room again).
+    room: Condvar,
+}
+
 /// The sending side, shared by the workers.
 #[derive(Clone)]
 pub struct Sink {
-    tx: SyncSender<Msg>,
+    queue: Arc<Queue>,
     dropped: Arc<AtomicU64>,
     seq: Arc<AtomicU64>,
 }
@@ -194,12 +211,17 @@ pub fn now_ns() -> u128 {
 impl Sink {
     /// Starts the writer thread on `out`.
     pub fn start(out: Box<dyn Write + Send>) -> Sink {
-        let (tx, rx) = sync_channel(16 * 1024);
+        let queue = Arc::new(Queue {
+            items: Mutex::new(Vec::with_capacity(BATCH)),
+            ready: Condvar::new(),
+            room: Condvar::new(),
+        });
+        let q = Arc::clone(&queue);
         std::thread::Builder::new()
             .name("interpose-audit".into())
-            .spawn(move || writer(rx, out))
+            .spawn(move || writer(&q, out))
             .expect("spawning the audit writer");
-        Sink { tx, dropped: Arc::new(AtomicU64::new(0)), seq: Arc::new(AtomicU64::new(0)) }
+        Sink { queue, dropped: Arc::new(AtomicU64::new(0)), seq: Arc::new(AtomicU64::new(0)) }
     }
 
     /// The next sequence number.
@@ -212,12 +234,20 @@ impl Sink {
     pub fn send(&self, record: Record) {
         let droppable =
             matches!(&record, Record::Decision(d) if d.decision != "deny") || matches!(record, Record::Exec(_));
-        if droppable {
-            if let Err(TrySendError::Full(_)) = self.tx.try_send(Msg::Record(Box::new(record))) {
+        let mut items = self.queue.items.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if items.len() >= CAPACITY {
+            if droppable {
                 self.dropped.fetch_add(1, Ordering::Relaxed);
+                return;
             }
-        } else {
-            let _ = self.tx.send(Msg::Record(Box::new(record)));
+            self.queue.ready.notify_one();
+            while items.len() >= CAPACITY {
+                items = self.queue.room.wait(items).unwrap_or_else(std::sync::PoisonError::into_inner);
+            }
+        }
+        items.push(Msg::Record(Box::new(record)));
+        if items.len() >= BATCH {
+            self.queue.ready.notify_one();
         }
     }
 
@@ -229,9 +259,12 @@ impl Sink {
     /// Waits until everything queued so far is written and flushed.
     pub fn flush(&self) {
         let (ack, done) = sync_channel(1);
-        if self.tx.send(Msg::Flush(ack)).is_ok() {
-            let _ = done.recv();
+        {
+            let mut items = self.queue.items.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            items.push(Msg::Flush(ack));
+            self.queue.ready.notify_one();
         }
+        let _ = done.recv();
     }
 }
 
@@ -256,33 +289,43 @@ fn chained_line(record: &Record, prev: &str) -> serde_json::Result<String> {
     Ok(format!("{{\"prev\":\"{prev}\",{}", &body[1..]))
 }
 
-fn writer(rx: Receiver<Msg>, out: Box<dyn Write + Send>) {
+fn writer(queue: &Queue, out: Box<dyn Write + Send>) {
     let mut out = std::io::BufWriter::with_capacity(64 * 1024, out);
     let mut failed = false;
     let mut prev = CHAIN_START.to_string();
-    for msg in rx {
-        match msg {
-            Msg::Record(r) if !failed => {
-                let ok = match chained_line(&r, &prev) {
-                    Ok(line) => {
-                        prev = line_hash(line.as_bytes());
-                        out.write_all(line.as_bytes()).and_then(|()| out.write_all(b"\n")).is_ok()
-                    }
-                    Err(_) => false,
-                };
-                if !ok {
-                    failed = true;
-                    eprintln!("interpose: writing the audit trail failed; further records are lost");
-                }
+    let mut batch = Vec::with_capacity(BATCH);
+    loop {
+        {
+            let mut items = queue.items.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            if items.len() < BATCH && !items.iter().any(|m| matches!(m, Msg::Flush(_))) {
+                items = queue.ready.wait_timeout(items, LINGER).unwrap_or_else(std::sync::PoisonError::into_inner).0;
             }
-            Msg::Record(_) => {}
-            Msg::Flush(ack) => {
-                let _ = out.flush();
-                let _ = ack.send(());
+            std::mem::swap(&mut *items, &mut batch);
+            queue.room.notify_all();
+        }
+        for msg in batch.drain(..) {
+            match msg {
+                Msg::Record(r) if !failed => {
+                    let ok = match chained_line(&r, &prev) {
+                        Ok(line) => {
+                            prev = line_hash(line.as_bytes());
+                            out.write_all(line.as_bytes()).and_then(|()| out.write_all(b"\n")).is_ok()
+                        }
+                        Err(_) => false,
+                    };
+                    if !ok {
+                        failed = true;
+                        eprintln!("interpose: writing the audit trail failed; further records are lost");
+                    }
+                }
+                Msg::Record(_) => {}
+                Msg::Flush(ack) => {
+                    let _ = out.flush();
+                    let _ = ack.send(());
+                }
             }
         }
     }
-    let _ = out.flush();
 }
 
 /// Why a trail failed verification.

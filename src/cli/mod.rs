@@ -240,6 +240,10 @@ pub struct RunArgs {
     /// floor). Enforces nothing.
     #[arg(long, hide = true)]
     pub bench_floor: bool,
+    /// For measurements: set SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP on the
+    /// listener.
+    #[arg(long, hide = true)]
+    pub sync_wake_up: bool,
     /// Run without the Landlock backstop (for measurements only: calls
     /// answered with CONTINUE are then open to path-swap races).
     #[arg(long)]

@@ -385,6 +385,10 @@ pub fn run(args: &RunArgs) -> Result<i32, RunError> {
     // (SECCOMP_IOCTL_NOTIF_SET_FLAGS, 0x40082104, takes the flag word as the
     // ioctl argument itself, not through a pointer.)
     let sandbox::Started { pid, listener, channel } = started;
+    if args.sync_wake_up {
+        seccomp::set_listener_flags(std::os::fd::AsFd::as_fd(&listener), seccomp::USER_NOTIF_FD_SYNC_WAKE_UP)
+            .map_err(errno("SECCOMP_IOCTL_NOTIF_SET_FLAGS"))?;
+    }
     let supervisor = Supervisor::new(listener, surface, sink.clone().map(|s| (s, args.audit_level)), user, args.learn)
         .map_err(errno("starting the supervisor"))?;
     if args.bench_floor {

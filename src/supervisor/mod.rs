@@ -80,6 +80,8 @@ pub struct Supervisor {
     /// answer, so an allowed open beneath it can be continued instead of
     /// emulated ([`crate::sandbox::landlock::exact_rules`]).
     exact: std::sync::OnceLock<Vec<bool>>,
+    /// Bumped at every allowed exec: cached process names go stale then.
+    exec_generation: AtomicU64,
 }
 
 /// Which decisions go to the audit trail.
@@ -92,43 +94,52 @@ pub enum AuditLevel {
     All,
 }
 
-/// Gathers where a denied call came from: cwd, ancestry up to the sandboxed
-/// command, and the calling instruction mapped to a file and offset.
-fn denial_context(notif: &seccomp::Notif) -> audit::DenialContext {
-    use std::os::unix::ffi::OsStrExt;
-    let tid = notif.pid;
-    let cwd =
-        std::fs::read_link(format!("/proc/{tid}/cwd")).map(|p| p.as_os_str().as_bytes().to_vec()).unwrap_or_default();
-    let me = std::process::id();
-    let mut ancestors = Vec::new();
-    let mut at = resolve::proc_status_field(tid, "Tgid:").and_then(|v| v.parse().ok()).unwrap_or(tid);
-    while at > 1 && at != me && ancestors.len() < 64 {
-        let name =
-            std::fs::read_to_string(format!("/proc/{at}/comm")).map(|c| c.trim_end().to_string()).unwrap_or_default();
-        ancestors.push((at, name));
-        match procs::parent_of(at) {
-            Some(p) => at = p,
-            None => break,
-        }
+/// The instruction at `ip` of process `pid` (thread `tid`) as `file+0xoffset`
+/// through its memory map, or the raw address when no file maps it. The
+/// file-backed mappings are cached per worker until the next exec anywhere
+/// in the sandbox, and re-read whenever `ip` falls outside them (a library
+/// loaded since).
+fn code_location(pid: u32, tid: u32, ip: u64, generation: u64) -> String {
+    use std::cell::RefCell;
+    use std::collections::HashMap;
+    type Maps = Vec<(u64, u64, u64, String)>;
+    thread_local! {
+        static MAPS: RefCell<(u64, HashMap<u32, Maps>)> = RefCell::new((0, HashMap::new()));
     }
-    let ip = notif.data.instruction_pointer;
-    let code = std::fs::read_to_string(format!("/proc/{tid}/maps"))
-        .ok()
-        .and_then(|maps| {
-            maps.lines().find_map(|l| {
-                let mut f = l.split_whitespace();
-                let (range, _perms, offset) = (f.next()?, f.next()?, f.next()?);
-                let (lo, hi) = range.split_once('-')?;
-                let (lo, hi) = (u64::from_str_radix(lo, 16).ok()?, u64::from_str_radix(hi, 16).ok()?);
-                let file = f.nth(2)?;
-                (lo..hi).contains(&ip).then(|| {
-                    let offset = u64::from_str_radix(offset, 16).unwrap_or(0) + (ip - lo);
-                    format!("{file}+{offset:#x}")
-                })
-            })
+    let find = |maps: &Maps| {
+        maps.iter()
+            .find(|(lo, hi, _, _)| (*lo..*hi).contains(&ip))
+            .map(|(lo, _, off, file)| format!("{file}+{:#x}", off + (ip - lo)))
+    };
+    let hit = MAPS.with_borrow_mut(|(g, all)| {
+        if *g != generation || all.len() > 256 {
+            *g = generation;
+            all.clear();
+        }
+        all.get(&pid).and_then(find)
+    });
+    if let Some(hit) = hit {
+        return hit;
+    }
+    let maps: Maps = std::fs::read_to_string(format!("/proc/{tid}/maps"))
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| {
+            let mut f = l.split_whitespace();
+            let (range, _perms, offset) = (f.next()?, f.next()?, f.next()?);
+            let file = f.nth(2)?;
+            let (lo, hi) = range.split_once('-')?;
+            Some((
+                u64::from_str_radix(lo, 16).ok()?,
+                u64::from_str_radix(hi, 16).ok()?,
+                u64::from_str_radix(offset, 16).ok()?,
+                file.to_string(),
+            ))
         })
-        .unwrap_or_else(|| format!("{ip:#x}"));
-    audit::DenialContext { cwd: audit::Bytes(cwd), ancestors, code }
+        .collect();
+    let found = find(&maps);
+    MAPS.with_borrow_mut(|(_, all)| all.insert(pid, maps));
+    found.unwrap_or_else(|| format!("{ip:#x}"))
 }
 
 impl Supervisor {
@@ -158,6 +169,7 @@ impl Supervisor {
             learn,
             floor: std::sync::atomic::AtomicBool::new(false),
             exact: std::sync::OnceLock::new(),
+            exec_generation: AtomicU64::new(0),
         }))
     }
 
@@ -249,7 +261,7 @@ impl Supervisor {
             // waits for the answer, so it describes the moment of the call.
             let context = (self.audit.is_some()
                 && outcome.checks.iter().any(|c| matches!(c.decision, "deny" | "would_deny")))
-            .then(|| denial_context(&notif));
+            .then(|| self.denial_context(&notif));
             if let Some(answer) = outcome.answer {
                 self.answer(notif.id, answer);
             }
@@ -303,6 +315,73 @@ impl Supervisor {
         }
     }
 
+    /// Gathers where a denied call came from: cwd, ancestry up to the
+    /// sandboxed command, and the calling instruction mapped to a file and
+    /// offset.
+    fn denial_context(&self, notif: &seccomp::Notif) -> audit::DenialContext {
+        use std::os::unix::ffi::OsStrExt;
+        let tid = notif.pid;
+        let cwd = std::fs::read_link(format!("/proc/{tid}/cwd"))
+            .map(|p| p.as_os_str().as_bytes().to_vec())
+            .unwrap_or_default();
+        let me = std::process::id();
+        let mut ancestors = Vec::new();
+        let mut at = self.process_of(tid, None).0;
+        while at > 1 && at != me && ancestors.len() < 64 {
+            // One read of /proc/<pid>/stat gives the name and the parent.
+            let Some((name, parent)) = procs::name_and_parent(at) else { break };
+            ancestors.push((at, name));
+            at = parent;
+        }
+        let ip = notif.data.instruction_pointer;
+        let code = code_location(
+            ancestors.first().map_or(tid, |a| a.0),
+            tid,
+            ip,
+            self.exec_generation.load(Ordering::Relaxed),
+        );
+        audit::DenialContext { cwd: audit::Bytes(cwd), ancestors, code }
+    }
+
+    /// The process id and name of thread `tid`, from one read of
+    /// `/proc/<tid>/status` (its first lines hold Name and Tgid), cached per
+    /// worker until the next exec anywhere in the sandbox. A denied process
+    /// may be gone by the time its record is written; the denial context,
+    /// taken before the answer, names it then.
+    fn process_of(&self, tid: u32, context: Option<&audit::DenialContext>) -> (u32, String) {
+        use std::cell::RefCell;
+        use std::collections::HashMap;
+        /// `(exec generation, tid -> (pid, name))`.
+        type Names = (u64, HashMap<u32, (u32, String)>);
+        thread_local! {
+            static NAMES: RefCell<Names> = RefCell::new((0, HashMap::new()));
+        }
+        let generation = self.exec_generation.load(Ordering::Relaxed);
+        let cached = NAMES.with_borrow_mut(|(g, names)| {
+            if *g != generation || names.len() > 4096 {
+                *g = generation;
+                names.clear();
+            }
+            names.get(&tid).cloned()
+        });
+        // The context was read before the answer, while the caller waited:
+        // it names the process even if it is gone now.
+        if let Some((pid, name)) = context.and_then(|c| c.ancestors.first()) {
+            return (*pid, name.clone());
+        }
+        if let Some(hit) = cached {
+            return hit;
+        }
+        let status = std::fs::read_to_string(format!("/proc/{tid}/status")).unwrap_or_default();
+        let field = |name: &str| status.lines().find_map(|l| l.strip_prefix(name)).map(str::trim);
+        let pid = field("Tgid:").and_then(|v| v.parse().ok()).unwrap_or(tid);
+        let comm = field("Name:").map(str::to_string).unwrap_or_default();
+        if !status.is_empty() {
+            NAMES.with_borrow_mut(|(_, names)| names.insert(tid, (pid, comm.clone())));
+        }
+        (pid, comm)
+    }
+
     fn record(
         &self,
         notif: &seccomp::Notif,
@@ -320,15 +399,12 @@ impl Supervisor {
         }
         let Some(sink) = &self.audit else { return };
         let handling_ns = started.elapsed().as_nanos() as u64;
-        // One read of /proc/<tid>/status gives both the process id and the
-        // thread's name (the first lines hold Name and Tgid).
-        let status = std::fs::read_to_string(format!("/proc/{}/status", notif.pid)).unwrap_or_default();
-        let field = |name: &str| status.lines().find_map(|l| l.strip_prefix(name)).map(str::trim);
-        // A denied process may be gone by now; the denial context, taken
-        // before the answer, names it then.
-        let first = context.as_ref().and_then(|c| c.ancestors.first());
-        let pid = field("Tgid:").and_then(|v| v.parse().ok()).or(first.map(|a| a.0)).unwrap_or(notif.pid);
-        let comm = field("Name:").map(str::to_string).or(first.map(|a| a.1.clone())).unwrap_or_default();
+        if argv.is_some() {
+            // After this exec the caller has a new name (and a thread that
+            // execs becomes the process): every cached name is re-read.
+            self.exec_generation.fetch_add(1, Ordering::Relaxed);
+        }
+        let (pid, comm) = self.process_of(notif.pid, context.as_ref());
         for c in checks {
             if self.audit_level == AuditLevel::Deny && !matches!(c.decision, "deny" | "would_deny") {
                 continue;

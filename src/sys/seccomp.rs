@@ -37,6 +37,10 @@ const IOCTL_NOTIF_RECV: libc::c_ulong = 0xc050_2100;
 const IOCTL_NOTIF_SEND: libc::c_ulong = 0xc018_2101;
 const IOCTL_NOTIF_ID_VALID: libc::c_ulong = 0x4008_2102;
 const IOCTL_NOTIF_ADDFD: libc::c_ulong = 0x4018_2103;
+const IOCTL_NOTIF_SET_FLAGS: libc::c_ulong = 0x4008_2104;
+/// `SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP` (Linux 6.6): the woken task runs on
+/// the waker's CPU.
+pub const USER_NOTIF_FD_SYNC_WAKE_UP: u64 = 1;
 
 /// `struct seccomp_data`: the trapped syscall as the filter saw it.
 #[repr(C)]
@@ -157,6 +161,13 @@ fn ioctl<T>(fd: BorrowedFd<'_>, request: libc::c_ulong, arg: *mut T) -> Result<l
     // SAFETY: every request used here reads or writes exactly one `T`, the
     // structure its ioctl number encodes; `arg` points to a live `T`.
     cvt(unsafe { libc::ioctl(fd.as_raw_fd(), request, arg) } as libc::c_long)
+}
+
+/// `SECCOMP_IOCTL_NOTIF_SET_FLAGS`: the flag word is the ioctl argument
+/// itself, not a pointer to it.
+pub fn set_listener_flags(listener: BorrowedFd<'_>, flags: u64) -> Result<(), Errno> {
+    // SAFETY: this request reads no memory; the argument is a plain value.
+    cvt(unsafe { libc::ioctl(listener.as_raw_fd(), IOCTL_NOTIF_SET_FLAGS, flags) } as libc::c_long).map(drop)
 }
 
 /// `SECCOMP_IOCTL_NOTIF_RECV`: blocks until a trapped syscall arrives.
