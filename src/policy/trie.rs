@@ -4,26 +4,59 @@
 /// Index of a node in [`Trie::nodes`].
 type NodeId = u32;
 
-#[derive(Debug, Default, Clone)]
+/// No node.
+const NONE: NodeId = NodeId::MAX;
+
+#[derive(Debug, Clone)]
 struct Node {
-    /// Children sorted by name, searched with binary search.
-    children: Vec<(Box<[u8]>, NodeId)>,
+    /// The node this one is a child of (the root's is [`NONE`]).
+    parent: NodeId,
+    /// The component's bytes: `names[name.0..name.0 + name.1]`.
+    name: (u32, u32),
     /// The value of an entry that ends at this node.
     value: Option<u32>,
+    /// The next node whose (parent, name) hashes to the same key.
+    next: NodeId,
 }
+
+/// The index's hasher: keys are already well-mixed 64-bit hashes.
+#[derive(Default, Clone, Copy)]
+struct Passthrough(u64);
+
+impl std::hash::Hasher for Passthrough {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, _: &[u8]) {
+        unreachable!("only u64 keys are hashed")
+    }
+    fn write_u64(&mut self, n: u64) {
+        self.0 = n;
+    }
+}
+
+type Index = std::collections::HashMap<u64, NodeId, std::hash::BuildHasherDefault<Passthrough>>;
 
 /// Maps absolute paths to `u32` values (rule indices) by longest prefix.
 ///
-/// `/a/b` is a prefix of `/a/b` and `/a/b/c`, never of `/a/bc`. Lookups do not
-/// allocate.
+/// `/a/b` is a prefix of `/a/b` and `/a/b/c`, never of `/a/bc`. Each edge is
+/// found with one hash of (parent, component) in a table shared by all
+/// nodes, so a lookup costs one probe per component whatever the number of
+/// entries. Lookups do not allocate.
 #[derive(Debug, Clone)]
 pub struct Trie {
     nodes: Vec<Node>,
+    names: Vec<u8>,
+    index: Index,
 }
 
 impl Default for Trie {
     fn default() -> Self {
-        Self { nodes: vec![Node::default()] }
+        Self {
+            nodes: vec![Node { parent: NONE, name: (0, 0), value: None, next: NONE }],
+            names: Vec::new(),
+            index: Index::default(),
+        }
     }
 }
 
@@ -35,22 +68,61 @@ pub fn components(path: &[u8]) -> impl Iterator<Item = &[u8]> {
     path.split(|&c| c == b'/').filter(|c| !c.is_empty() && *c != b".")
 }
 
+/// A 64-bit hash of an edge: 8 bytes at a time, then a final avalanche
+/// (the table uses the top bits as tags and the low bits as the bucket).
+fn edge_key(parent: NodeId, name: &[u8]) -> u64 {
+    const K: u64 = 0x9e37_79b9_7f4a_7c15;
+    let mut h = (u64::from(parent) ^ ((name.len() as u64) << 32)).wrapping_mul(K);
+    let mut chunks = name.chunks_exact(8);
+    for c in &mut chunks {
+        h = (h.rotate_left(23) ^ u64::from_le_bytes(c.try_into().expect("8 bytes"))).wrapping_mul(K);
+    }
+    let rest = chunks.remainder();
+    if !rest.is_empty() {
+        let mut w = [0u8; 8];
+        w[..rest.len()].copy_from_slice(rest);
+        h = (h.rotate_left(23) ^ u64::from_le_bytes(w)).wrapping_mul(K);
+    }
+    h ^= h >> 33;
+    h = h.wrapping_mul(0xff51_afd7_ed55_8ccd);
+    h ^ (h >> 33)
+}
+
 impl Trie {
     /// An empty trie.
     pub fn new() -> Self {
         Self::default()
     }
 
+    fn name(&self, node: &Node) -> &[u8] {
+        &self.names[node.name.0 as usize..(node.name.0 + node.name.1) as usize]
+    }
+
+    fn child(&self, parent: NodeId, name: &[u8]) -> Option<NodeId> {
+        let mut at = *self.index.get(&edge_key(parent, name))?;
+        while at != NONE {
+            let node = &self.nodes[at as usize];
+            if node.parent == parent && self.name(node) == name {
+                return Some(at);
+            }
+            at = node.next;
+        }
+        None
+    }
+
     /// Sets the value of the entry for `path`, replacing an earlier one.
     pub fn insert(&mut self, path: &[u8], value: u32) {
         let mut at: NodeId = 0;
         for name in components(path) {
-            at = match self.nodes[at as usize].children.binary_search_by(|(n, _)| (**n).cmp(name)) {
-                Ok(i) => self.nodes[at as usize].children[i].1,
-                Err(i) => {
+            at = match self.child(at, name) {
+                Some(id) => id,
+                None => {
                     let id = self.nodes.len() as NodeId;
-                    self.nodes.push(Node::default());
-                    self.nodes[at as usize].children.insert(i, (name.into(), id));
+                    let key = edge_key(at, name);
+                    let next = self.index.insert(key, id).unwrap_or(NONE);
+                    let offset = self.names.len() as u32;
+                    self.names.extend_from_slice(name);
+                    self.nodes.push(Node { parent: at, name: (offset, name.len() as u32), value: None, next });
                     id
                 }
             };
@@ -58,31 +130,27 @@ impl Trie {
         self.nodes[at as usize].value = Some(value);
     }
 
-    /// Heap bytes the trie holds (nodes, child tables and names), for the
+    /// Heap bytes the trie holds (nodes, names and the edge table), for the
     /// memory-per-entry figure of `interpose bench`.
     pub fn heap_bytes(&self) -> usize {
-        let child = std::mem::size_of::<(Box<[u8]>, NodeId)>();
-        self.nodes.capacity() * std::mem::size_of::<Node>()
-            + self
-                .nodes
-                .iter()
-                .map(|n| n.children.capacity() * child + n.children.iter().map(|(name, _)| name.len()).sum::<usize>())
-                .sum::<usize>()
+        // hashbrown: one control byte per bucket plus the (key, value) slot.
+        let slot = std::mem::size_of::<(u64, NodeId)>() + 1;
+        self.nodes.capacity() * std::mem::size_of::<Node>() + self.names.capacity() + self.index.capacity() * slot
     }
 
     /// The value of the longest entry that is a prefix of `path`.
     pub fn lookup(&self, path: &[u8]) -> Option<u32> {
-        let mut node = &self.nodes[0];
-        let mut best = node.value;
+        let mut at: NodeId = 0;
+        let mut best = self.nodes[0].value;
         for name in components(path) {
-            match node.children.binary_search_by(|(n, _)| (**n).cmp(name)) {
-                Ok(i) => {
-                    node = &self.nodes[node.children[i].1 as usize];
-                    if node.value.is_some() {
-                        best = node.value;
+            match self.child(at, name) {
+                Some(id) => {
+                    at = id;
+                    if let Some(v) = self.nodes[id as usize].value {
+                        best = Some(v);
                     }
                 }
-                Err(_) => break,
+                None => break,
             }
         }
         best
@@ -91,11 +159,11 @@ impl Trie {
     /// Whether `path` is an entry or lies on the way to one (every component
     /// is a node of the trie).
     pub fn reaches(&self, path: &[u8]) -> bool {
-        let mut node = &self.nodes[0];
+        let mut at: NodeId = 0;
         for name in components(path) {
-            match node.children.binary_search_by(|(n, _)| (**n).cmp(name)) {
-                Ok(i) => node = &self.nodes[node.children[i].1 as usize],
-                Err(_) => return false,
+            match self.child(at, name) {
+                Some(id) => at = id,
+                None => return false,
             }
         }
         true
@@ -155,6 +223,31 @@ mod tests {
         assert!(t.reaches(b"/home/u/repo"));
         assert!(!t.reaches(b"/home/v"));
         assert!(!t.reaches(b"/home/u/repo/x"));
+    }
+
+    #[test]
+    fn colliding_edges_are_told_apart() {
+        // Force every edge into one chain: lookups still compare names.
+        let mut t = Trie::new();
+        let names: Vec<String> = (0..200).map(|i| format!("n{i}")).collect();
+        for (i, n) in names.iter().enumerate() {
+            t.insert(format!("/{n}/x").as_bytes(), i as u32);
+        }
+        for (i, n) in names.iter().enumerate() {
+            assert_eq!(t.lookup(format!("/{n}/x/y").as_bytes()), Some(i as u32));
+            assert_eq!(t.lookup(format!("/{n}/y").as_bytes()), None);
+        }
+        // A chain built by hand, whatever the hash does.
+        let key = edge_key(0, b"n0");
+        let first = t.index[&key];
+        let mut other = t.nodes[first as usize].clone();
+        other.next = first;
+        other.name = (t.names.len() as u32, 3);
+        t.names.extend_from_slice(b"zzz");
+        t.nodes.push(other);
+        t.index.insert(key, (t.nodes.len() - 1) as NodeId);
+        assert_eq!(t.lookup(b"/n0/x"), Some(0), "found behind a colliding edge");
+        assert_eq!(t.child(0, b"zzz"), None, "a name is found only under its own key");
     }
 
     #[test]
