@@ -151,6 +151,10 @@ pub enum Record {
         /// with the rule that removed it (names only, never values).
         #[serde(default)]
         env_dropped: Vec<String>,
+        /// `full` or `fast`, the syscalls left untrapped, and for fast mode
+        /// the residual risk and whether Landlock's own denials were seen.
+        #[serde(default)]
+        mode: serde_json::Value,
         /// Kernel features in use.
         features: serde_json::Value,
         /// Wall-clock start, nanoseconds since the Unix epoch.
@@ -393,6 +397,7 @@ mod tests {
                     surface_digest: String::new(),
                     policy: None,
                     env_dropped: vec![],
+                    mode: serde_json::Value::Null,
                     features: serde_json::Value::Null,
                     time_ns: i as u128,
                 }

@@ -235,6 +235,13 @@ pub struct RunArgs {
     /// "session"`, HOME) after the command ends, and print where it is.
     #[arg(long)]
     pub keep_session: bool,
+    /// Fast mode: trap only what Landlock cannot decide for this surface
+    /// (opens, attribute changes, unix socket addresses, and everything but
+    /// metadata reads when the surface has carve-outs in writable trees or
+    /// globs); stat, readlink and access of paths outside the surface are
+    /// then not checked. Same as `mode = "fast"` in a policy.
+    #[arg(long)]
+    pub fast: bool,
     /// For `interpose bench`: answer every notification with CONTINUE at
     /// once, reading and deciding nothing (the notification round-trip
     /// floor). Enforces nothing.

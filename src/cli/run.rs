@@ -43,6 +43,9 @@ pub enum RunError {
     /// `--user` is malformed, unknown, or used without root.
     #[error("--user {0}")]
     BadUser(String),
+    /// Fast mode leaves most decisions to Landlock, so it cannot run without.
+    #[error("--fast leaves decisions to Landlock: it cannot be combined with --no-landlock, --learn or a kernel without Landlock")]
+    FastNeedsLandlock,
     /// The command contains a NUL byte.
     #[error("the command line or environment contains a NUL byte")]
     Nul,
@@ -305,6 +308,14 @@ pub fn run(args: &RunArgs) -> Result<i32, RunError> {
         Some(backstop)
     };
 
+    let fast = args.fast || policy.as_ref().is_some_and(|(p, _)| p.mode == Some(crate::policy::file::RunMode::Fast));
+    let trapping = match (&landlock, fast) {
+        (_, false) => crate::policy::syscalls::Trapping::All,
+        (None, true) => return Err(RunError::FastNeedsLandlock),
+        (Some(b), true) => crate::policy::syscalls::Trapping::Fast {
+            exact: sandbox::landlock::exact_rules(&surface, &b.rules).is_some(),
+        },
+    };
     let mut rules = policy.as_ref().map(|(p, _)| p.env.clone()).unwrap_or_default();
     rules.keep.extend(args.env_keep.iter().cloned());
     let (mut env, dropped) = rules.apply(std::env::vars_os().filter(|(k, _)| k != "TMPDIR"));
@@ -327,7 +338,7 @@ pub fn run(args: &RunArgs) -> Result<i32, RunError> {
         program: cstring(resolved.into_os_string().into_vec())?,
         argv: args.command.iter().map(|a| cstring(a.as_bytes())).collect::<Result<_, _>>()?,
         env: env.iter().map(|(k, v)| cstring([k.as_bytes(), b"=", v.as_bytes()].concat())).collect::<Result<_, _>>()?,
-        filter: filter::program()?,
+        filter: filter::program_trapping(trapping)?,
         landlock: landlock.map(|b| {
             continuable = sandbox::landlock::exact_rules(&surface, &b.rules);
             b.ruleset
@@ -352,7 +363,7 @@ pub fn run(args: &RunArgs) -> Result<i32, RunError> {
         }
     };
     if let Some(sink) = &sink {
-        sink.send(session_start(args, &surface, policy.as_ref(), &dropped));
+        sink.send(session_start(args, &surface, policy.as_ref(), &dropped, trapping));
     }
 
     process::set_child_subreaper().map_err(errno("PR_SET_CHILD_SUBREAPER"))?;
@@ -430,6 +441,7 @@ fn session_start(
     surface: &Surface,
     policy: Option<&super::LoadedPolicy>,
     dropped: &[crate::policy::env::Dropped],
+    trapping: crate::policy::syscalls::Trapping,
 ) -> audit::Record {
     use sha2::Digest;
     let features = crate::cli::check::probe()
@@ -464,6 +476,7 @@ fn session_start(
             })
         }),
         env_dropped: dropped.iter().map(|d| format!("{} ({})", d.name.to_string_lossy(), d.rule)).collect(),
+        mode: mode_record(trapping),
         surface_digest: {
             // Sorted (path, mode) pairs of the entries in effect, without the
             // run-specific private TMPDIR.
@@ -477,6 +490,34 @@ fn session_start(
         },
         features: serde_json::Value::Object(features),
         time_ns: audit::now_ns(),
+    }
+}
+
+/// What the session record says about the trapping mode.
+fn mode_record(trapping: crate::policy::syscalls::Trapping) -> serde_json::Value {
+    use crate::policy::syscalls::Trapping;
+    let untrapped: Vec<&str> = crate::policy::table::TABLE
+        .iter()
+        .filter(|r| {
+            matches!(
+                r.action,
+                crate::policy::syscalls::Action::Emulate
+                    | crate::policy::syscalls::Action::Continue
+                    | crate::policy::syscalls::Action::EmulateUnlessEmptyPath
+            )
+        })
+        .filter(|r| !trapping.traps(r.op))
+        .map(|r| r.name)
+        .collect();
+    match trapping {
+        Trapping::All => serde_json::json!({ "name": "full", "untrapped": untrapped }),
+        Trapping::Fast { exact } => serde_json::json!({
+            "name": "fast",
+            "landlock_exact": exact,
+            "untrapped": untrapped,
+            "residual": "untrapped metadata calls (stat family, readlink, access, statfs, chdir, xattr reads, inotify) are not checked: a program can learn that a path outside the surface exists and its attributes, never its content",
+            "landlock_denials": "not observed: calls Landlock refuses are not in this trail",
+        }),
     }
 }
 

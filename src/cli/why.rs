@@ -78,5 +78,30 @@ pub fn run(args: &WhyArgs) -> i32 {
         let flag = if access == Access::Write { "--rw" } else { "--ro" };
         println!("  would be allowed by: {flag} {}", dir.display());
     }
+    print_modes(&surface);
     i32::from(!verdict.allowed)
+}
+
+/// What each mode traps for this surface.
+fn print_modes(surface: &crate::policy::Surface) {
+    use crate::policy::syscalls::{Action, Trapping};
+    let exact = match crate::sandbox::landlock::build(surface) {
+        Ok(b) => crate::sandbox::landlock::exact_rules(surface, &b.rules).is_some(),
+        Err(e) => {
+            println!("  modes: Landlock is not available here ({e}); only full mode can run");
+            return;
+        }
+    };
+    let untrapped: Vec<&str> = crate::policy::table::TABLE
+        .iter()
+        .filter(|r| matches!(r.action, Action::Emulate | Action::Continue | Action::EmulateUnlessEmptyPath))
+        .filter(|r| !Trapping::Fast { exact }.traps(r.op))
+        .map(|r| r.name)
+        .collect();
+    println!("  full mode (default): every path syscall is trapped and decided by the supervisor");
+    println!(
+        "  fast mode (--fast): Landlock {} this surface exactly; left to Landlock or unchecked (metadata): {}",
+        if exact { "decides" } else { "cannot decide" },
+        untrapped.join(" ")
+    );
 }

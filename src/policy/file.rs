@@ -78,11 +78,24 @@ pub enum Home {
     Session,
 }
 
+/// How much the filter traps (`mode` in a policy, `--fast` on the command
+/// line).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RunMode {
+    /// Every path syscall trapped, decided and auditable.
+    #[default]
+    Full,
+    /// Only what Landlock cannot decide is trapped (see `docs/performance.md`).
+    Fast,
+}
+
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct Raw {
     #[serde(default)]
     extends: Vec<Spanned<String>>,
+    mode: Option<RunMode>,
     cwd: Option<Spanned<String>>,
     #[serde(default)]
     additional_writes: Vec<Spanned<String>>,
@@ -190,6 +203,8 @@ pub struct Policy {
     pub env: EnvRules,
     /// What `HOME` is.
     pub home: Home,
+    /// How much is trapped, if the policy says.
+    pub mode: Option<RunMode>,
     /// The files and profiles that make up the policy, in load order, with
     /// their text (for the digest in the session record).
     pub sources: Vec<(String, String)>,
@@ -322,6 +337,9 @@ impl Policy {
         self.env.merge(&EnvRules { keep: raw.env.keep, drop: raw.env.drop, set: raw.env.set });
         if let Some(home) = raw.home {
             self.home = home;
+        }
+        if raw.mode.is_some() {
+            self.mode = raw.mode;
         }
         Ok(())
     }

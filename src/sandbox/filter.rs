@@ -5,7 +5,7 @@
 //! chooses the flags (`NEW_LISTENER | WAIT_KILLABLE_RECV`) whatever version
 //! of libseccomp the host has.
 
-use crate::policy::syscalls::Action;
+use crate::policy::syscalls::{Action, Trapping};
 use crate::policy::table::TABLE;
 use libseccomp::{ScmpAction, ScmpArch, ScmpArgCompare, ScmpCompareOp, ScmpFilterContext, ScmpSyscall};
 use std::io::{Read, Seek};
@@ -22,11 +22,12 @@ pub enum FilterError {
 }
 
 fn context() -> Result<ScmpFilterContext, FilterError> {
-    context_with(ScmpAction::Notify)
+    context_with(ScmpAction::Notify, Trapping::All)
 }
 
-/// The filter with `notify` in place of every user-notification action.
-fn context_with(notify: ScmpAction) -> Result<ScmpFilterContext, FilterError> {
+/// The filter with `notify` in place of every user-notification action, for
+/// the rows `trapping` sends to the supervisor (the others are allowed).
+fn context_with(notify: ScmpAction, trapping: Trapping) -> Result<ScmpFilterContext, FilterError> {
     let mut ctx = ScmpFilterContext::new(ScmpAction::Allow)?;
     // The context starts with the native architecture only (x86_64); any
     // other calling convention, including 32-bit `int 0x80` and x32, is
@@ -36,6 +37,7 @@ fn context_with(notify: ScmpAction) -> Result<ScmpFilterContext, FilterError> {
     debug_assert!(ctx.is_arch_present(ScmpArch::Native)?);
     for row in TABLE {
         let syscall = ScmpSyscall::from_raw_syscall(row.nr);
+        let notify = if trapping.traps(row.op) { notify } else { ScmpAction::Allow };
         match (row.action, row.when) {
             (Action::Errno(e), None) => ctx.add_rule(ScmpAction::Errno(e), syscall)?,
             // One rule per bit: any set bit refuses.
@@ -101,12 +103,17 @@ pub fn program() -> Result<Vec<libc::sock_filter>, FilterError> {
     export(context()?)
 }
 
+/// The program that traps what `trapping` says.
+pub fn program_trapping(trapping: Trapping) -> Result<Vec<libc::sock_filter>, FilterError> {
+    export(context_with(ScmpAction::Notify, trapping)?)
+}
+
 /// The same program with every trapped syscall allowed instead: the cost of
 /// the BPF alone, for `interpose bench`'s `seccomp-allow` floor. (libseccomp
 /// folds the now-redundant rules away, as it would for any allow-all
 /// filter with the same refusals.)
 pub fn program_allowing_all() -> Result<Vec<libc::sock_filter>, FilterError> {
-    export(context_with(ScmpAction::Allow)?)
+    export(context_with(ScmpAction::Allow, Trapping::All)?)
 }
 
 fn export(ctx: ScmpFilterContext) -> Result<Vec<libc::sock_filter>, FilterError> {

@@ -7,6 +7,7 @@ mod carveouts;
 mod common;
 mod coverage;
 mod denied;
+mod fast;
 mod forensics;
 mod lifecycle;
 mod policy;

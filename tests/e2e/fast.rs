@@ -1,0 +1,85 @@
+//! Fast mode: only what Landlock cannot decide is trapped. The workspace
+//! works, the outside stays closed (now partly by Landlock alone), and the
+//! stated residual (metadata of outside paths) is what it says.
+
+use crate::common::*;
+
+#[test]
+fn fast_mode_confines_like_full_mode_except_metadata() {
+    if !kernel_ok() {
+        return;
+    }
+    let t = Tree::new();
+    let trail = t.outside.join("trail.jsonl");
+    let o = t
+        .command(
+            &["--fast", "--audit", trail.to_str().unwrap()],
+            &[
+                "/bin/sh",
+                "-c",
+                "echo hi > x && cat x && mkdir d && mv x d/y && rm d/y && rmdir d && \
+                 printf '#!/bin/sh\\necho ran\\n' > s && chmod +x s && ./s && $RO/tool.sh && echo ws-ok; \
+                 cat $OUT/secret; echo x > $OUT/new; mkdir $OUT/d; rm -f $OUT/secret; mv $OUT/secret $WS/; \
+                 ln $OUT/secret $WS/hard; chmod 777 $OUT/secret; head -c1 /proc/1/environ; \
+                 grep -c Name /proc/self/status; stat -c %s $OUT/secret",
+            ],
+        )
+        .output()
+        .unwrap();
+    let (out, err) = (stdout(&o), stderr(&o));
+    assert!(out.starts_with("hi\nran\ntool-ran\nws-ok\n"), "{out}\n{err}");
+    assert!(!out.contains("top-secret-marker"), "{out}");
+    // Refused: read, create, mkdir, unlink, rename out, hard link, chmod, and
+    // another process's /proc.
+    for what in ["cat:", "cannot create", "mkdir:", "rm:", "mv:", "chmod:", "head:"] {
+        assert!(err.lines().any(|l| l.contains(what) && l.contains("denied")), "{what} not refused:\n{err}");
+    }
+    // Landlock refuses a hard link that would give the file more rights in
+    // its new place with EXDEV.
+    assert!(err.lines().any(|l| l.contains("ln:") && l.contains("cross-device")), "{err}");
+    assert!(t.outside.join("secret").exists() && !t.outside.join("new").exists() && !t.ws.join("hard").exists());
+    // The sandbox's own /proc works; the residual: an outside file's size.
+    assert!(out.ends_with("1\n18\n"), "{out}");
+    let start: serde_json::Value =
+        serde_json::from_str(std::fs::read_to_string(&trail).unwrap().lines().next().unwrap()).unwrap();
+    assert_eq!(start["mode"]["name"], "fast");
+    assert_eq!(start["mode"]["landlock_exact"], true);
+    assert!(start["mode"]["residual"].as_str().unwrap().contains("never its content"));
+    let untrapped = start["mode"]["untrapped"].to_string();
+    assert!(untrapped.contains("\"newfstatat\"") && untrapped.contains("\"unlinkat\""), "{untrapped}");
+    assert!(!untrapped.contains("\"openat\""), "{untrapped}");
+}
+
+/// With a carve-out in the writable workspace, Landlock cannot decide the
+/// workspace exactly, so fast mode keeps everything but metadata trapped:
+/// the carve-out cannot be removed, renamed or replaced.
+#[test]
+fn fast_mode_keeps_carve_outs_closed() {
+    if !kernel_ok() {
+        return;
+    }
+    let t = Tree::new();
+    let env = t.ws.join(".env");
+    std::fs::write(&env, "top-secret-marker\n").unwrap();
+    let o = t
+        .command(
+            &["--fast", "--deny", env.to_str().unwrap()],
+            &["/bin/sh", "-c", "cat .env; rm -f .env; mv .env e; ln .env h; ln -s x .env; echo y > y && mv y .env; echo ok > ok && cat ok"],
+        )
+        .output()
+        .unwrap();
+    assert_eq!(stdout(&o), "ok\n", "{}", stderr(&o));
+    // cat, rm, mv, ln and mv over it are refused; the symlink finds the
+    // name taken.
+    assert_eq!(stderr(&o).matches("denied").count(), 5, "{}", stderr(&o));
+    assert!(stderr(&o).contains("'.env': File exists"), "{}", stderr(&o));
+    assert_eq!(std::fs::read_to_string(&env).unwrap(), "top-secret-marker\n");
+}
+
+#[test]
+fn fast_mode_needs_landlock() {
+    let t = Tree::new();
+    let o = t.command(&["--fast", "--no-landlock"], &["/bin/true"]).output().unwrap();
+    assert_eq!(o.status.code(), Some(125));
+    assert!(stderr(&o).contains("--fast leaves decisions to Landlock"), "{}", stderr(&o));
+}
