@@ -382,7 +382,7 @@ fn table(r: &Results) -> String {
     let mut s = String::new();
     let _ = writeln!(
         s,
-        "interpose bench: {} on {} (Linux {}, {} CPUs), {} round(s); medians, p99 in brackets",
+        "interpose bench: {} on {} (Linux {}, {} CPUs), {} round(s); median and p99 of every mode, its median over native's, and its added cost over notify-floor's",
         r.date, r.machine, r.kernel, r.cpus, r.rounds
     );
     let section = |s: &mut String, title: &str, rows: &[(String, Vec<(String, Cell)>)], unit: &str, scale: f64| {
@@ -407,7 +407,7 @@ fn table(r: &Results) -> String {
                 };
                 let _ = writeln!(
                     s,
-                    "{name:<24} {mode:<18} {:>12.1} {:>12.1} {x:>9} {added:>12}",
+                    "{name:<24} {mode:<18} {:>12.2} {:>12.2} {x:>9} {added:>12}",
                     c.median / scale,
                     c.p99 / scale
                 );
@@ -495,7 +495,11 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<i32> {
                 os(&n.to_string()),
                 path.as_os_str().to_owned(),
             ];
-            for (j, m) in modes.iter().enumerate() {
+            // Each round starts with another mode, so whatever one mode
+            // leaves behind (a long strace run, say) does not always land on
+            // the same next one.
+            for j in (0..modes.len()).map(|k| (k + round) % modes.len()) {
+                let m = &modes[j];
                 let c = &mut micro_rows[i].1[j].1;
                 match run_one(&m.prefix, &cmd, &fx.work).and_then(|(out, _)| parse_samples(&out)) {
                     Ok((ns, _)) => c.samples.extend(ns),
@@ -504,7 +508,8 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<i32> {
             }
         }
         for (i, (_, cmd)) in commands.iter().enumerate() {
-            for (j, m) in modes.iter().enumerate() {
+            for j in (0..modes.len()).map(|k| (k + round) % modes.len()) {
+                let m = &modes[j];
                 let c = &mut command_rows[i].1[j].1;
                 match run_one(&m.prefix, cmd, &fx.work) {
                     Ok((_, ms)) => c.samples.push(ms),

@@ -191,6 +191,19 @@ impl Resolver {
             resolve: req.resolve | fs::RESOLVE_NO_MAGICLINKS,
         };
         let caller_forbids_links = req.resolve & (fs::RESOLVE_NO_SYMLINKS | fs::RESOLVE_NO_MAGICLINKS) != 0;
+        if absolute && !anchored {
+            // Most absolute paths cross no symlink: then the path as written,
+            // with `.` and `..` folded, is the canonical one, and reading it
+            // back from /proc/self/fd is not needed.
+            let strict = OpenHow { resolve: how.resolve | fs::RESOLVE_NO_SYMLINKS, ..how };
+            match fs::openat2(Dir::Fd(base), &cpath, strict) {
+                Ok(fd) => return self.finish_lexical(surface, procs, caller, req, fd),
+                Err(Errno::ENOENT) => return self.missing(surface, procs, caller, req, base),
+                // A symlink on the way (ELOOP), or an error the general path
+                // reports the same way.
+                Err(_) => {}
+            }
+        }
         match fs::openat2(Dir::Fd(base), &cpath, how) {
             Ok(fd) => self.finish_existing(surface, procs, caller, req, fd),
             Err(Errno::ELOOP) if !caller_forbids_links => self.walk(surface, procs, caller, req),
@@ -215,6 +228,24 @@ impl Resolver {
             return Ok(Resolved { target: Target::Anonymous { fd }, path });
         }
         if surface.proc_relative(&path).is_some() && !req.path.is_empty() {
+            return self.walk(surface, procs, caller, req);
+        }
+        let mode = fs::fstat(fd.as_fd())?.st_mode;
+        Ok(Resolved { target: Target::Exists { fd, mode }, path })
+    }
+
+    /// An absolute path that crossed no symlink found an object: its
+    /// canonical path is the lexical one.
+    fn finish_lexical(
+        &self,
+        surface: &Surface,
+        procs: &dyn Processes,
+        caller: &Caller<'_>,
+        req: Request<'_>,
+        fd: OwnedFd,
+    ) -> Result<Resolved, ResolveError> {
+        let path = lexical(req.path);
+        if surface.proc_relative(&path).is_some() {
             return self.walk(surface, procs, caller, req);
         }
         let mode = fs::fstat(fd.as_fd())?.st_mode;
@@ -444,6 +475,21 @@ pub fn split_last(path: &[u8]) -> Option<(&[u8], &[u8])> {
     Some((dir, name))
 }
 
+/// An absolute path with empty components and `.` dropped and `..` applied,
+/// which is its canonical form when it crosses no symlink.
+fn lexical(path: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(path.len());
+    out.push(b'/');
+    for name in path.split(|&c| c == b'/') {
+        match name {
+            b"" | b"." => {}
+            b".." => pop_component(&mut out),
+            _ => push_component(&mut out, name),
+        }
+    }
+    out
+}
+
 fn push_component(path: &mut Vec<u8>, name: &[u8]) {
     if path.last() != Some(&b'/') {
         path.push(b'/');
@@ -469,6 +515,14 @@ mod tests {
         assert_eq!(split_last(b"/"), None);
         assert_eq!(split_last(b"a/.."), None);
         assert_eq!(split_last(b"."), None);
+    }
+
+    #[test]
+    fn lexical_paths() {
+        assert_eq!(lexical(b"/a//b/./c/"), b"/a/b/c");
+        assert_eq!(lexical(b"/a/b/../c"), b"/a/c");
+        assert_eq!(lexical(b"/../.."), b"/");
+        assert_eq!(lexical(b"/"), b"/");
     }
 
     #[test]
