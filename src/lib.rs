@@ -37,6 +37,7 @@
 
 pub mod audit;
 pub mod cli;
+pub mod layers;
 pub mod policy;
 pub mod sandbox;
 pub mod supervisor;

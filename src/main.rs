@@ -36,6 +36,10 @@ fn main() -> ExitCode {
         Command::Why(w) => Ok(cli::why::run(&w)),
         Command::Replay(r) => Ok(cli::replay::run(&r)),
         Command::Policy(p) => Ok(cli::policy::run(&p)),
+        Command::Hook(h) => cli::layers::hook(&h),
+        Command::AgentConfig(a) => cli::layers::agent_config(&a),
+        Command::Preamble(p) => cli::layers::preamble(&p),
+        Command::Mounts(m) => cli::layers::mounts(&m),
         Command::Debug(DebugCommand::FilterPfc) => {
             interpose::sandbox::filter::pfc().map(|p| print!("{p}")).map(|()| 0).map_err(Into::into)
         }

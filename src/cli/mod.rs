@@ -2,6 +2,7 @@
 
 pub mod bench;
 pub mod check;
+pub mod layers;
 pub mod policy;
 pub mod replay;
 pub mod report;
@@ -42,12 +43,75 @@ pub enum Command {
     /// against floors taken in the same run (seccomp BPF alone, Landlock
     /// alone, a supervisor that only answers CONTINUE).
     Bench(bench::BenchArgs),
+    /// A pre-tool-use hook for an agent CLI (Claude Code `PreToolUse`,
+    /// Gemini CLI `BeforeTool`): reads the hook JSON on stdin and refuses
+    /// file tools whose paths lie outside the surface.
+    Hook(HookArgs),
+    /// Write per-session settings for an agent CLI (allowed directories,
+    /// deny rules, the hook registered) and print the environment variables
+    /// that point the CLI at them.
+    AgentConfig(AgentConfigArgs),
+    /// Print the surface as a short, exact text for an agent's system prompt.
+    Preamble(SurfaceOnly),
+    /// Print the surface as container bind mounts.
+    Mounts(MountsArgs),
     /// Validate, show and list policies.
     #[command(subcommand)]
     Policy(PolicyCommand),
     /// Developer tools.
     #[command(hide = true, subcommand)]
     Debug(DebugCommand),
+}
+
+/// Flags of verbs that need only a surface.
+#[derive(Debug, Args)]
+pub struct SurfaceOnly {
+    /// The surface.
+    #[command(flatten)]
+    pub surface: SurfaceArgs,
+}
+
+/// Flags of `interpose hook`.
+#[derive(Debug, Args)]
+pub struct HookArgs {
+    /// Which agent's hook protocol.
+    #[arg(value_enum)]
+    pub agent: crate::layers::Agent,
+    /// The surface.
+    #[command(flatten)]
+    pub surface: SurfaceArgs,
+}
+
+/// Flags of `interpose agent-config`.
+#[derive(Debug, Args)]
+pub struct AgentConfigArgs {
+    /// Which agent CLI.
+    #[arg(value_enum)]
+    pub agent: crate::layers::Agent,
+    /// The surface.
+    #[command(flatten)]
+    pub surface: SurfaceArgs,
+    /// Where to write the settings (default: a new directory in $TMPDIR).
+    #[arg(long, value_name = "DIR")]
+    pub dir: Option<PathBuf>,
+}
+
+/// Flags of `interpose mounts`.
+#[derive(Debug, Args)]
+pub struct MountsArgs {
+    /// The surface.
+    #[command(flatten)]
+    pub surface: SurfaceArgs,
+    /// Output format.
+    #[arg(long, value_enum)]
+    pub format: crate::layers::MountFormat,
+    /// Operator mounts to compose with the surface's (TOML: `[[mount]]`
+    /// tables with `source`, `destination`, `writable`).
+    #[arg(long, value_name = "FILE")]
+    pub operator_mounts: Option<PathBuf>,
+    /// How operator mounts compose with the surface's.
+    #[arg(long, value_enum, default_value_t = crate::layers::SurfaceMode::Additive)]
+    pub surface_mode: crate::layers::SurfaceMode,
 }
 
 /// `interpose policy ...`.
@@ -335,22 +399,14 @@ pub struct WhyArgs {
 
 /// Inserts the default verb `run` when the first argument is not a verb.
 pub fn with_default_verb(mut args: Vec<std::ffi::OsString>) -> Vec<std::ffi::OsString> {
-    const VERBS: &[&str] = &[
-        "run",
-        "check",
-        "report",
-        "why",
-        "replay",
-        "policy",
-        "bench",
-        "debug",
-        "help",
-        "--help",
-        "-h",
-        "--version",
-        "-V",
-    ];
-    if args.len() > 1 && !VERBS.iter().any(|v| args[1] == *v) {
+    use clap::CommandFactory;
+    let command = Cli::command();
+    let is_verb = |a: &std::ffi::OsStr| {
+        let a = a.to_string_lossy();
+        ["help", "--help", "-h", "--version", "-V"].contains(&a.as_ref())
+            || command.get_subcommands().any(|c| c.get_name() == a || c.get_all_aliases().any(|al| al == a))
+    };
+    if args.len() > 1 && !is_verb(&args[1]) {
         args.insert(1, "run".into());
     }
     args

@@ -9,5 +9,6 @@ mod coverage;
 mod denied;
 mod fast;
 mod forensics;
+mod layers;
 mod lifecycle;
 mod policy;
