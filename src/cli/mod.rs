@@ -306,6 +306,12 @@ pub struct RunArgs {
     /// then not checked. Same as `mode = "fast"` in a policy.
     #[arg(long)]
     pub fast: bool,
+    /// The network: `host` (default; an agent must reach its API), `none`
+    /// (a network namespace of its own with only loopback; needs root), or
+    /// `connect=PORT,PORT` (TCP connects only to these ports, by Landlock
+    /// and the supervisor, refusals recorded).
+    #[arg(long, value_name = "host|none|connect=PORTS", default_value = "host", value_parser = parse_net)]
+    pub net: Net,
     /// For `interpose bench`: answer every notification with CONTINUE at
     /// once, reading and deciding nothing (the notification round-trip
     /// floor). Enforces nothing.
@@ -322,6 +328,41 @@ pub struct RunArgs {
     /// The command and its arguments.
     #[arg(required = true, trailing_var_arg = true, value_name = "COMMAND")]
     pub command: Vec<std::ffi::OsString>,
+}
+
+/// What network the command gets.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Net {
+    /// The host's network.
+    Host,
+    /// Only loopback, in a namespace of its own.
+    None,
+    /// TCP connects only to these ports.
+    Connect(Vec<u16>),
+}
+
+/// Parses `--net`.
+pub fn parse_net(s: &str) -> Result<Net, String> {
+    match s {
+        "host" => Ok(Net::Host),
+        "none" => Ok(Net::None),
+        _ => {
+            let ports = s
+                .strip_prefix("connect=")
+                .ok_or_else(|| format!("{s:?}: expected host, none, or connect=PORT[,PORT...]"))?;
+            let ports = ports
+                .split(',')
+                .map(|p| {
+                    p.trim()
+                        .parse::<u16>()
+                        .ok()
+                        .filter(|&p| p != 0)
+                        .ok_or_else(|| format!("{p:?} is not a TCP port (1-65535)"))
+                })
+                .collect::<Result<Vec<_>, _>>()?;
+            Ok(Net::Connect(ports))
+        }
+    }
 }
 
 /// Flags of `interpose report`.

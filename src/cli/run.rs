@@ -43,6 +43,9 @@ pub enum RunError {
     /// `--user` is malformed, unknown, or used without root.
     #[error("--user {0}")]
     BadUser(String),
+    /// `--net connect=` is enforced by Landlock.
+    #[error("--net connect= is enforced by Landlock: it cannot be combined with --no-landlock")]
+    NetNeedsLandlock,
     /// Fast mode leaves most decisions to Landlock, so it cannot run without.
     #[error("--fast leaves decisions to Landlock: it cannot be combined with --no-landlock, --learn or a kernel without Landlock")]
     FastNeedsLandlock,
@@ -298,7 +301,11 @@ pub fn run(args: &RunArgs) -> Result<i32, RunError> {
         }
         None
     } else {
-        let backstop = sandbox::landlock::build(&surface)?;
+        let ports = match &args.net {
+            super::Net::Connect(ports) => Some(ports.as_slice()),
+            _ => None,
+        };
+        let backstop = sandbox::landlock::build_with_network(&surface, ports)?;
         if !backstop.scoped {
             eprintln!(
                 "interpose: warning: Landlock ABI {} has no scopes; the command can signal processes outside the sandbox",
@@ -308,6 +315,9 @@ pub fn run(args: &RunArgs) -> Result<i32, RunError> {
         Some(backstop)
     };
 
+    if matches!(args.net, super::Net::Connect(_)) && landlock.is_none() && !args.learn {
+        return Err(RunError::NetNeedsLandlock);
+    }
     let fast = args.fast || policy.as_ref().is_some_and(|(p, _)| p.mode == Some(crate::policy::file::RunMode::Fast));
     let trapping = match (&landlock, fast) {
         (_, false) => crate::policy::syscalls::Trapping::All,
@@ -345,6 +355,7 @@ pub fn run(args: &RunArgs) -> Result<i32, RunError> {
         }),
         capabilities: sandbox::kept_capabilities(),
         user,
+        no_network: args.net == super::Net::None,
     };
 
     phase("landlock ruleset, environment, filter");
@@ -404,6 +415,9 @@ pub fn run(args: &RunArgs) -> Result<i32, RunError> {
         .map_err(errno("starting the supervisor"))?;
     if args.bench_floor {
         supervisor.answer_everything_with_continue();
+    }
+    if let super::Net::Connect(ports) = &args.net {
+        supervisor.limit_tcp_connects(ports.clone());
     }
     if let Some(exact) = continuable {
         supervisor.continue_where_landlock_is_exact(exact);

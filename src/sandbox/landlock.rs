@@ -32,6 +32,9 @@ pub enum LandlockError {
     /// A crate call failed.
     #[error("building the Landlock ruleset: {0}")]
     Ruleset(#[from] landlock::RulesetError),
+    /// `--net connect=` needs Landlock's network rules.
+    #[error("--net connect= needs Landlock ABI 4 (Linux 6.7) for TCP port rules; this kernel offers ABI {0}")]
+    NoNetwork(i32),
     /// The ruleset came back without a descriptor.
     #[error("the Landlock ruleset was not created")]
     NotCreated,
@@ -194,11 +197,23 @@ pub fn exact_rules(surface: &Surface, granted: &[(PathBuf, Grant)]) -> Option<Ve
 
 /// Builds the ruleset for `surface` at the highest ABI the kernel offers.
 pub fn build(surface: &Surface) -> Result<Backstop, LandlockError> {
+    build_with_network(surface, None)
+}
+
+/// As [`build`]; with `tcp_connect`, TCP connects are allowed only to those
+/// ports (Landlock ABI 4, Linux 6.7).
+pub fn build_with_network(surface: &Surface, tcp_connect: Option<&[u16]>) -> Result<Backstop, LandlockError> {
     let version = crate::sys::landlock::abi_version().map_err(LandlockError::Unavailable)?;
     let abi = ABI::from(version);
     let scoped = version >= 6;
     let mut ruleset =
         Ruleset::default().set_compatibility(CompatLevel::HardRequirement).handle_access(AccessFs::from_all(abi))?;
+    if tcp_connect.is_some() {
+        if version < 4 {
+            return Err(LandlockError::NoNetwork(version));
+        }
+        ruleset = ruleset.handle_access(landlock::AccessNet::ConnectTcp)?;
+    }
     if scoped {
         ruleset = ruleset.scope(Scope::AbstractUnixSocket | Scope::Signal)?;
     }
@@ -212,6 +227,9 @@ pub fn build(surface: &Surface) -> Result<Backstop, LandlockError> {
         };
         created = created.add_rule(PathBeneath::new(fd, access))?;
         rules.push((path, grant));
+    }
+    for &port in tcp_connect.unwrap_or_default() {
+        created = created.add_rule(landlock::NetPort::new(port, landlock::AccessNet::ConnectTcp))?;
     }
     let fd: Option<OwnedFd> = created.into();
     let ruleset = fd.ok_or(LandlockError::NotCreated)?;

@@ -43,6 +43,8 @@ pub enum Stage {
     SendListener = 8,
     /// `execve` of the command.
     Exec = 9,
+    /// A new network namespace with loopback up (`--net none`).
+    Network = 12,
 }
 
 impl Stage {
@@ -50,6 +52,7 @@ impl Stage {
         use Stage::*;
         [
             SignalMask,
+            Network,
             CloseFds,
             DeathSignal,
             ParentGone,
@@ -69,6 +72,7 @@ impl Stage {
     pub fn describe(self) -> &'static str {
         match self {
             Stage::SignalMask => "restoring the signal mask",
+            Stage::Network => "creating a network namespace with loopback only (--net none needs root)",
             Stage::CloseFds => "closing inherited file descriptors",
             Stage::DeathSignal => "setting the parent-death signal",
             Stage::ParentGone => "checking that interpose is still running",
@@ -123,6 +127,8 @@ pub struct Plan {
     pub capabilities: u64,
     /// Run as this `(uid, gid)` instead of interpose's own.
     pub user: Option<(u32, u32)>,
+    /// Give the command a network namespace of its own, with only loopback.
+    pub no_network: bool,
 }
 
 /// The capabilities a (root) command keeps: those a container runtime grants
@@ -293,6 +299,11 @@ fn child(
     // come: stop here rather than run unsupervised.
     if process::parent_pid() != parent {
         report(Stage::ParentGone, Errno::ESRCH);
+    }
+    if plan.no_network {
+        if let Err(e) = process::unshare(libc::CLONE_NEWNET).and_then(|()| process::loopback_up()) {
+            report(Stage::Network, e);
+        }
     }
     if let Err(e) = process::limit_capabilities(plan.capabilities) {
         report(Stage::Capabilities, e);

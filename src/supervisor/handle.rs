@@ -528,6 +528,43 @@ impl Cx<'_> {
 
     /// connect, bind, sendto, sendmsg: a pathname AF_UNIX address is a file
     /// like any other. Other addresses go through untouched.
+    /// An IPv4 or IPv6 connect under `--net connect=PORTS`: a TCP socket may
+    /// connect only to those ports (Landlock enforces the same list on the
+    /// kernel's side; deciding here records the refusals).
+    fn tcp_connect(&mut self, addr: &[u8], sockfd: i32) -> Result<Answer, Stop> {
+        let Some(ports) = self.sup.tcp_ports() else { return Ok(Answer::Continue) };
+        let port = u16::from_be_bytes([addr[2], addr[3]]);
+        let host = match (addr.len(), i32::from(u16::from_ne_bytes([addr[0], addr[1]]))) {
+            (l, libc::AF_INET) if l >= 8 => std::net::Ipv4Addr::new(addr[4], addr[5], addr[6], addr[7]).to_string(),
+            (l, libc::AF_INET6) if l >= 24 => {
+                std::net::Ipv6Addr::from(<[u8; 16]>::try_from(&addr[8..24]).expect("16 bytes")).to_string()
+            }
+            _ => "?".into(),
+        };
+        let tgid = super::resolve::proc_status_field(self.notif.pid, "Tgid:")
+            .and_then(|v| v.parse().ok())
+            .ok_or(Stop::Gone)?;
+        let pidfd = crate::sys::process::pidfd_open(tgid)?;
+        self.still_valid()?;
+        let sock = crate::sys::process::pidfd_getfd(pidfd.as_fd(), sockfd)?;
+        let stream = nix::sys::socket::getsockopt(&sock, nix::sys::socket::sockopt::SockType)
+            .is_ok_and(|t| t == nix::sys::socket::SockType::Stream);
+        if !stream {
+            return Ok(Answer::Continue);
+        }
+        let arg = PathArg { bytes: format!("tcp:{host}:{port}").into_bytes(), base: None };
+        if ports.contains(&port) {
+            self.push(&arg, None, "connect", "allow", None, Why::Note("port allowed by --net connect="));
+            Ok(Answer::Continue)
+        } else if self.sup.learn {
+            self.push(&arg, None, "connect", "would_deny", None, Why::Note("port not in --net connect="));
+            Ok(Answer::Continue)
+        } else {
+            self.push(&arg, None, "connect", "deny", Some(Errno::EACCES), Why::Note("port not in --net connect="));
+            Err(Errno::EACCES.into())
+        }
+    }
+
     fn socket(&mut self) -> Result<Answer, Stop> {
         let row = self.row;
         let a = self.notif.data.args;
@@ -554,6 +591,9 @@ impl Cx<'_> {
             return Err(Errno::EFAULT.into());
         }
         let family = u16::from_ne_bytes([buf[0], buf[1]]);
+        if row.op == Op::Connect && matches!(i32::from(family), libc::AF_INET | libc::AF_INET6) && len >= 4 {
+            return self.tcp_connect(&buf[..len], a[0] as i32);
+        }
         let sun_path = &buf[2..len];
         // Unnamed and abstract addresses name no file (and Landlock scopes
         // abstract sockets to the sandbox).

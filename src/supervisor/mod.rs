@@ -82,6 +82,8 @@ pub struct Supervisor {
     exact: std::sync::OnceLock<Vec<bool>>,
     /// Bumped at every allowed exec: cached process names go stale then.
     exec_generation: AtomicU64,
+    /// With `--net connect=`, the TCP ports connects may go to.
+    tcp_ports: std::sync::OnceLock<Vec<u16>>,
 }
 
 /// Which decisions go to the audit trail.
@@ -170,6 +172,7 @@ impl Supervisor {
             floor: std::sync::atomic::AtomicBool::new(false),
             exact: std::sync::OnceLock::new(),
             exec_generation: AtomicU64::new(0),
+            tcp_ports: std::sync::OnceLock::new(),
         }))
     }
 
@@ -178,6 +181,18 @@ impl Supervisor {
     /// the kernel's own resolution. Call before [`Supervisor::start`].
     pub fn continue_where_landlock_is_exact(&self, exact: Vec<bool>) {
         let _ = self.exact.set(exact);
+    }
+
+    /// Decides (and records) TCP connects: only to `ports`. Landlock
+    /// enforces the same list; this makes the refusals visible. Call before
+    /// [`Supervisor::start`].
+    pub fn limit_tcp_connects(&self, ports: Vec<u16>) {
+        let _ = self.tcp_ports.set(ports);
+    }
+
+    /// The allowed TCP ports, if connects are limited.
+    pub fn tcp_ports(&self) -> Option<&[u16]> {
+        self.tcp_ports.get().map(Vec::as_slice)
     }
 
     /// Whether an access the rule with index `rule` allowed may be continued.

@@ -290,3 +290,33 @@ pub fn act_as_user_in_this_thread(uid: u32, gid: u32) -> Result<(), Errno> {
         Err(Errno::EPERM)
     }
 }
+
+/// `unshare(flags)`. Async-signal-safe.
+pub fn unshare(flags: i32) -> Result<(), Errno> {
+    // SAFETY: unshare takes flags only.
+    cvt(unsafe { libc::unshare(flags) } as libc::c_long).map(drop)
+}
+
+/// Brings the loopback interface of the current network namespace up
+/// (`SIOCSIFFLAGS` with `IFF_UP` on `lo`). Async-signal-safe: one socket,
+/// two ioctls, no allocation.
+pub fn loopback_up() -> Result<(), Errno> {
+    // SAFETY: a plain socket(2) call; the descriptor is closed below.
+    let sock = cvt(unsafe { libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0) } as libc::c_long)?;
+    // SAFETY: an all-zero ifreq is valid; the name is copied in below.
+    let mut req: libc::ifreq = unsafe { std::mem::zeroed() };
+    for (dst, src) in req.ifr_name.iter_mut().zip(b"lo\0") {
+        *dst = *src as libc::c_char;
+    }
+    // SAFETY: SIOCGIFFLAGS and SIOCSIFFLAGS read and write one ifreq.
+    let result =
+        cvt(unsafe { libc::ioctl(sock as i32, libc::SIOCGIFFLAGS, &mut req) } as libc::c_long).and_then(|_| {
+            // SAFETY: the flags member of the union, as SIOCGIFFLAGS filled it.
+            unsafe { req.ifr_ifru.ifru_flags |= libc::IFF_UP as libc::c_short };
+            // SAFETY: as above.
+            cvt(unsafe { libc::ioctl(sock as i32, libc::SIOCSIFFLAGS, &req) } as libc::c_long)
+        });
+    // SAFETY: closing the socket opened above.
+    unsafe { libc::close(sock as i32) };
+    result.map(drop)
+}

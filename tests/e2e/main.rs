@@ -11,4 +11,5 @@ mod fast;
 mod forensics;
 mod layers;
 mod lifecycle;
+mod network;
 mod policy;
