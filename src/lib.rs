@@ -38,6 +38,7 @@
 pub mod audit;
 pub mod cli;
 pub mod layers;
+pub mod library;
 pub mod policy;
 pub mod sandbox;
 pub mod supervisor;

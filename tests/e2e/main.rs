@@ -10,6 +10,7 @@ mod denied;
 mod fast;
 mod forensics;
 mod layers;
+mod library;
 mod lifecycle;
 mod network;
 mod policy;
