@@ -79,8 +79,7 @@ fn relative(rel: &Path) -> Result<&Path, SandboxError> {
 }
 
 fn anchor(dir: &Path) -> Result<OwnedFd, SandboxError> {
-    Ok(fs::openat(Dir::Cwd, &cpath(dir)?, libc::O_PATH | libc::O_DIRECTORY, 0)
-        .map_err(|e| SandboxError::Io(e.into()))?)
+    fs::openat(Dir::Cwd, &cpath(dir)?, libc::O_PATH | libc::O_DIRECTORY, 0).map_err(|e| SandboxError::Io(e.into()))
 }
 
 /// Opens (creating or truncating) `anchor/rel` for writing without following
