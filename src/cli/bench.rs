@@ -324,28 +324,19 @@ fn targets(r: &Results) -> Vec<Target> {
         .zip(cell(&r.micro, Workload::Getppid.label(), "native"))
         .map(|(i, n)| i.median / n.median);
     add("untrapped syscall (getppid), interpose / native", "<= 1.10x", getppid, &ratio, &|x| x <= 1.10);
-    let open = Workload::Open.label();
-    add(
-        "full: openat+close, audit off: added cost / notify-floor's",
-        "<= 1.6x",
-        added_ratio(&r.micro, open, "interpose"),
-        &ratio,
-        &|x| x <= 1.6,
-    );
-    add(
-        "full: openat+close, audit all: added cost / notify-floor's",
-        "<= 1.8x",
-        added_ratio(&r.micro, open, "interpose+audit"),
-        &ratio,
-        &|x| x <= 1.8,
-    );
-    add(
-        "full: newfstatat: added cost / notify-floor's",
-        "<= 1.5x",
-        added_ratio(&r.micro, Workload::Stat.label(), "interpose"),
-        &ratio,
-        &|x| x <= 1.5,
-    );
+    for (what, workload, mode, limit) in [
+        ("full: openat+close, audit off", Workload::Open, "interpose", 1.6),
+        ("full: openat+close, audit all", Workload::Open, "interpose+audit", 1.8),
+        ("full: newfstatat", Workload::Stat, "interpose", 1.5),
+    ] {
+        add(
+            &format!("{what}: added cost / notify-floor's"),
+            &format!("<= {limit}x"),
+            added_ratio(&r.micro, workload.label(), mode),
+            &ratio,
+            &|x| x <= limit,
+        );
+    }
     for (name, _) in r.commands.iter().filter(|(n, _)| n != "/bin/true") {
         let v = cell(&r.commands, name, "interpose")
             .zip(cell(&r.commands, name, "notify-floor"))

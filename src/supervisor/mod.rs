@@ -277,6 +277,12 @@ impl Supervisor {
             let context = (self.audit.is_some()
                 && outcome.checks.iter().any(|c| matches!(c.decision, "deny" | "would_deny")))
             .then(|| self.denial_context(&notif));
+            if outcome.argv.is_some() {
+                // An allowed exec: after it the caller has a new name (and a
+                // thread that execs becomes the process), so every cached
+                // name is re-read; bumped before the answer lets it happen.
+                self.exec_generation.fetch_add(1, Ordering::SeqCst);
+            }
             if let Some(answer) = outcome.answer {
                 self.answer(notif.id, answer);
             }
@@ -371,7 +377,7 @@ impl Supervisor {
         thread_local! {
             static NAMES: RefCell<Names> = RefCell::new((0, HashMap::new()));
         }
-        let generation = self.exec_generation.load(Ordering::Relaxed);
+        let generation = self.exec_generation.load(Ordering::SeqCst);
         let cached = NAMES.with_borrow_mut(|(g, names)| {
             if *g != generation || names.len() > 4096 {
                 *g = generation;
@@ -414,11 +420,6 @@ impl Supervisor {
         }
         let Some(sink) = &self.audit else { return };
         let handling_ns = started.elapsed().as_nanos() as u64;
-        if argv.is_some() {
-            // After this exec the caller has a new name (and a thread that
-            // execs becomes the process): every cached name is re-read.
-            self.exec_generation.fetch_add(1, Ordering::Relaxed);
-        }
         let (pid, comm) = self.process_of(notif.pid, context.as_ref());
         for c in checks {
             if self.audit_level == AuditLevel::Deny && !matches!(c.decision, "deny" | "would_deny") {

@@ -227,7 +227,25 @@ impl Resolver {
             // An fd of the caller that has no path (pipe, socket, anon inode).
             return Ok(Resolved { target: Target::Anonymous { fd }, path });
         }
-        if surface.proc_relative(&path).is_some() && !req.path.is_empty() {
+        if req.path.is_empty() {
+            let mode = fs::fstat(fd.as_fd())?.st_mode;
+            return Ok(Resolved { target: Target::Exists { fd, mode }, path });
+        }
+        self.found(surface, procs, caller, req, fd, path)
+    }
+
+    /// An object found at canonical `path`: procfs paths are walked again
+    /// component by component (membership decides `/proc/<pid>`).
+    fn found(
+        &self,
+        surface: &Surface,
+        procs: &dyn Processes,
+        caller: &Caller<'_>,
+        req: Request<'_>,
+        fd: OwnedFd,
+        path: Vec<u8>,
+    ) -> Result<Resolved, ResolveError> {
+        if surface.proc_relative(&path).is_some() {
             return self.walk(surface, procs, caller, req);
         }
         let mode = fs::fstat(fd.as_fd())?.st_mode;
@@ -244,12 +262,7 @@ impl Resolver {
         req: Request<'_>,
         fd: OwnedFd,
     ) -> Result<Resolved, ResolveError> {
-        let path = lexical(req.path);
-        if surface.proc_relative(&path).is_some() {
-            return self.walk(surface, procs, caller, req);
-        }
-        let mode = fs::fstat(fd.as_fd())?.st_mode;
-        Ok(Resolved { target: Target::Exists { fd, mode }, path })
+        self.found(surface, procs, caller, req, fd, lexical(req.path))
     }
 
     /// The fast path found nothing: find the parent for a create.
