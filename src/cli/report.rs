@@ -23,6 +23,9 @@ struct DenialGroup {
 #[derive(Debug, Default, Serialize)]
 struct ProcessCounts {
     comm: String,
+    /// When the name was seen (ns), to keep the latest.
+    #[serde(skip)]
+    named_at: u64,
     /// From its last exec record, if any.
     ppid: Option<u64>,
     argv: Vec<String>,
@@ -99,8 +102,16 @@ fn build(text: &str) -> Report {
                 let p = r.processes.entry(v["pid"].as_u64().unwrap_or(0)).or_default();
                 p.decisions += 1;
                 // The latest name: a process is known by what it exec'd last.
-                if let Some(comm) = v["comm"].as_str().filter(|c| !c.is_empty()) {
-                    p.comm = comm.to_string();
+                // Records are written as workers finish, not in call order,
+                // so "latest" is by time, and the exec call itself (made by
+                // the image being replaced) does not count.
+                let time = v["time_ns"].as_u64().unwrap_or(0);
+                let exec = matches!(v["syscall"].as_str(), Some("execve" | "execveat"));
+                if let Some(comm) = v["comm"].as_str().filter(|c| !c.is_empty() && !exec) {
+                    if time >= p.named_at {
+                        p.comm = comm.to_string();
+                        p.named_at = time;
+                    }
                 }
                 if decision != "deny" && decision != "would_deny" {
                     continue;

@@ -271,6 +271,9 @@ impl Supervisor {
             }
             self.stats.notifications.fetch_add(1, Ordering::Relaxed);
             let started = std::time::Instant::now();
+            // Records carry the time the call arrived: workers write them in
+            // the order they finish, which is not the order of the calls.
+            let received_ns = if self.audit.is_some() { audit::now_ns() } else { 0 };
             let outcome = handle::handle(&self, &notif);
             // Where a denied call came from is read while the caller still
             // waits for the answer, so it describes the moment of the call.
@@ -286,7 +289,7 @@ impl Supervisor {
             if let Some(answer) = outcome.answer {
                 self.answer(notif.id, answer);
             }
-            self.record(&notif, outcome.checks, outcome.argv, context, started);
+            self.record(&notif, outcome.checks, outcome.argv, context, (started, received_ns));
             self.idle.fetch_add(1, Ordering::SeqCst);
         }
     }
@@ -409,7 +412,7 @@ impl Supervisor {
         checks: Vec<handle::Check>,
         argv: Option<(Vec<Vec<u8>>, bool)>,
         context: Option<audit::DenialContext>,
-        started: std::time::Instant,
+        (started, received_ns): (std::time::Instant, u128),
     ) {
         for c in &checks {
             match c.decision {
@@ -427,7 +430,7 @@ impl Supervisor {
             }
             sink.send(audit::Record::Decision(audit::Decision {
                 seq: sink.next_seq(),
-                time_ns: audit::now_ns(),
+                time_ns: received_ns,
                 pid,
                 tid: notif.pid,
                 comm: comm.clone(),
@@ -450,7 +453,7 @@ impl Supervisor {
             if let (Some((argv, truncated)), AuditLevel::All) = (&argv, self.audit_level) {
                 sink.send(audit::Record::Exec(audit::Exec {
                     seq: sink.next_seq(),
-                    time_ns: audit::now_ns(),
+                    time_ns: received_ns,
                     pid,
                     ppid: procs::parent_of(pid).unwrap_or(0),
                     program: audit::Bytes(c.resolved.unwrap_or_default()),
