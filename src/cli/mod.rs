@@ -299,6 +299,11 @@ pub struct RunArgs {
     /// "session"`, HOME) after the command ends, and print where it is.
     #[arg(long)]
     pub keep_session: bool,
+    /// Run the command in a mount namespace whose root holds only the
+    /// surface (bind mounts, carve-outs left out, a fresh /proc): what the
+    /// surface does not grant does not exist there. Needs root.
+    #[arg(long)]
+    pub isolate: bool,
     /// Fast mode: trap only what Landlock cannot decide for this surface
     /// (opens, attribute changes, unix socket addresses, and everything but
     /// metadata reads when the surface has carve-outs in writable trees or

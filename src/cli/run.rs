@@ -175,6 +175,23 @@ fn remove_stale(base: &Path) {
     }
 }
 
+/// The empty directory the isolated root was mounted on (in the command's
+/// namespace only), removed at the end.
+struct StagingDir(PathBuf);
+
+impl std::ops::Deref for StagingDir {
+    type Target = Path;
+    fn deref(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for StagingDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir(&self.0);
+    }
+}
+
 impl Drop for Session {
     fn drop(&mut self) {
         if self.keep {
@@ -326,6 +343,17 @@ pub fn run(args: &RunArgs) -> Result<i32, RunError> {
             exact: sandbox::landlock::exact_rules(&surface, &b.rules).is_some(),
         },
     };
+    // The isolated root is built on an empty directory next to the session
+    // directory (inside it, the session's own bind would contain it).
+    let staging = if args.isolate {
+        let mut dir = session.root.clone().into_os_string();
+        dir.push("-root");
+        let dir = PathBuf::from(dir);
+        std::fs::DirBuilder::new().mode(0o700).create(&dir).map_err(io("the isolated root's mount point"))?;
+        Some(StagingDir(dir))
+    } else {
+        None
+    };
     let mut rules = policy.as_ref().map(|(p, _)| p.env.clone()).unwrap_or_default();
     rules.keep.extend(args.env_keep.iter().cloned());
     let (mut env, dropped) = rules.apply(std::env::vars_os().filter(|(k, _)| k != "TMPDIR"));
@@ -356,6 +384,14 @@ pub fn run(args: &RunArgs) -> Result<i32, RunError> {
         capabilities: sandbox::kept_capabilities(),
         user,
         no_network: args.net == super::Net::None,
+        isolate: match &staging {
+            Some(dir) => Some(sandbox::isolate::plan(
+                &surface,
+                dir,
+                &std::env::current_dir().map_err(io("the current directory"))?,
+            )),
+            None => None,
+        },
     };
 
     phase("landlock ruleset, environment, filter");
@@ -418,6 +454,9 @@ pub fn run(args: &RunArgs) -> Result<i32, RunError> {
     }
     if let super::Net::Connect(ports) = &args.net {
         supervisor.limit_tcp_connects(ports.clone());
+    }
+    if args.isolate {
+        supervisor.resolve_in_callers_root();
     }
     if let Some(exact) = continuable {
         supervisor.continue_where_landlock_is_exact(exact);

@@ -9,6 +9,7 @@
 //! the seccomp filter with its listener, hand the listener over, exec.
 
 pub mod filter;
+pub mod isolate;
 pub mod landlock;
 pub mod pids;
 
@@ -45,6 +46,8 @@ pub enum Stage {
     Exec = 9,
     /// A new network namespace with loopback up (`--net none`).
     Network = 12,
+    /// The mount namespace with only the surface (`--isolate`).
+    Isolate = 13,
 }
 
 impl Stage {
@@ -53,6 +56,7 @@ impl Stage {
         [
             SignalMask,
             Network,
+            Isolate,
             CloseFds,
             DeathSignal,
             ParentGone,
@@ -73,6 +77,9 @@ impl Stage {
         match self {
             Stage::SignalMask => "restoring the signal mask",
             Stage::Network => "creating a network namespace with loopback only (--net none needs root)",
+            Stage::Isolate => {
+                "building the isolated root (--isolate needs root here: unprivileged user namespaces are not used)"
+            }
             Stage::CloseFds => "closing inherited file descriptors",
             Stage::DeathSignal => "setting the parent-death signal",
             Stage::ParentGone => "checking that interpose is still running",
@@ -129,6 +136,8 @@ pub struct Plan {
     pub user: Option<(u32, u32)>,
     /// Give the command a network namespace of its own, with only loopback.
     pub no_network: bool,
+    /// Give the command a root holding only the surface.
+    pub isolate: Option<isolate::Isolation>,
 }
 
 /// The capabilities a (root) command keeps: those a container runtime grants
@@ -303,6 +312,11 @@ fn child(
     if plan.no_network {
         if let Err(e) = process::unshare(libc::CLONE_NEWNET).and_then(|()| process::loopback_up()) {
             report(Stage::Network, e);
+        }
+    }
+    if let Some(iso) = &plan.isolate {
+        if let Err(e) = isolate::enter(iso) {
+            report(Stage::Isolate, e);
         }
     }
     if let Err(e) = process::limit_capabilities(plan.capabilities) {

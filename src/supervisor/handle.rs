@@ -121,6 +121,12 @@ impl Cx<'_> {
         Ok(PathArg { bytes, base })
     }
 
+    /// The caller's root directory, through `/proc/<tid>/root`.
+    fn caller_root(&self) -> Option<OwnedFd> {
+        let path = std::ffi::CString::new(format!("/proc/{}/root", self.notif.pid)).ok()?;
+        fs::openat(Dir::Cwd, &path, libc::O_PATH | libc::O_DIRECTORY, 0).ok()
+    }
+
     /// Opens the caller's cwd or descriptor `dirfd` through `/proc/<tid>`.
     fn open_dir(&self, dirfd: i32) -> Result<OwnedFd, Errno> {
         let path = if dirfd == libc::AT_FDCWD {
@@ -149,7 +155,13 @@ impl Cx<'_> {
     }
 
     fn resolve(&self, arg: &PathArg, follow: bool, empty_path: bool, resolve: u64) -> Result<Resolved, ResolveError> {
-        let caller = Caller { tid: self.notif.pid, tgid: &self.tgid, base: arg.base.as_ref().map(|(_, b)| b.as_fd()) };
+        let root = if self.sup.isolated() { self.caller_root() } else { None };
+        let caller = Caller {
+            tid: self.notif.pid,
+            tgid: &self.tgid,
+            base: arg.base.as_ref().map(|(_, b)| b.as_fd()),
+            root: root.as_ref().map(|r| r.as_fd()),
+        };
         let req = Request { path: &arg.bytes, follow, empty_path, resolve };
         self.sup.resolver.resolve(&self.sup.surface, &self.sup.procs, &caller, req)
     }

@@ -84,6 +84,8 @@ pub struct Supervisor {
     exec_generation: AtomicU64,
     /// With `--net connect=`, the TCP ports connects may go to.
     tcp_ports: std::sync::OnceLock<Vec<u16>>,
+    /// With `--isolate`: paths are resolved from the caller's own root.
+    isolated: std::sync::atomic::AtomicBool,
 }
 
 /// Which decisions go to the audit trail.
@@ -173,6 +175,7 @@ impl Supervisor {
             exact: std::sync::OnceLock::new(),
             exec_generation: AtomicU64::new(0),
             tcp_ports: std::sync::OnceLock::new(),
+            isolated: std::sync::atomic::AtomicBool::new(false),
         }))
     }
 
@@ -181,6 +184,17 @@ impl Supervisor {
     /// the kernel's own resolution. Call before [`Supervisor::start`].
     pub fn continue_where_landlock_is_exact(&self, exact: Vec<bool>) {
         let _ = self.exact.set(exact);
+    }
+
+    /// Resolves absolute paths from each caller's own root (`--isolate`).
+    /// Call before [`Supervisor::start`].
+    pub fn resolve_in_callers_root(&self) {
+        self.isolated.store(true, Ordering::SeqCst);
+    }
+
+    /// Whether paths are resolved from the caller's root.
+    pub fn isolated(&self) -> bool {
+        self.isolated.load(Ordering::Relaxed)
     }
 
     /// Decides (and records) TCP connects: only to `ports`. Landlock

@@ -98,6 +98,10 @@ pub struct Caller<'a> {
     /// Handle on the directory relative paths start from (the caller's cwd
     /// or dirfd), opened through `/proc/<tid>`.
     pub base: Option<BorrowedFd<'a>>,
+    /// The caller's root directory when it differs from the supervisor's
+    /// (`--isolate`): absolute paths are resolved from it, so they name
+    /// what the caller sees.
+    pub root: Option<BorrowedFd<'a>>,
 }
 
 impl Caller<'_> {
@@ -175,7 +179,8 @@ impl Resolver {
     ) -> Result<Resolved, ResolveError> {
         let absolute = req.path.first() == Some(&b'/');
         let anchored = req.resolve & (fs::RESOLVE_BENEATH | fs::RESOLVE_IN_ROOT) != 0;
-        let base = if absolute && !anchored { self.root.as_fd() } else { caller.base.ok_or(Errno::EBADF)? };
+        let root = caller.root.unwrap_or(self.root.as_fd());
+        let base = if absolute && !anchored { root } else { caller.base.ok_or(Errno::EBADF)? };
         if req.path.is_empty() {
             if !req.empty_path {
                 return Err(Errno::ENOENT.into());
@@ -185,10 +190,14 @@ impl Resolver {
         }
         let cpath = CString::new(req.path).map_err(|_| Errno::EINVAL)?;
         let nofollow = if req.follow { 0 } else { libc::O_NOFOLLOW as u64 };
+        // An absolute path ignores openat2's directory unless it is the
+        // root of the resolution: from the caller's own root (--isolate),
+        // "/" and absolute symlinks mean that root.
+        let in_callers_root = if caller.root.is_some() && absolute && !anchored { fs::RESOLVE_IN_ROOT } else { 0 };
         let how = OpenHow {
             flags: libc::O_PATH as u64 | nofollow,
             mode: 0,
-            resolve: req.resolve | fs::RESOLVE_NO_MAGICLINKS,
+            resolve: req.resolve | fs::RESOLVE_NO_MAGICLINKS | in_callers_root,
         };
         let caller_forbids_links = req.resolve & (fs::RESOLVE_NO_SYMLINKS | fs::RESOLVE_NO_MAGICLINKS) != 0;
         if absolute && !anchored {
@@ -323,7 +332,7 @@ impl Resolver {
         let no_magic = req.resolve & fs::RESOLVE_NO_MAGICLINKS != 0;
         let dup = |fd: BorrowedFd<'_>| fd.try_clone_to_owned().map_err(|_| ResolveError::Errno(Errno::EMFILE));
 
-        let root = Cursor { fd: dup(self.root.as_fd())?, path: b"/".to_vec() };
+        let root = Cursor { fd: dup(caller.root.unwrap_or(self.root.as_fd()))?, path: b"/".to_vec() };
         let anchor = match caller.base {
             Some(b) => {
                 let mut p = Vec::new();
@@ -616,7 +625,7 @@ mod differential {
             let base =
                 fs::openat(Dir::Cwd, &CString::new(root.as_os_str().as_bytes()).unwrap(), libc::O_PATH, 0).unwrap();
             let tgid = std::cell::OnceCell::new();
-            let caller = Caller { tid, tgid: &tgid, base: Some(base.as_fd()) };
+            let caller = Caller { tid, tgid: &tgid, base: Some(base.as_fd()), root: None };
             for _ in 0..200 {
                 let depth = 1 + rng.next() % 4;
                 let rel: Vec<&str> =

@@ -320,3 +320,60 @@ pub fn loopback_up() -> Result<(), Errno> {
     unsafe { libc::close(sock as i32) };
     result.map(drop)
 }
+
+/// `mount(2)`. Async-signal-safe.
+pub fn mount(
+    source: Option<&CStr>,
+    target: &CStr,
+    fstype: Option<&CStr>,
+    flags: libc::c_ulong,
+    data: Option<&CStr>,
+) -> Result<(), Errno> {
+    let ptr = |s: Option<&CStr>| s.map_or(std::ptr::null(), CStr::as_ptr);
+    // SAFETY: every pointer is NULL or a NUL-terminated string that outlives the call.
+    cvt(unsafe { libc::mount(ptr(source), target.as_ptr(), ptr(fstype), flags, ptr(data).cast()) } as libc::c_long)
+        .map(drop)
+}
+
+/// `mkdir(2)`; an existing directory is not an error. Async-signal-safe.
+pub fn mkdir_existing_ok(path: &CStr, mode: u32) -> Result<(), Errno> {
+    // SAFETY: `path` is NUL-terminated.
+    match cvt(unsafe { libc::mkdir(path.as_ptr(), mode) } as libc::c_long) {
+        Ok(_) | Err(Errno::EEXIST) => Ok(()),
+        Err(e) => Err(e),
+    }
+}
+
+/// Creates an empty file (a mount point for a file bind) unless one exists.
+/// Async-signal-safe.
+pub fn touch(path: &CStr) -> Result<(), Errno> {
+    // SAFETY: `path` is NUL-terminated; the descriptor is closed at once.
+    let fd =
+        cvt(unsafe { libc::open(path.as_ptr(), libc::O_WRONLY | libc::O_CREAT | libc::O_CLOEXEC, 0o644) }
+            as libc::c_long)?;
+    // SAFETY: closing the descriptor just opened.
+    unsafe { libc::close(fd as i32) };
+    Ok(())
+}
+
+/// `symlink(2)`. Async-signal-safe.
+pub fn symlink(target: &CStr, at: &CStr) -> Result<(), Errno> {
+    // SAFETY: both are NUL-terminated.
+    cvt(unsafe { libc::symlink(target.as_ptr(), at.as_ptr()) } as libc::c_long).map(drop)
+}
+
+/// `chdir(2)`. Async-signal-safe.
+pub fn chdir(path: &CStr) -> Result<(), Errno> {
+    // SAFETY: `path` is NUL-terminated.
+    cvt(unsafe { libc::chdir(path.as_ptr()) } as libc::c_long).map(drop)
+}
+
+/// Makes the current directory the root (`pivot_root(".", ".")`) and
+/// detaches the old root stacked on it. Async-signal-safe.
+pub fn pivot_to_cwd() -> Result<(), Errno> {
+    let dot = c".";
+    // SAFETY: both arguments are NUL-terminated.
+    cvt(unsafe { libc::syscall(libc::SYS_pivot_root, dot.as_ptr(), dot.as_ptr()) })?;
+    // SAFETY: `dot` is NUL-terminated.
+    cvt(unsafe { libc::umount2(dot.as_ptr(), libc::MNT_DETACH) } as libc::c_long).map(drop)
+}

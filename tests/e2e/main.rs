@@ -9,6 +9,7 @@ mod coverage;
 mod denied;
 mod fast;
 mod forensics;
+mod isolate;
 mod layers;
 mod library;
 mod lifecycle;

@@ -1,0 +1,230 @@
+//! `--isolate`: the command gets a mount namespace whose root is a fresh
+//! tmpfs holding only the surface, bind-mounted read-only or read-write as
+//! the surface says, with a fresh `/proc`, entered with `pivot_root`.
+//! Whatever the surface does not grant does not exist there: `ls /home`
+//! lists nothing it does not grant and `/etc/shadow` is simply absent.
+//!
+//! The mounts are planned in the parent (which may allocate) as a list of
+//! steps with every path ready as a C string, and carried out in the child
+//! between `fork` and `exec` with plain system calls. Trees with a carve-out
+//! are rebuilt entry by entry, exactly as the Landlock ruleset expands them,
+//! so the carve-out is not mounted at all. Every destination equals its
+//! source, so the supervisor, resolving paths in its own namespace, finds
+//! the same objects the command does.
+
+use super::landlock::{self, Grant};
+use crate::policy::{GlobEffect, Mode, Surface};
+use crate::sys::{process, Errno};
+use std::ffi::{CStr, CString};
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+
+/// One thing to do under the new root (paths already prefixed with it).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Step {
+    /// Create a directory.
+    Dir(CString),
+    /// Bind `source` onto `target` (a directory or an empty file made
+    /// first), read-only unless `writable`.
+    Bind {
+        /// The host path.
+        source: CString,
+        /// The mount point under the new root.
+        target: CString,
+        /// Whether it stays writable.
+        writable: bool,
+        /// Whether the source is a directory.
+        dir: bool,
+    },
+    /// Recreate a symlink with this target.
+    Symlink {
+        /// What the link points to.
+        target: CString,
+        /// Where it is made.
+        at: CString,
+    },
+    /// Mount a fresh procfs.
+    Proc(CString),
+    /// Hide a carve-out inside a writable tree that is mounted whole: an
+    /// empty read-only tmpfs over a directory, an empty read-only file over
+    /// a file (the supervisor refuses it in any case).
+    Mask {
+        /// The carve-out under the new root.
+        target: CString,
+        /// Whether it is a directory.
+        dir: bool,
+    },
+}
+
+/// The plan carried into the child.
+#[derive(Debug, Clone)]
+pub struct Isolation {
+    /// The staging directory the new root tmpfs is mounted on.
+    pub root: CString,
+    /// The steps, parents before children.
+    pub steps: Vec<Step>,
+    /// The directory to enter after the pivot (the caller's cwd if it is in
+    /// the new root, else `/`).
+    pub cwd: CString,
+}
+
+fn c(p: &Path) -> CString {
+    CString::new(p.as_os_str().as_bytes()).expect("paths from the file system have no NUL")
+}
+
+/// Plans the new root in `staging` (an empty directory) for `surface`.
+pub fn plan(surface: &Surface, staging: &Path, cwd: &Path) -> Isolation {
+    let under = |p: &Path| staging.join(p.strip_prefix("/").unwrap_or(p));
+    let mut entries: Vec<(PathBuf, Grant, bool)> = landlock::grants(surface);
+    // A grant glob's base is mounted whole: the supervisor decides which
+    // names in it may be touched (Landlock gets only its directory rights).
+    entries.retain(|(p, g, _)| {
+        !(surface.globs().iter().any(|gl| gl.effect == GlobEffect::Grant && gl.base == *p)
+            && *g == Grant::Parent(Mode::Rw))
+    });
+    for g in surface.globs().iter().filter(|g| g.effect == GlobEffect::Grant && g.base.is_dir()) {
+        entries.push((g.base.clone(), Grant::Tree(Mode::Rw), true));
+    }
+    let procs: Vec<&PathBuf> = surface.proc_mounts().iter().collect();
+    entries.retain(|(p, _, _)| !procs.iter().any(|m| p.starts_with(m)));
+    entries.sort_by(|a, b| a.0.cmp(&b.0));
+    entries.dedup_by(|a, b| a.0 == b.0);
+
+    // A writable tree with a carve-out is mounted whole, so that names made
+    // in it later land on the host, and the carve-outs are masked; only
+    // read-only trees are rebuilt entry by entry.
+    let whole: Vec<PathBuf> =
+        entries.iter().filter(|(_, g, _)| *g == Grant::Parent(Mode::Rw)).map(|(p, _, _)| p.clone()).collect();
+    entries.retain(|(p, g, _)| !(whole.iter().any(|w| p != w && p.starts_with(w)) && *g != Grant::Tree(Mode::Ro)));
+    let masks: Vec<PathBuf> = surface
+        .effective_rules()
+        .filter(|(_, r)| r.mode == Mode::Deny && whole.iter().any(|w| r.path.starts_with(w)) && r.path.exists())
+        .map(|(_, r)| r.path.clone())
+        .collect();
+    let mut steps = Vec::new();
+    let mut made: std::collections::HashSet<PathBuf> = std::collections::HashSet::new();
+    let mut parents = |p: &Path, steps: &mut Vec<Step>| {
+        let mut missing: Vec<&Path> = p.ancestors().skip(1).take_while(|a| *a != Path::new("/")).collect();
+        missing.reverse();
+        for a in missing {
+            if made.insert(a.to_path_buf()) {
+                steps.push(Step::Dir(c(&under(a))));
+            }
+        }
+    };
+    for (path, grant, is_dir) in entries {
+        parents(&path, &mut steps);
+        let literal = path.symlink_metadata().is_ok_and(|m| m.file_type().is_symlink());
+        match (grant, literal) {
+            (_, true) => {
+                if let Ok(target) = std::fs::read_link(&path) {
+                    steps.push(Step::Symlink { target: c(&target), at: c(&under(&path)) });
+                }
+            }
+            (Grant::Parent(Mode::Rw), false) => {
+                steps.push(Step::Bind { source: c(&path), target: c(&under(&path)), writable: true, dir: true });
+            }
+            (Grant::Parent(_), false) => steps.push(Step::Dir(c(&under(&path)))),
+            (Grant::Tree(mode), false) => steps.push(Step::Bind {
+                source: c(&path),
+                target: c(&under(&path)),
+                writable: mode == Mode::Rw,
+                dir: is_dir,
+            }),
+        }
+    }
+    for m in masks {
+        steps.push(Step::Mask { target: c(&under(&m)), dir: m.is_dir() });
+    }
+    for m in procs {
+        parents(m, &mut steps);
+        steps.push(Step::Dir(c(&under(m))));
+        steps.push(Step::Proc(c(&under(m))));
+    }
+    let inside = surface.lookup(cwd.as_os_str().as_bytes()).is_some();
+    Isolation { root: c(staging), steps, cwd: if inside { c(cwd) } else { CString::from(c"/") } }
+}
+
+/// Carries out the plan in the child: a private mount namespace, the tmpfs
+/// root, the steps, `pivot_root`. Async-signal-safe: no allocation.
+pub fn enter(plan: &Isolation) -> Result<(), Errno> {
+    const NONE: Option<&CStr> = None;
+    process::unshare(libc::CLONE_NEWNS)?;
+    process::mount(NONE, c"/", NONE, libc::MS_REC | libc::MS_PRIVATE, NONE)?;
+    process::mount(Some(c"tmpfs"), &plan.root, Some(c"tmpfs"), libc::MS_NOSUID | libc::MS_NODEV, Some(c"mode=0755"))?;
+    for step in &plan.steps {
+        match step {
+            Step::Dir(p) => process::mkdir_existing_ok(p, 0o755)?,
+            Step::Symlink { target, at } => match process::symlink(target, at) {
+                Ok(()) | Err(Errno::EEXIST) => {}
+                Err(e) => return Err(e),
+            },
+            Step::Bind { source, target, writable, dir } => {
+                // Inside an earlier bind the mount point exists already (its
+                // source is the same tree); in the tmpfs it is made here.
+                let made = if *dir { process::mkdir_existing_ok(target, 0o755) } else { process::touch(target) };
+                match made {
+                    Ok(()) | Err(Errno::EROFS) | Err(Errno::EACCES) => {}
+                    Err(e) => return Err(e),
+                }
+                process::mount(Some(source), target, NONE, libc::MS_BIND | libc::MS_REC, NONE)?;
+                if !writable {
+                    let flags = libc::MS_REMOUNT | libc::MS_BIND | libc::MS_RDONLY | libc::MS_NOSUID | libc::MS_NODEV;
+                    process::mount(NONE, target, NONE, flags, NONE).or_else(|_| {
+                        process::mount(NONE, target, NONE, libc::MS_REMOUNT | libc::MS_BIND | libc::MS_RDONLY, NONE)
+                    })?;
+                }
+            }
+            Step::Mask { target, dir: true } => process::mount(
+                Some(c"tmpfs"),
+                target,
+                Some(c"tmpfs"),
+                libc::MS_RDONLY | libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC,
+                Some(c"size=0,mode=000"),
+            )?,
+            Step::Mask { target, dir: false } => {
+                process::mount(Some(c"/dev/null"), target, NONE, libc::MS_BIND, NONE)?;
+                process::mount(NONE, target, NONE, libc::MS_REMOUNT | libc::MS_BIND | libc::MS_RDONLY, NONE)?;
+            }
+            Step::Proc(p) => process::mount(
+                Some(c"proc"),
+                p,
+                Some(c"proc"),
+                libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC,
+                NONE,
+            )?,
+        }
+    }
+    process::chdir(&plan.root)?;
+    process::pivot_to_cwd()?;
+    process::chdir(&plan.cwd).or_else(|_| process::chdir(c"/"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::policy::{Origin, Rule};
+
+    #[test]
+    fn carve_outs_are_left_out_and_parents_come_first() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        for f in ["etc/passwd", "etc/shadow", "ws/a"] {
+            let p = root.join(f);
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(p, "x").unwrap();
+        }
+        let mut s = Surface::new();
+        let o = || Origin::Flag("t".into());
+        s.add(Rule { path: root.join("etc"), mode: Mode::Ro, origin: o() });
+        s.add(Rule { path: root.join("etc/shadow"), mode: Mode::Deny, origin: o() });
+        s.add(Rule { path: root.join("ws"), mode: Mode::Rw, origin: o() });
+        let staging = Path::new("/new");
+        let p = plan(&s, staging, &root.join("ws"));
+        let text = format!("{:?}", p.steps);
+        assert!(text.contains("etc/passwd") && !text.contains("shadow"), "{text}");
+        let pos = |needle: &str| p.steps.iter().position(|st| format!("{st:?}").contains(needle)).unwrap();
+        assert!(pos(&format!("Dir(\"/new{}\")", root.display())) < pos("etc/passwd"));
+        assert_eq!(p.cwd, c(&root.join("ws")));
+    }
+}
