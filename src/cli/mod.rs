@@ -301,7 +301,8 @@ pub struct RunArgs {
     pub keep_session: bool,
     /// Run the command in a mount namespace whose root holds only the
     /// surface (bind mounts, carve-outs left out, a fresh /proc): what the
-    /// surface does not grant does not exist there. Needs root.
+    /// surface does not grant does not exist there. Without root it uses an
+    /// unprivileged user namespace where the kernel allows one.
     #[arg(long)]
     pub isolate: bool,
     /// Fast mode: trap only what Landlock cannot decide for this surface

@@ -66,6 +66,9 @@ pub struct Isolation {
     /// The directory to enter after the pivot (the caller's cwd if it is in
     /// the new root, else `/`).
     pub cwd: CString,
+    /// Without root: a user namespace first, mapping only our own uid and
+    /// gid (`uid_map` and `gid_map` lines, ready to write).
+    pub user_namespace: Option<(Vec<u8>, Vec<u8>)>,
 }
 
 fn c(p: &Path) -> CString {
@@ -142,14 +145,28 @@ pub fn plan(surface: &Surface, staging: &Path, cwd: &Path) -> Isolation {
         steps.push(Step::Proc(c(&under(m))));
     }
     let inside = surface.lookup(cwd.as_os_str().as_bytes()).is_some();
-    Isolation { root: c(staging), steps, cwd: if inside { c(cwd) } else { CString::from(c"/") } }
+    let (uid, gid) = (nix::unistd::geteuid().as_raw(), nix::unistd::getegid().as_raw());
+    let user_namespace =
+        (uid != 0).then(|| (format!("{uid} {uid} 1\n").into_bytes(), format!("{gid} {gid} 1\n").into_bytes()));
+    Isolation { root: c(staging), steps, cwd: if inside { c(cwd) } else { CString::from(c"/") }, user_namespace }
 }
 
 /// Carries out the plan in the child: a private mount namespace, the tmpfs
 /// root, the steps, `pivot_root`. Async-signal-safe: no allocation.
 pub fn enter(plan: &Isolation) -> Result<(), Errno> {
     const NONE: Option<&CStr> = None;
-    process::unshare(libc::CLONE_NEWNS)?;
+    match &plan.user_namespace {
+        // Unprivileged: a user namespace of our own gives the capabilities
+        // to mount in the new mount namespace; our uid and gid map to
+        // themselves, so files keep their owners.
+        Some((uid_map, gid_map)) => {
+            process::unshare(libc::CLONE_NEWUSER | libc::CLONE_NEWNS)?;
+            process::write_file(c"/proc/self/setgroups", b"deny")?;
+            process::write_file(c"/proc/self/uid_map", uid_map)?;
+            process::write_file(c"/proc/self/gid_map", gid_map)?;
+        }
+        None => process::unshare(libc::CLONE_NEWNS)?,
+    }
     process::mount(NONE, c"/", NONE, libc::MS_REC | libc::MS_PRIVATE, NONE)?;
     process::mount(Some(c"tmpfs"), &plan.root, Some(c"tmpfs"), libc::MS_NOSUID | libc::MS_NODEV, Some(c"mode=0755"))?;
     for step in &plan.steps {
@@ -185,6 +202,12 @@ pub fn enter(plan: &Isolation) -> Result<(), Errno> {
             Step::Mask { target, dir: false } => {
                 process::mount(Some(c"/dev/null"), target, NONE, libc::MS_BIND, NONE)?;
                 process::mount(NONE, target, NONE, libc::MS_REMOUNT | libc::MS_BIND | libc::MS_RDONLY, NONE)?;
+            }
+            // A new procfs needs privilege over the PID namespace, which a
+            // user namespace of our own does not give: then the host's is
+            // bound instead (the supervisor decides /proc/<pid> either way).
+            Step::Proc(p) if plan.user_namespace.is_some() => {
+                process::mount(Some(c"/proc"), p, NONE, libc::MS_BIND | libc::MS_REC, NONE)?
             }
             Step::Proc(p) => process::mount(
                 Some(c"proc"),

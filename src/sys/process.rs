@@ -377,3 +377,13 @@ pub fn pivot_to_cwd() -> Result<(), Errno> {
     // SAFETY: `dot` is NUL-terminated.
     cvt(unsafe { libc::umount2(dot.as_ptr(), libc::MNT_DETACH) } as libc::c_long).map(drop)
 }
+
+/// Writes `data` to the file at `path` (opened write-only, not created).
+/// Async-signal-safe.
+pub fn write_file(path: &CStr, data: &[u8]) -> Result<(), Errno> {
+    // SAFETY: `path` is NUL-terminated; the descriptor is closed below.
+    let fd = cvt(unsafe { libc::open(path.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC) } as libc::c_long)?;
+    // SAFETY: the descriptor was just opened and is owned here alone.
+    let fd = unsafe { OwnedFd::from_raw_fd(fd as RawFd) };
+    write_all(std::os::fd::AsFd::as_fd(&fd), data)
+}

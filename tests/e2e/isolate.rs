@@ -38,3 +38,45 @@ fn only_the_surface_exists_and_the_workspace_is_real() {
     assert_eq!(std::fs::read_to_string(t.ws.join("d/made.txt")).unwrap(), "made\n");
     assert_eq!(std::fs::read_to_string(&env).unwrap(), "top-secret-marker\n");
 }
+
+/// Without root, --isolate takes a user namespace of its own (where the
+/// kernel allows unprivileged ones) and works the same way.
+#[test]
+fn isolation_works_unprivileged() {
+    if !kernel_ok() {
+        return;
+    }
+    let is_root = std::fs::read_to_string("/proc/self/status")
+        .unwrap()
+        .lines()
+        .any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(1) == Some("0"));
+    if !is_root || !std::path::Path::new("/usr/bin/setpriv").exists() {
+        eprintln!("SKIP: needs root to switch to nobody, and setpriv");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path().canonicalize().unwrap().join("ws");
+    std::fs::create_dir(&ws).unwrap();
+    for p in [dir.path(), ws.as_path()] {
+        std::os::unix::fs::chown(p, Some(65534), Some(65534)).unwrap();
+    }
+    let o = std::process::Command::new("/usr/bin/setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups", interpose(), "--isolate", "--rw"])
+        .arg(&ws)
+        .args(["--", "/bin/sh", "-c", "id -u; echo hi > x && cat x; ls /home; cat /etc/shadow"])
+        .current_dir(&ws)
+        .env_remove("LD_LIBRARY_PATH")
+        .env("PWD", &ws)
+        .output()
+        .unwrap();
+    let (out, err) = (stdout(&o), stderr(&o));
+    if err.contains("building the isolated root") {
+        eprintln!("SKIP: unprivileged user namespaces are not allowed here: {err}");
+        return;
+    }
+    assert_eq!(out, "65534\nhi\n", "{err}");
+    assert!(err.contains("'/home': No such file or directory"), "{err}");
+    assert!(err.contains("/etc/shadow: No such file or directory"), "{err}");
+    use std::os::unix::fs::MetadataExt;
+    assert_eq!(std::fs::metadata(ws.join("x")).unwrap().uid(), 65534, "files keep their owner");
+}
