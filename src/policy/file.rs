@@ -397,13 +397,13 @@ impl Policy {
             .filter(|e| e.field.reads())
             .chain(self.entries.iter().filter(|e| e.field == Field::AdditionalWrites));
         for e in ordered {
-            let outcome = self.grant(e, vars, &workspace, surface)?;
+            let outcome = self.apply(e, vars, &workspace, surface)?;
             outcomes.push((e.clone(), outcome));
         }
         let mode = if self.restricts_workspace { Mode::Ro } else { Mode::Rw };
         surface.add(Rule { path: workspace.clone(), mode, origin });
         for e in self.entries.iter().filter(|e| matches!(e.field, Field::Writable | Field::Deny | Field::DenyWrites)) {
-            let outcome = self.restrict(e, vars, &workspace, surface)?;
+            let outcome = self.apply(e, vars, &workspace, surface)?;
             outcomes.push((e.clone(), outcome));
         }
         for e in self.entries.iter().filter(|e| e.field == Field::HomeSeed) {
@@ -431,7 +431,8 @@ impl Policy {
         err
     }
 
-    fn grant(
+    /// Expands one entry (an unset variable skips it) and adds it.
+    fn apply(
         &self,
         e: &Entry,
         vars: &HashMap<String, String>,
@@ -442,9 +443,22 @@ impl Policy {
             Ok(x) => x,
             Err(why) => return Ok(Outcome::Skipped(why)),
         };
-        let path = workspace.join(&expanded);
+        match e.field {
+            Field::Writable | Field::Deny | Field::DenyWrites => self.restrict(e, &expanded, workspace, surface),
+            _ => self.grant(e, &expanded, workspace, surface),
+        }
+    }
+
+    fn grant(
+        &self,
+        e: &Entry,
+        expanded: &str,
+        workspace: &Path,
+        surface: &mut Surface,
+    ) -> Result<Outcome, PolicyError> {
+        let path = workspace.join(expanded);
         if glob::is_glob(&e.text) {
-            glob::validate(&expanded, Anchor::Anywhere).map_err(|g| self.entry_error(e, g))?;
+            glob::validate(expanded, Anchor::Anywhere).map_err(|g| self.entry_error(e, g))?;
             surface.add_glob(&path, GlobEffect::Grant, e.origin.clone()).map_err(|g| self.entry_error(e, g))?;
             return Ok(Outcome::Added(path));
         }
@@ -472,19 +486,15 @@ impl Policy {
     fn restrict(
         &self,
         e: &Entry,
-        vars: &HashMap<String, String>,
+        expanded: &str,
         workspace: &Path,
         surface: &mut Surface,
     ) -> Result<Outcome, PolicyError> {
-        let expanded = match expand(&e.text, vars) {
-            Ok(x) => x,
-            Err(why) => return Ok(Outcome::Skipped(why)),
-        };
         let anchor = if e.field == Field::Writable { Anchor::Workspace } else { Anchor::Anywhere };
         if glob::is_glob(&e.text) || e.field == Field::Writable {
-            glob::validate(&expanded, anchor).map_err(|g| self.entry_error(e, g))?;
+            glob::validate(expanded, anchor).map_err(|g| self.entry_error(e, g))?;
         }
-        let path = workspace.join(&expanded);
+        let path = workspace.join(expanded);
         let add = |surface: &mut Surface, p: &Path, effect| {
             surface.add_glob(p, effect, e.origin.clone()).map_err(|g| self.entry_error(e, g))
         };

@@ -206,7 +206,7 @@ impl Resolver {
             // back from /proc/self/fd is not needed.
             let strict = OpenHow { resolve: how.resolve | fs::RESOLVE_NO_SYMLINKS, ..how };
             match fs::openat2(Dir::Fd(base), &cpath, strict) {
-                Ok(fd) => return self.finish_lexical(surface, procs, caller, req, fd),
+                Ok(fd) => return self.found(surface, procs, caller, req, fd, lexical(req.path)),
                 Err(Errno::ENOENT) => return self.missing(surface, procs, caller, req, base),
                 // A symlink on the way (ELOOP), or an error the general path
                 // reports the same way.
@@ -259,19 +259,6 @@ impl Resolver {
         }
         let mode = fs::fstat(fd.as_fd())?.st_mode;
         Ok(Resolved { target: Target::Exists { fd, mode }, path })
-    }
-
-    /// An absolute path that crossed no symlink found an object: its
-    /// canonical path is the lexical one.
-    fn finish_lexical(
-        &self,
-        surface: &Surface,
-        procs: &dyn Processes,
-        caller: &Caller<'_>,
-        req: Request<'_>,
-        fd: OwnedFd,
-    ) -> Result<Resolved, ResolveError> {
-        self.found(surface, procs, caller, req, fd, lexical(req.path))
     }
 
     /// The fast path found nothing: find the parent for a create.
