@@ -187,6 +187,10 @@ exit 0";
         .arg(&audit)
         .args(["--", "sh", "-c", script])
         .current_dir(&ws)
+        // cargo points the loader at its own directories; the sandboxed
+        // shell needs neither, and its probes there would be denials.
+        .env_remove("LD_LIBRARY_PATH")
+        .env("PWD", &ws)
         .status()
         .map_err(|e| format!("cannot run {}: {e}", bin.display()))?;
     println!("\ninterpose exited with {status}; denials recorded in {}:", audit.display());
