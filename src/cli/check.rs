@@ -65,6 +65,21 @@ pub fn probe() -> Vec<Feature> {
                 Err(e) => format!("{e}; enable it with lsm=landlock (Linux 5.13+)"),
             },
         },
+        Feature {
+            name: "Landlock TCP port rules (--net connect=)",
+            present: landlock.as_ref().is_ok_and(|abi| *abi >= 4),
+            required: false,
+            detail: "needs Landlock ABI 4, Linux 6.7+".into(),
+        },
+        Feature {
+            name: "unprivileged user namespaces (--isolate without root)",
+            present: std::fs::read_to_string("/proc/sys/user/max_user_namespaces")
+                .is_ok_and(|v| v.trim().parse::<u64>().is_ok_and(|n| n > 0))
+                && std::fs::read_to_string("/proc/sys/kernel/unprivileged_userns_clone")
+                    .map_or(true, |v| v.trim() != "0"),
+            required: false,
+            detail: "user.max_user_namespaces > 0 (and kernel.unprivileged_userns_clone where it exists)".into(),
+        },
     ]
 }
 
@@ -84,7 +99,7 @@ pub fn run() -> i32 {
         } else {
             "no"
         };
-        println!("{:<52} {:<8} {}", f.name, mark, f.detail);
+        println!("{:<54} {:<8} {}", f.name, mark, f.detail);
     }
     if features.iter().any(|f| f.required && !f.present) {
         println!("enforcement: impossible on this kernel");
