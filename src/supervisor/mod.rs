@@ -294,6 +294,14 @@ impl Supervisor {
             let context = (self.audit.is_some()
                 && outcome.checks.iter().any(|c| matches!(c.decision, "deny" | "would_deny")))
             .then(|| self.denial_context(&notif));
+            // The caller's pid and name, also read while it waits: after the
+            // answer it may exec, and a name read then could be the new
+            // program's, or (cached) the old one's for the new program.
+            let recorded = match self.audit_level {
+                AuditLevel::All => !outcome.checks.is_empty(),
+                AuditLevel::Deny => context.is_some(),
+            };
+            let who = (self.audit.is_some() && recorded).then(|| self.process_of(notif.pid, context.as_ref()));
             if outcome.argv.is_some() {
                 // An allowed exec: after it the caller has a new name (and a
                 // thread that execs becomes the process), so every cached
@@ -303,7 +311,7 @@ impl Supervisor {
             if let Some(answer) = outcome.answer {
                 self.answer(notif.id, answer);
             }
-            self.record(&notif, outcome.checks, outcome.argv, context, (started, received_ns));
+            self.record(&notif, outcome.checks, outcome.argv, context, who, (started, received_ns));
             self.idle.fetch_add(1, Ordering::SeqCst);
         }
     }
@@ -383,7 +391,10 @@ impl Supervisor {
 
     /// The process id and name of thread `tid`, from one read of
     /// `/proc/<tid>/status` (its first lines hold Name and Tgid), cached per
-    /// worker until the next exec anywhere in the sandbox. A denied process
+    /// worker until the next exec anywhere in the sandbox. Called only while
+    /// `tid` waits for an answer, so it cannot exec meanwhile: a cached name
+    /// is the program's that made the call, and an exec bumps the
+    /// generation before it is answered. A denied process
     /// may be gone by the time its record is written; the denial context,
     /// taken before the answer, names it then.
     fn process_of(&self, tid: u32, context: Option<&audit::DenialContext>) -> (u32, String) {
@@ -426,6 +437,7 @@ impl Supervisor {
         checks: Vec<handle::Check>,
         argv: Option<(Vec<Vec<u8>>, bool)>,
         context: Option<audit::DenialContext>,
+        who: Option<(u32, String)>,
         (started, received_ns): (std::time::Instant, u128),
     ) {
         for c in &checks {
@@ -437,7 +449,7 @@ impl Supervisor {
         }
         let Some(sink) = &self.audit else { return };
         let handling_ns = started.elapsed().as_nanos() as u64;
-        let (pid, comm) = self.process_of(notif.pid, context.as_ref());
+        let Some((pid, comm)) = who else { return };
         for c in checks {
             if self.audit_level == AuditLevel::Deny && !matches!(c.decision, "deny" | "would_deny") {
                 continue;
