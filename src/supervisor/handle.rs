@@ -121,6 +121,24 @@ impl Cx<'_> {
         Ok(PathArg { bytes, base })
     }
 
+    /// A duplicate of the caller's descriptor `fd` (same open file
+    /// description), taken with `pidfd_getfd` and checked to belong to the
+    /// caller still waiting for this notification.
+    fn caller_fd(&self, fd: i32) -> Result<OwnedFd, Stop> {
+        let tgid = match self.tgid.get() {
+            Some(&t) => t,
+            None => {
+                let t = super::resolve::proc_status_field(self.notif.pid, "Tgid:")
+                    .and_then(|v| v.parse().ok())
+                    .ok_or(Stop::Gone)?;
+                *self.tgid.get_or_init(|| t)
+            }
+        };
+        let pidfd = crate::sys::process::pidfd_open(tgid as libc::pid_t)?;
+        self.still_valid()?;
+        Ok(crate::sys::process::pidfd_getfd(pidfd.as_fd(), fd)?)
+    }
+
     /// The caller's root directory, through `/proc/<tid>/root`.
     fn caller_root(&self) -> Option<OwnedFd> {
         let path = std::ffi::CString::new(format!("/proc/{}/root", self.notif.pid)).ok()?;
@@ -553,12 +571,7 @@ impl Cx<'_> {
             }
             _ => "?".into(),
         };
-        let tgid = super::resolve::proc_status_field(self.notif.pid, "Tgid:")
-            .and_then(|v| v.parse().ok())
-            .ok_or(Stop::Gone)?;
-        let pidfd = crate::sys::process::pidfd_open(tgid)?;
-        self.still_valid()?;
-        let sock = crate::sys::process::pidfd_getfd(pidfd.as_fd(), sockfd)?;
+        let sock = self.caller_fd(sockfd)?;
         let stream = nix::sys::socket::getsockopt(&sock, nix::sys::socket::sockopt::SockType)
             .is_ok_and(|t| t == nix::sys::socket::SockType::Stream);
         if !stream {
@@ -637,12 +650,7 @@ impl Cx<'_> {
         // Connect the caller's own socket (a duplicate of its descriptor
         // shares the open file description) to the socket file we checked,
         // named through our handle so no path can be swapped underneath.
-        let tgid = super::resolve::proc_status_field(self.notif.pid, "Tgid:")
-            .and_then(|v| v.parse().ok())
-            .ok_or(Stop::Gone)?;
-        let pidfd = crate::sys::process::pidfd_open(tgid)?;
-        self.still_valid()?;
-        let sock = crate::sys::process::pidfd_getfd(pidfd.as_fd(), a[0] as i32)?;
+        let sock = self.caller_fd(a[0] as i32)?;
         let path = super::resolve::Resolver::proc_path(socket_file.as_fd());
         fs::connect_unix(sock.as_fd(), path.as_bytes()).map(|()| Answer::Value(0)).map_err(Stop::Fail)
     }
