@@ -13,7 +13,7 @@
 //! the same objects the command does.
 
 use super::landlock::{self, Grant};
-use crate::policy::{GlobEffect, Mode, Surface};
+use crate::policy::{Mode, Surface};
 use crate::sys::{process, Errno};
 use std::ffi::{CStr, CString};
 use std::os::unix::ffi::OsStrExt;
@@ -79,25 +79,22 @@ fn c(p: &Path) -> CString {
 pub fn plan(surface: &Surface, staging: &Path, cwd: &Path) -> Isolation {
     let under = |p: &Path| staging.join(p.strip_prefix("/").unwrap_or(p));
     let mut entries: Vec<(PathBuf, Grant, bool)> = landlock::grants(surface);
-    // A grant glob's base is mounted whole: the supervisor decides which
-    // names in it may be touched (Landlock gets only its directory rights).
-    entries.retain(|(p, g, _)| {
-        !(surface.globs().iter().any(|gl| gl.effect == GlobEffect::Grant && gl.base == *p)
-            && *g == Grant::Parent(Mode::Rw))
-    });
-    for g in surface.globs().iter().filter(|g| g.effect == GlobEffect::Grant && g.base.is_dir()) {
-        entries.push((g.base.clone(), Grant::Tree(Mode::Rw), true));
-    }
     let procs: Vec<&PathBuf> = surface.proc_mounts().iter().collect();
     entries.retain(|(p, _, _)| !procs.iter().any(|m| p.starts_with(m)));
-    entries.sort_by(|a, b| a.0.cmp(&b.0));
+    // One mount per path; where a path is granted twice (a read-only entry
+    // that is also a glob's base), the writable grant is the one kept.
+    let writable = |g: &Grant| matches!(g, Grant::Tree(Mode::Rw) | Grant::Parent(Mode::Rw) | Grant::GlobBase);
+    entries.sort_by(|a, b| a.0.cmp(&b.0).then(writable(&b.1).cmp(&writable(&a.1))));
     entries.dedup_by(|a, b| a.0 == b.0);
 
     // A writable tree with a carve-out is mounted whole, so that names made
     // in it later land on the host, and the carve-outs are masked; only
     // read-only trees are rebuilt entry by entry.
-    let whole: Vec<PathBuf> =
-        entries.iter().filter(|(_, g, _)| *g == Grant::Parent(Mode::Rw)).map(|(p, _, _)| p.clone()).collect();
+    let whole: Vec<PathBuf> = entries
+        .iter()
+        .filter(|(_, g, _)| matches!(g, Grant::Parent(Mode::Rw) | Grant::GlobBase))
+        .map(|(p, _, _)| p.clone())
+        .collect();
     entries.retain(|(p, g, _)| !(whole.iter().any(|w| p != w && p.starts_with(w)) && *g != Grant::Tree(Mode::Ro)));
     let masks: Vec<PathBuf> = surface
         .effective_rules()
@@ -128,6 +125,11 @@ pub fn plan(surface: &Surface, staging: &Path, cwd: &Path) -> Isolation {
                 steps.push(Step::Bind { source: c(&path), target: c(&under(&path)), writable: true, dir: true });
             }
             (Grant::Parent(_), false) => steps.push(Step::Dir(c(&under(&path)))),
+            // A grant glob's base is mounted whole: the supervisor decides
+            // which names in it may be touched.
+            (Grant::GlobBase, false) => {
+                steps.push(Step::Bind { source: c(&path), target: c(&under(&path)), writable: true, dir: true });
+            }
             (Grant::Tree(mode), false) => steps.push(Step::Bind {
                 source: c(&path),
                 target: c(&under(&path)),
@@ -227,6 +229,19 @@ pub fn enter(plan: &Isolation) -> Result<(), Errno> {
 mod tests {
     use super::*;
     use crate::policy::{Origin, Rule};
+
+    #[test]
+    fn a_glob_base_that_is_also_read_only_is_mounted_writable() {
+        let dir = tempfile::tempdir().unwrap();
+        let home = dir.path().canonicalize().unwrap();
+        let mut s = Surface::new();
+        s.add(Rule { path: home.clone(), mode: Mode::Ro, origin: Origin::Flag("t".into()) });
+        s.add_glob(&home.join(".tool.json.*"), crate::policy::GlobEffect::Grant, Origin::Flag("t".into())).unwrap();
+        let p = plan(&s, Path::new("/new"), Path::new("/"));
+        let binds: Vec<&Step> = p.steps.iter().filter(|st| matches!(st, Step::Bind { .. })).collect();
+        assert_eq!(binds.len(), 1, "{:?}", p.steps);
+        assert!(matches!(binds[0], Step::Bind { writable: true, .. }), "{:?}", p.steps);
+    }
 
     #[test]
     fn carve_outs_are_left_out_and_parents_come_first() {

@@ -87,6 +87,10 @@ pub enum Grant {
     Tree(Mode),
     /// The directory of an expanded tree: see [`parent_rights`].
     Parent(Mode),
+    /// The literal base directory of a grant glob: Landlock gets the rights
+    /// of a writable parent ([`parent_rights`]); the supervisor decides which
+    /// names beneath it match.
+    GlobBase,
 }
 
 /// For every directory above an entry, the narrowest mode of the entries
@@ -127,7 +131,7 @@ pub fn grants(surface: &Surface) -> Vec<(PathBuf, Grant, bool)> {
     // missing write right never applies to them.)
     for g in surface.globs() {
         if g.effect == crate::policy::GlobEffect::Grant && g.base.is_dir() {
-            out.push((g.base.clone(), Grant::Parent(Mode::Rw), true));
+            out.push((g.base.clone(), Grant::GlobBase, true));
         }
     }
     out
@@ -178,14 +182,16 @@ fn is_entry(surface: &Surface, path: &Path) -> bool {
 /// express). A path swapped in after the check can then reach nothing the
 /// supervisor would refuse. `None` when some part of the ruleset is looser.
 pub fn exact_rules(surface: &Surface, granted: &[(PathBuf, Grant)]) -> Option<Vec<bool>> {
-    if !surface.globs().is_empty() || granted.iter().any(|(_, g)| *g == Grant::Parent(Mode::Rw)) {
+    if granted.iter().any(|(_, g)| matches!(g, Grant::Parent(Mode::Rw) | Grant::GlobBase))
+        || !surface.globs().is_empty()
+    {
         return None;
     }
     let trees: std::collections::HashMap<&Path, Mode> = granted
         .iter()
         .filter_map(|(p, g)| match g {
             Grant::Tree(m) => Some((p.as_path(), *m)),
-            Grant::Parent(_) => None,
+            Grant::Parent(_) | Grant::GlobBase => None,
         })
         .collect();
     let mut exact = vec![false; surface.rules().len()];
@@ -224,6 +230,7 @@ pub fn build_with_network(surface: &Surface, tcp_connect: Option<&[u16]>) -> Res
         let access = match grant {
             Grant::Tree(mode) => rights(mode, abi, is_dir),
             Grant::Parent(mode) => parent_rights(mode, abi),
+            Grant::GlobBase => parent_rights(Mode::Rw, abi),
         };
         created = created.add_rule(PathBeneath::new(fd, access))?;
         rules.push((path, grant));
