@@ -139,8 +139,9 @@ pub fn hook_output(agent: Agent, answer: &HookAnswer) -> String {
 }
 
 /// The surface entries a person (or a model) needs to know about: the ones
-/// that did not come from the built-in system surface or the run itself.
-fn user_rules(surface: &Surface) -> Vec<&Rule> {
+/// that did not come from the built-in system surface or the run itself,
+/// sorted by path.
+pub fn user_rules(surface: &Surface) -> Vec<&Rule> {
     let mut rules: Vec<&Rule> = surface
         .effective_rules()
         .map(|(_, r)| r)

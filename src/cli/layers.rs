@@ -64,7 +64,7 @@ pub fn mounts(args: &MountsArgs) -> anyhow::Result<i32> {
 
 /// Writes the agent's per-session settings and prints the variables.
 pub fn agent_config(args: &AgentConfigArgs) -> anyhow::Result<i32> {
-    use crate::policy::{GlobEffect, Mode, Origin};
+    use crate::policy::{GlobEffect, Mode};
     let surface = args.surface.build()?;
     let dir = match &args.dir {
         Some(d) => d.clone(),
@@ -79,16 +79,12 @@ pub fn agent_config(args: &AgentConfigArgs) -> anyhow::Result<i32> {
         hook.push(' ');
         hook.push_str(&shell_quote(&flag));
     }
-    let user: Vec<_> = surface
-        .effective_rules()
-        .map(|(_, r)| r)
-        .filter(|r| !matches!(r.origin, Origin::System(_) | Origin::TmpDir) && r.mode != Mode::Deny)
-        .map(|r| r.path.display().to_string())
-        .collect();
-    let denied: Vec<String> = surface
-        .effective_rules()
-        .map(|(_, r)| r)
-        .filter(|r| r.mode == Mode::Deny && !matches!(r.origin, Origin::System(_)))
+    let rules = layers::user_rules(&surface);
+    let user: Vec<String> =
+        rules.iter().filter(|r| r.mode != Mode::Deny).map(|r| r.path.display().to_string()).collect();
+    let denied: Vec<String> = rules
+        .iter()
+        .filter(|r| r.mode == Mode::Deny)
         .map(|r| r.path.display().to_string())
         .chain(surface.globs().iter().filter(|g| g.effect == GlobEffect::Deny).map(|g| g.pattern.display().to_string()))
         .collect();

@@ -549,19 +549,7 @@ fn session_start(
 /// What the session record says about the trapping mode.
 fn mode_record(trapping: crate::policy::syscalls::Trapping) -> serde_json::Value {
     use crate::policy::syscalls::Trapping;
-    let untrapped: Vec<&str> = crate::policy::table::TABLE
-        .iter()
-        .filter(|r| {
-            matches!(
-                r.action,
-                crate::policy::syscalls::Action::Emulate
-                    | crate::policy::syscalls::Action::Continue
-                    | crate::policy::syscalls::Action::EmulateUnlessEmptyPath
-            )
-        })
-        .filter(|r| !trapping.traps(r.op))
-        .map(|r| r.name)
-        .collect();
+    let untrapped = trapping.untrapped();
     match trapping {
         Trapping::All => serde_json::json!({ "name": "full", "untrapped": untrapped }),
         Trapping::Fast { exact } => serde_json::json!({

@@ -84,7 +84,7 @@ pub fn run(args: &WhyArgs) -> i32 {
 
 /// What each mode traps for this surface.
 fn print_modes(surface: &crate::policy::Surface) {
-    use crate::policy::syscalls::{Action, Trapping};
+    use crate::policy::syscalls::Trapping;
     let exact = match crate::sandbox::landlock::build(surface) {
         Ok(b) => crate::sandbox::landlock::exact_rules(surface, &b.rules).is_some(),
         Err(e) => {
@@ -92,12 +92,7 @@ fn print_modes(surface: &crate::policy::Surface) {
             return;
         }
     };
-    let untrapped: Vec<&str> = crate::policy::table::TABLE
-        .iter()
-        .filter(|r| matches!(r.action, Action::Emulate | Action::Continue | Action::EmulateUnlessEmptyPath))
-        .filter(|r| !Trapping::Fast { exact }.traps(r.op))
-        .map(|r| r.name)
-        .collect();
+    let untrapped = Trapping::Fast { exact }.untrapped();
     println!("  full mode (default): every path syscall is trapped and decided by the supervisor");
     println!(
         "  fast mode (--fast): Landlock {} this surface exactly; left to Landlock or unchecked (metadata): {}",

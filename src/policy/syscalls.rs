@@ -152,6 +152,16 @@ pub enum Trapping {
 }
 
 impl Trapping {
+    /// The path syscalls of the table this mode leaves untrapped.
+    pub fn untrapped(self) -> Vec<&'static str> {
+        super::table::TABLE
+            .iter()
+            .filter(|r| matches!(r.action, Action::Emulate | Action::Continue | Action::EmulateUnlessEmptyPath))
+            .filter(|r| !self.traps(r.op))
+            .map(|r| r.name)
+            .collect()
+    }
+
     /// Whether calls of `op` go to the supervisor.
     pub fn traps(self, op: Op) -> bool {
         let Trapping::Fast { exact } = self else { return true };
