@@ -5,19 +5,9 @@
 //! they make the boundary visible early and cheaply, and they agree with the
 //! supervisor because they read the same surface.
 
-use crate::policy::{Access, GlobEffect, Mode, Origin, Rule, Surface};
+use crate::policy::{Access, GlobEffect, Mode, NoProcesses, Origin, Rule, Surface};
 use serde::Serialize;
 use std::path::{Path, PathBuf};
-
-/// Decides paths for the hook and the library without running anything:
-/// `/proc/<pid>` is never allowed here (there is no sandbox to belong to).
-struct NoProcesses;
-
-impl crate::policy::Processes for NoProcesses {
-    fn is_inside(&self, _: u32) -> bool {
-        false
-    }
-}
 
 /// The path the kernel would reach from `cwd`: symlinks of the existing
 /// part followed, the missing rest appended.

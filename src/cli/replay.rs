@@ -2,9 +2,9 @@
 //! other flags, to see what a changed surface would break or open up before
 //! deploying it.
 
-use super::why::NoProcesses;
 use super::ReplayArgs;
 use crate::policy::Access;
+use crate::policy::NoProcesses;
 use std::collections::BTreeMap;
 
 fn access(name: &str) -> Option<Access> {

@@ -2,42 +2,9 @@
 //! anything.
 
 use super::WhyArgs;
-use crate::policy::Access;
+use crate::policy::{Access, NoProcesses};
 use std::os::unix::ffi::OsStrExt;
-use std::path::{Path, PathBuf};
-
-/// Nobody is inside the sandbox when nothing runs: `/proc/<pid>` is denied.
-pub(crate) struct NoProcesses;
-
-impl crate::policy::Processes for NoProcesses {
-    fn is_inside(&self, _: u32) -> bool {
-        false
-    }
-}
-
-/// The path as the supervisor would decide it: canonical where it exists,
-/// else its deepest existing ancestor made canonical plus the rest.
-fn canonical_or_nearest(path: &Path) -> PathBuf {
-    let absolute = if path.is_absolute() {
-        path.to_path_buf()
-    } else {
-        std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/")).join(path)
-    };
-    let mut missing = Vec::new();
-    let mut at = absolute.as_path();
-    loop {
-        if let Ok(c) = std::fs::canonicalize(at) {
-            return missing.iter().rev().fold(c, |acc: PathBuf, part| acc.join(part));
-        }
-        match (at.parent(), at.file_name()) {
-            (Some(parent), Some(name)) => {
-                missing.push(name.to_os_string());
-                at = parent;
-            }
-            _ => return absolute,
-        }
-    }
-}
+use std::path::Path;
 
 /// Prints the verdict; returns 0 when allowed, 1 when denied, 2 on bad flags.
 pub fn run(args: &WhyArgs) -> i32 {
@@ -55,7 +22,8 @@ pub fn run(args: &WhyArgs) -> i32 {
     } else {
         Access::Read
     };
-    let path = canonical_or_nearest(&args.path);
+    // As the supervisor would decide it: canonical as far as it exists.
+    let path = crate::policy::canonical_lenient(&args.path).unwrap_or_else(|_| args.path.clone());
     let verdict = surface.decide(path.as_os_str().as_bytes(), access, &NoProcesses);
     let word = if verdict.allowed { "allowed" } else { "denied" };
     let what = match access {

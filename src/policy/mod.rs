@@ -217,6 +217,16 @@ pub trait Processes {
     fn is_inside(&self, pid: u32) -> bool;
 }
 
+/// Nobody is inside the sandbox when nothing runs (`why`, `replay`, the
+/// hooks, the library): `/proc/<pid>` is then always denied.
+pub struct NoProcesses;
+
+impl Processes for NoProcesses {
+    fn is_inside(&self, _: u32) -> bool {
+        false
+    }
+}
+
 /// The resolved read/write surface of one run.
 #[derive(Debug, Clone, Default)]
 pub struct Surface {

@@ -162,14 +162,7 @@ fn unescape_mountinfo(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::policy::{Access, Processes};
-
-    struct Nobody;
-    impl Processes for Nobody {
-        fn is_inside(&self, _: u32) -> bool {
-            false
-        }
-    }
+    use crate::policy::{Access, NoProcesses as Nobody};
 
     #[test]
     fn mountinfo_escapes() {
