@@ -236,15 +236,12 @@ impl Resolver {
             // An fd of the caller that has no path (pipe, socket, anon inode).
             return Ok(Resolved { target: Target::Anonymous { fd }, path });
         }
-        if req.path.is_empty() {
-            let mode = fs::fstat(fd.as_fd())?.st_mode;
-            return Ok(Resolved { target: Target::Exists { fd, mode }, path });
-        }
         self.found(surface, procs, caller, req, fd, path)
     }
 
     /// An object found at canonical `path`: procfs paths are walked again
-    /// component by component (membership decides `/proc/<pid>`).
+    /// component by component (membership decides `/proc/<pid>`), except an
+    /// empty path, which names the caller's own descriptor.
     fn found(
         &self,
         surface: &Surface,
@@ -254,7 +251,7 @@ impl Resolver {
         fd: OwnedFd,
         path: Vec<u8>,
     ) -> Result<Resolved, ResolveError> {
-        if surface.proc_relative(&path).is_some() {
+        if !req.path.is_empty() && surface.proc_relative(&path).is_some() {
             return self.walk(surface, procs, caller, req);
         }
         let mode = fs::fstat(fd.as_fd())?.st_mode;
