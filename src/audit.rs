@@ -155,6 +155,10 @@ pub enum Record {
         /// the residual risk and whether Landlock's own denials were seen.
         #[serde(default)]
         mode: serde_json::Value,
+        /// The package caches private to the session and how each was kept
+        /// (`overlay`, `moved: $VAR=DIR`, `read-only (why)`).
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        caches: Vec<serde_json::Value>,
         /// Kernel features in use.
         features: serde_json::Value,
         /// Wall-clock start, nanoseconds since the Unix epoch.
@@ -398,6 +402,7 @@ mod tests {
                     policy: None,
                     env_dropped: vec![],
                     mode: serde_json::Value::Null,
+                    caches: vec![],
                     features: serde_json::Value::Null,
                     time_ns: i as u128,
                 }

@@ -26,6 +26,20 @@ pub fn check(surface: &Surface, cwd: &Path, path: &Path, access: Access) -> (boo
     (v.allowed, resolved, surface.describe(v.reason))
 }
 
+/// Which agent CLI `agent-config` writes settings for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ConfigAgent {
+    /// Claude Code: `CLAUDE_CONFIG_DIR` with permissions and the hook.
+    Claude,
+    /// Gemini CLI: `GEMINI_CLI_SYSTEM_SETTINGS_PATH` with directories and
+    /// the hook.
+    Gemini,
+    /// Codex CLI: `CODEX_HOME` whose `config.toml` turns Codex's own
+    /// sandbox off (it needs namespaces interpose refuses; interpose is the
+    /// sandbox).
+    Codex,
+}
+
 /// Which agent CLI's hook protocol.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Agent {
@@ -135,7 +149,7 @@ pub fn user_rules(surface: &Surface) -> Vec<&Rule> {
     let mut rules: Vec<&Rule> = surface
         .effective_rules()
         .map(|(_, r)| r)
-        .filter(|r| !matches!(r.origin, Origin::System(_) | Origin::TmpDir))
+        .filter(|r| !matches!(r.origin, Origin::System(_)) && !r.origin.is_session())
         .collect();
     rules.sort_by(|a, b| a.path.cmp(&b.path));
     rules
@@ -219,10 +233,22 @@ pub enum MountFormat {
 pub fn surface_mounts(surface: &Surface) -> (Vec<Mount>, Vec<String>) {
     let mut mounts = Vec::new();
     let mut notes = Vec::new();
+    let caches: Vec<&Path> = surface.caches().map(|c| c.path.as_path()).collect();
     for r in user_rules(surface) {
+        let cache = caches.contains(&r.path.as_path());
         match r.mode {
             Mode::Deny => notes.push(format!("{}: a carve-out; bind mounts cannot express it", r.path.display())),
             _ if !r.path.exists() => notes.push(format!("{}: skipped, the source does not exist", r.path.display())),
+            // A container cannot get the session's private copy of a
+            // cache: the host's is mounted read-only (writable, anything
+            // the container downloaded would run in the host's next build).
+            Mode::Rw if cache => {
+                notes.push(format!(
+                    "{}: a package cache, mounted read-only; give the container a volume of its own to install into",
+                    r.path.display()
+                ));
+                mounts.push(Mount { source: r.path.clone(), destination: r.path.clone(), writable: false });
+            }
             mode => {
                 mounts.push(Mount { source: r.path.clone(), destination: r.path.clone(), writable: mode == Mode::Rw })
             }

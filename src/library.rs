@@ -190,11 +190,9 @@ impl Sandbox {
     /// the current directory).
     pub fn from_policy(policy: &Path) -> Result<Sandbox, SandboxError> {
         let p = crate::policy::file::Policy::load(policy)?;
-        let mut surface = Surface::new();
-        if p.system {
-            crate::policy::system::add_system(&mut surface);
-        }
-        let resolved = p.resolve(&crate::cli::env_vars(), &std::env::current_dir()?, &mut surface)?;
+        let (mut surface, resolved) =
+            p.surface(&crate::cli::env_vars(), &std::env::current_dir()?, crate::policy::file::Effects::None)?;
+        surface.prefer_user_grants();
         Ok(Sandbox { surface, workspace: resolved.cwd, policy: Some(policy.canonicalize()?), interpose: None })
     }
 

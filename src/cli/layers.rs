@@ -2,7 +2,7 @@
 //! layers, rendered from the same surface as `run` enforces.
 
 use super::{AgentConfigArgs, HookArgs, MountsArgs, SurfaceOnly};
-use crate::layers::{self, Agent, HookAnswer, Mount};
+use crate::layers::{self, Agent, ConfigAgent, HookAnswer, Mount};
 use std::io::Read;
 use std::path::PathBuf;
 
@@ -37,11 +37,12 @@ struct OperatorMounts {
 
 /// Prints the surface as bind mounts; skipped and dropped mounts on stderr.
 pub fn mounts(args: &MountsArgs) -> anyhow::Result<i32> {
-    let (surface, policy) = args.surface.build_with_policy()?;
+    let (surface, (_, resolved)) = args.surface.build_with_policy(crate::policy::file::Effects::None)?;
     let (surface_mounts, mut notes) = layers::surface_mounts(&surface);
-    // Entries the policy left out on this host (a missing path, an unset
-    // variable) are reported too.
-    for (entry, outcome) in policy.iter().flat_map(|(_, r)| &r.outcomes) {
+    // The user's entries left out on this host (a missing path, an unset
+    // variable) are reported too; the built-in profiles' (a toolchain this
+    // host does not have) are `policy show`'s business.
+    for (entry, outcome) in resolved.outcomes.iter().filter(|(e, _)| e.origin.is_user()) {
         if let crate::policy::file::Outcome::Skipped(why) = outcome {
             notes.insert(0, format!("{} {:?} skipped: {why} ({})", entry.field.key(), entry.text, entry.origin));
         }
@@ -72,9 +73,13 @@ pub fn agent_config(args: &AgentConfigArgs) -> anyhow::Result<i32> {
     };
     std::fs::create_dir_all(&dir)?;
     let dir = dir.canonicalize()?;
+    if args.agent == ConfigAgent::Codex {
+        return codex_config(&dir);
+    }
+    let agent = if args.agent == ConfigAgent::Claude { Agent::Claude } else { Agent::Gemini };
     let exe = std::env::current_exe()?;
     // The hook runs with the same surface flags this command was given.
-    let mut hook = format!("{} hook {}", shell_quote(&exe.display().to_string()), agent_name(args.agent));
+    let mut hook = format!("{} hook {}", shell_quote(&exe.display().to_string()), agent_name(agent));
     for flag in surface_flags(&args.surface) {
         hook.push(' ');
         hook.push_str(&shell_quote(&flag));
@@ -88,7 +93,7 @@ pub fn agent_config(args: &AgentConfigArgs) -> anyhow::Result<i32> {
         .map(|r| r.path.display().to_string())
         .chain(surface.globs().iter().filter(|g| g.effect == GlobEffect::Deny).map(|g| g.pattern.display().to_string()))
         .collect();
-    let (file, settings, vars) = match args.agent {
+    let (file, settings, vars) = match agent {
         Agent::Claude => {
             let deny: Vec<String> =
                 denied.iter().flat_map(|p| ["Read", "Edit", "Write"].map(|t| format!("{t}({p})"))).collect();
@@ -125,6 +130,44 @@ pub fn agent_config(args: &AgentConfigArgs) -> anyhow::Result<i32> {
     Ok(0)
 }
 
+/// Codex's own sandbox (bubblewrap) needs user and mount namespaces, which
+/// interpose refuses inside the sandbox, so every shell command Codex ran
+/// for the model would fail. Under interpose, interpose is the sandbox:
+/// `DIR/codex/config.toml` says `sandbox_mode = "danger-full-access"`
+/// (Codex's name for "no sandbox of its own"), after the user's own
+/// settings, and the user's login is linked in.
+fn codex_config(dir: &std::path::Path) -> anyhow::Result<i32> {
+    let home = dir.join("codex");
+    std::fs::create_dir_all(&home)?;
+    let real = std::env::var_os("CODEX_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".codex")));
+    let mine = real.as_ref().and_then(|r| std::fs::read_to_string(r.join("config.toml")).ok()).unwrap_or_default();
+    // A top-level key must come before the first table; the user's own
+    // `sandbox_mode`, if any, is left out.
+    let kept: String =
+        mine.lines().filter(|l| !l.trim_start().starts_with("sandbox_mode")).map(|l| format!("{l}\n")).collect();
+    let text = format!(
+        "# Written by `interpose agent-config codex`. Codex runs inside interpose,\n\
+         # which is its sandbox: Codex's own (bubblewrap) cannot run nested, so it\n\
+         # is off. Everything Codex runs is still confined by interpose.\n\
+         sandbox_mode = \"danger-full-access\"\n\n{kept}"
+    );
+    let file = home.join("config.toml");
+    let tmp = file.with_extension("toml.tmp");
+    std::fs::write(&tmp, text)?;
+    std::fs::rename(&tmp, &file)?;
+    if let Some(real) = real.filter(|r| r.join("auth.json").exists()) {
+        let link = home.join("auth.json");
+        let _ = std::fs::remove_file(&link);
+        std::os::unix::fs::symlink(real.join("auth.json"), &link)?;
+    }
+    eprintln!("interpose: wrote {} (Codex's own sandbox off: interpose is the sandbox)", file.display());
+    eprintln!("interpose: or, without this directory: codex --sandbox danger-full-access");
+    println!("export CODEX_HOME={}", shell_quote(&home.display().to_string()));
+    Ok(0)
+}
+
 fn agent_name(agent: Agent) -> &'static str {
     match agent {
         Agent::Claude => "claude",
@@ -147,6 +190,9 @@ fn surface_flags(args: &super::SurfaceArgs) -> Vec<String> {
     }
     if args.no_system {
         out.push("--no-system".into());
+    }
+    if args.no_tooling {
+        out.push("--no-tooling".into());
     }
     out
 }

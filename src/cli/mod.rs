@@ -87,7 +87,7 @@ pub struct HookArgs {
 pub struct AgentConfigArgs {
     /// Which agent CLI.
     #[arg(value_enum)]
-    pub agent: crate::layers::Agent,
+    pub agent: crate::layers::ConfigAgent,
     /// The surface.
     #[command(flatten)]
     pub surface: SurfaceArgs,
@@ -187,6 +187,10 @@ pub struct SurfaceArgs {
     /// Leave out the built-in system surface (/usr, /etc, /dev/null, ...).
     #[arg(long)]
     pub no_system: bool,
+    /// Leave out the built-in tooling profile (git config, toolchains and
+    /// package caches in the home directory; `interpose policy show tooling`).
+    #[arg(long)]
+    pub no_tooling: bool,
 }
 
 /// A path flag that names nothing usable.
@@ -215,7 +219,8 @@ pub enum SurfaceError {
     Cwd(std::io::Error),
 }
 
-/// A policy and what it resolved to on this host.
+/// A policy (the file given, or the defaults of the flags) and what it
+/// resolved to on this host.
 pub type LoadedPolicy = (crate::policy::file::Policy, crate::policy::file::Resolved);
 
 /// The environment as UTF-8 pairs, for template expansion.
@@ -224,32 +229,35 @@ pub fn env_vars() -> std::collections::HashMap<String, String> {
 }
 
 impl SurfaceArgs {
-    /// The surface these flags describe.
+    /// The surface these flags describe, changing nothing on the host.
     pub fn build(&self) -> Result<crate::policy::Surface, SurfaceError> {
-        self.build_with_policy().map(|(s, _)| s)
+        self.build_with_policy(crate::policy::file::Effects::None).map(|(s, _)| s)
     }
 
-    /// The surface these flags describe: the system surface (unless
-    /// `--no-system`; with `--policy`, only if the policy extends `system`),
-    /// then the policy, then every `--ro`, `--rw` and `--deny`.
-    pub fn build_with_policy(&self) -> Result<(crate::policy::Surface, Option<LoadedPolicy>), SurfaceError> {
+    /// The surface these flags describe: the policy file (or, without one,
+    /// the defaults: the system surface and the tooling profile), less what
+    /// `--no-system` and `--no-tooling` leave out, then every `--ro`, `--rw`
+    /// and `--deny`; the user's own grants win over the built-in entries
+    /// beneath them. With [`Effects::Create`](crate::policy::file::Effects)
+    /// the directories `run` needs are made.
+    pub fn build_with_policy(
+        &self,
+        effects: crate::policy::file::Effects,
+    ) -> Result<(crate::policy::Surface, LoadedPolicy), SurfaceError> {
+        use crate::policy::file::Policy;
         use crate::policy::{Mode, Origin};
-        let mut surface = crate::policy::Surface::new();
-        let policy = self.policy.as_deref().map(crate::policy::file::Policy::load).transpose()?;
-        let system = policy.as_ref().is_none_or(|p| p.system) && !self.no_system;
-        if system {
-            for skipped in crate::policy::system::add_system(&mut surface) {
-                tracing::debug!("system surface: skipped {}: {}", skipped.path, skipped.why);
-            }
-        }
-        let loaded = match policy {
-            Some(p) => {
-                let cwd = std::env::current_dir().map_err(SurfaceError::Cwd)?;
-                let resolved = p.resolve(&env_vars(), &cwd, &mut surface)?;
-                Some((p, resolved))
-            }
-            None => None,
+        let mut policy = match &self.policy {
+            Some(file) => Policy::load(file)?,
+            None => Policy::defaults(),
         };
+        if self.no_system {
+            policy.without_system();
+        }
+        if self.no_tooling {
+            policy.without_tooling();
+        }
+        let cwd = std::env::current_dir().map_err(SurfaceError::Cwd)?;
+        let (mut surface, resolved) = policy.surface(&env_vars(), &cwd, effects)?;
         for (flag, paths, mode) in
             [("--ro", &self.ro, Mode::Ro), ("--rw", &self.rw, Mode::Rw), ("--deny", &self.deny, Mode::Deny)]
         {
@@ -259,7 +267,8 @@ impl SurfaceArgs {
                     .map_err(|source| BadPathFlag { flag, path: p.display().to_string(), source })?;
             }
         }
-        Ok((surface, loaded))
+        surface.prefer_user_grants();
+        Ok((surface, (policy, resolved)))
     }
 }
 

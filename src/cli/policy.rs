@@ -1,7 +1,7 @@
 //! `interpose policy check|show|list`.
 
 use super::PolicyCommand;
-use crate::policy::file::{Outcome, Policy, PROFILES};
+use crate::policy::file::{Effects, Outcome, Policy, PROFILES};
 use crate::policy::{GlobEffect, Surface};
 use std::path::Path;
 
@@ -48,7 +48,7 @@ fn load(file: &Path) -> Result<Policy, crate::policy::file::PolicyError> {
 fn check(file: &Path) -> Result<usize, String> {
     let policy = load(file).map_err(|e| e.to_string())?;
     let cwd = std::env::current_dir().map_err(|e| e.to_string())?;
-    policy.resolve(&super::env_vars(), &cwd, &mut Surface::new()).map_err(|e| e.to_string())?;
+    policy.resolve(&super::env_vars(), &cwd, &mut Surface::new(), Effects::None).map_err(|e| e.to_string())?;
     Ok(policy.entries.len())
 }
 
@@ -57,7 +57,7 @@ fn show(file: &Path) -> Result<String, String> {
     let policy = load(file).map_err(|e| e.to_string())?;
     let cwd = std::env::current_dir().map_err(|e| e.to_string())?;
     let mut surface = Surface::new();
-    let resolved = policy.resolve(&super::env_vars(), &cwd, &mut surface).map_err(|e| e.to_string())?;
+    let resolved = policy.resolve(&super::env_vars(), &cwd, &mut surface, Effects::None).map_err(|e| e.to_string())?;
     let mut out = String::new();
     let _ = writeln!(out, "# policy {}", file.display());
     let _ = writeln!(
@@ -95,8 +95,8 @@ fn show(file: &Path) -> Result<String, String> {
         }
     }
     for (e, o) in &resolved.outcomes {
-        if let Outcome::Created(p) = o {
-            let _ = writeln!(out, "created {} for {} {:?} ({})", p.display(), e.field.key(), e.text, e.origin);
+        if let Outcome::WouldCreate(p) = o {
+            let _ = writeln!(out, "run creates {} for {} {:?} ({})", p.display(), e.field.key(), e.text, e.origin);
         }
     }
     let _ = writeln!(out, "\n# environment");

@@ -106,6 +106,14 @@ impl Session {
         self.root.join("tmp")
     }
 
+    /// Where the private caches keep their layers: inside the session, out
+    /// of the command's surface.
+    fn caches(&self) -> Result<PathBuf, RunError> {
+        let dir = self.root.join("caches");
+        std::fs::DirBuilder::new().mode(0o700).create(&dir).map_err(io("the session's cache directory"))?;
+        Ok(dir)
+    }
+
     fn home(&self) -> PathBuf {
         self.root.join("home")
     }
@@ -285,15 +293,16 @@ pub fn run(args: &RunArgs) -> Result<i32, RunError> {
     let phase = |what: &str| tracing::debug!("start-up: {what} at {} us", t0.elapsed().as_micros());
     let session = Session::create(args.keep_session)?;
     phase("session directory");
-    let (mut surface, policy) = args.surface.build_with_policy()?;
+    let (mut surface, loaded) = args.surface.build_with_policy(crate::policy::file::Effects::Create)?;
+    let (policy, resolved) = &loaded;
     phase("surface");
-    surface.add(Rule { path: session.root.clone(), mode: Mode::Rw, origin: Origin::TmpDir });
-    let session_home = policy.as_ref().is_some_and(|(p, _)| p.home == crate::policy::file::Home::Session);
+    surface.add(Rule { path: session.tmp(), mode: Mode::Rw, origin: Origin::TmpDir });
+    let session_home = policy.home == crate::policy::file::Home::Session;
     let mut notes = Vec::new();
     if session_home {
-        let seeds: Vec<PathBuf> = policy
+        let seeds: Vec<PathBuf> = resolved
+            .outcomes
             .iter()
-            .flat_map(|(_, r)| &r.outcomes)
             .filter(|(e, _)| e.field == crate::policy::file::Field::HomeSeed)
             .filter_map(|(_, o)| match o {
                 crate::policy::file::Outcome::Added(p) => Some(p.clone()),
@@ -302,10 +311,15 @@ pub fn run(args: &RunArgs) -> Result<i32, RunError> {
             .collect();
         let real_home = std::env::var_os("HOME").map(PathBuf::from);
         notes = session.make_home(real_home.as_deref(), &seeds)?;
+        surface.add(Rule { path: session.home(), mode: Mode::Rw, origin: Origin::SessionHome });
     }
     if let Some((uid, gid)) = user {
         session.chown(uid, gid)?;
     }
+    // Still single-threaded: the caches' mount namespace becomes the whole
+    // process's, the supervisor's included.
+    let caches = sandbox::caches::set_up(&mut surface, &session.caches()?, user);
+    phase("caches");
 
     if args.learn {
         eprintln!("interpose: learning mode: nothing is enforced; what would be denied is recorded as would_deny");
@@ -335,7 +349,7 @@ pub fn run(args: &RunArgs) -> Result<i32, RunError> {
     if matches!(args.net, super::Net::Connect(_)) && landlock.is_none() && !args.learn {
         return Err(RunError::NetNeedsLandlock);
     }
-    let fast = args.fast || policy.as_ref().is_some_and(|(p, _)| p.mode == Some(crate::policy::file::RunMode::Fast));
+    let fast = args.fast || policy.mode == Some(crate::policy::file::RunMode::Fast);
     let trapping = match (&landlock, fast) {
         (_, false) => crate::policy::syscalls::Trapping::All,
         (None, true) => return Err(RunError::FastNeedsLandlock),
@@ -354,10 +368,12 @@ pub fn run(args: &RunArgs) -> Result<i32, RunError> {
     } else {
         None
     };
-    let mut rules = policy.as_ref().map(|(p, _)| p.env.clone()).unwrap_or_default();
+    let mut rules = policy.env.clone();
     rules.keep.extend(args.env_keep.iter().cloned());
     let (mut env, dropped) = rules.apply(std::env::vars_os().filter(|(k, _)| k != "TMPDIR"));
     env.push(("TMPDIR".into(), session.tmp().into_os_string()));
+    env.retain(|(k, _)| !caches.env.iter().any(|(name, _)| name == k));
+    env.extend(caches.env.iter().cloned());
     if session_home {
         env.retain(|(k, _)| k != "HOME");
         env.push(("HOME".into(), session.home().into_os_string()));
@@ -410,7 +426,7 @@ pub fn run(args: &RunArgs) -> Result<i32, RunError> {
         }
     };
     if let Some(sink) = &sink {
-        sink.send(session_start(args, &surface, policy.as_ref(), &dropped, trapping));
+        sink.send(session_start(args, &surface, &loaded, &dropped, trapping, &caches));
     }
 
     process::set_child_subreaper().map_err(errno("PR_SET_CHILD_SUBREAPER"))?;
@@ -432,6 +448,7 @@ pub fn run(args: &RunArgs) -> Result<i32, RunError> {
         }),
         None => Ok(()),
     })?;
+    let plan_program = plan.program.clone();
     drop(plan);
     // The supervisor creates files for the command with the command's umask,
     // applied by hand; its own must not interfere.
@@ -465,7 +482,25 @@ pub fn run(args: &RunArgs) -> Result<i32, RunError> {
     phase("sandbox started, supervisor running");
 
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(io("tokio runtime"))?;
-    let status = runtime.block_on(supervise(pid, channel, handled, &args.command[0]))?;
+    let (status, exec_error) = runtime.block_on(supervise(pid, channel, handled))?;
+    // A command that could not start, or one whose own execs were refused
+    // (126: cannot execute, 127: not found), is told why in terms of the
+    // surface, not only the errno.
+    let lines = match exec_error {
+        Some(e) => sandbox::explain::start_failure(
+            Path::new(OsStr::from_bytes(plan_program.as_bytes())),
+            e,
+            &supervisor.exec_refusals(),
+            supervisor.surface(),
+        ),
+        None if matches!(status, 126 | 127) => {
+            supervisor.exec_refusals().iter().map(sandbox::explain::refusal).collect()
+        }
+        None => Vec::new(),
+    };
+    for line in lines {
+        eprintln!("interpose: {line}");
+    }
 
     phase("command exited");
     end_sandbox();
@@ -484,6 +519,7 @@ pub fn run(args: &RunArgs) -> Result<i32, RunError> {
         });
         sink.flush();
     }
+    drop(caches);
     drop(session);
     phase("session directory removed");
     Ok(status)
@@ -492,9 +528,10 @@ pub fn run(args: &RunArgs) -> Result<i32, RunError> {
 fn session_start(
     args: &RunArgs,
     surface: &Surface,
-    policy: Option<&super::LoadedPolicy>,
+    (policy, resolved): &super::LoadedPolicy,
     dropped: &[crate::policy::env::Dropped],
     trapping: crate::policy::syscalls::Trapping,
+    caches: &sandbox::caches::Caches,
 ) -> audit::Record {
     use sha2::Digest;
     let features = crate::cli::check::probe()
@@ -509,11 +546,17 @@ fn session_start(
             .effective_rules()
             .map(|(_, r)| serde_json::json!([r.path.to_string_lossy(), r.mode, r.origin.to_string()]))
             .chain(surface.globs().iter().map(|g| {
-                serde_json::json!([g.pattern.to_string_lossy(), format!("glob:{:?}", g.effect).to_lowercase(), g.origin.to_string()])
+                serde_json::json!([
+                    g.pattern.to_string_lossy(),
+                    format!("glob:{:?}", g.effect).to_lowercase(),
+                    g.origin.to_string()
+                ])
             }))
             .collect(),
-        policy: policy.map(|(p, resolved)| {
+        policy: Some({
+            let p = policy;
             serde_json::json!({
+                "file": args.surface.policy.as_ref().map(|f| f.display().to_string()),
                 "sources": p.sources.iter().map(|(name, text)| serde_json::json!({
                     "name": name,
                     "sha256": sha2::Sha256::digest(text.as_bytes()).iter().map(|b| format!("{b:02x}")).collect::<String>(),
@@ -530,12 +573,17 @@ fn session_start(
         }),
         env_dropped: dropped.iter().map(|d| format!("{} ({})", d.name.to_string_lossy(), d.rule)).collect(),
         mode: mode_record(trapping),
+        caches: caches
+            .kept
+            .iter()
+            .map(|(path, kept)| serde_json::json!({"path": path.to_string_lossy(), "kept": kept.to_string()}))
+            .collect(),
         surface_digest: {
             // Sorted (path, mode) pairs of the entries in effect, without the
             // run-specific private TMPDIR.
             let mut entries: Vec<String> = surface
                 .effective_rules()
-                .filter(|(_, r)| r.origin != Origin::TmpDir)
+                .filter(|(_, r)| !r.origin.is_session())
                 .map(|(_, r)| format!("{:?} {}", r.mode, r.path.display()))
                 .collect();
             entries.sort();
@@ -563,22 +611,24 @@ fn mode_record(trapping: crate::policy::syscalls::Trapping) -> serde_json::Value
 }
 
 /// Waits for the command, forwarding signals and reaping orphans; returns
-/// its exit status as a shell would report it.
+/// its exit status as a shell would report it, and why its own `execve`
+/// failed, if it did.
 async fn supervise(
     pid: libc::pid_t,
     channel: std::os::fd::OwnedFd,
     handled: nix::sys::signal::SigSet,
-    program: &OsStr,
-) -> Result<i32, RunError> {
+) -> Result<(i32, Option<Errno>), RunError> {
+    // Learns whether the command's exec succeeded: the set-up channel ends
+    // (it is close-on-exec) or carries the errno.
+    let exec = tokio::task::spawn_blocking(move || sandbox::exec_result(&channel).err());
+    let status = wait_for(pid, handled).await?;
+    Ok((status, exec.await.ok().flatten()))
+}
+
+/// Waits for `pid`, forwarding signals and reaping orphans.
+async fn wait_for(pid: libc::pid_t, handled: nix::sys::signal::SigSet) -> Result<i32, RunError> {
     use nix::sys::signalfd::{SfdFlags, SignalFd};
     use nix::sys::wait::{waitpid, WaitPidFlag, WaitStatus};
-
-    let program = program.to_string_lossy().into_owned();
-    tokio::task::spawn_blocking(move || {
-        if let Err(e) = sandbox::exec_result(&channel) {
-            eprintln!("interpose: cannot execute {program}: {}", std::io::Error::from(e));
-        }
-    });
 
     let sfd =
         SignalFd::with_flags(&handled, SfdFlags::SFD_NONBLOCK | SfdFlags::SFD_CLOEXEC).map_err(errno("signalfd"))?;

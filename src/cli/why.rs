@@ -4,7 +4,6 @@
 use super::WhyArgs;
 use crate::policy::{Access, NoProcesses};
 use std::os::unix::ffi::OsStrExt;
-use std::path::Path;
 
 /// Prints the verdict; returns 0 when allowed, 1 when denied, 2 on bad flags.
 pub fn run(args: &WhyArgs) -> i32 {
@@ -36,15 +35,8 @@ pub fn run(args: &WhyArgs) -> i32 {
     if path != args.path {
         println!("  (resolved from {})", args.path.display());
     }
-    let carve_out = surface.is_carve_out(verdict.reason);
-    if carve_out {
-        println!("  a carve-out: no --ro or --rw beneath which it lies overrides it");
-    } else if matches!(verdict.reason, crate::policy::Reason::ProcOutside(_)) {
-        println!("  /proc of a process outside the sandbox is never allowed");
-    } else if !verdict.allowed {
-        let dir = if path.is_dir() { path.clone() } else { path.parent().map_or(path.clone(), Path::to_path_buf) };
-        let flag = if access == Access::Write { "--rw" } else { "--ro" };
-        println!("  would be allowed by: {flag} {}", dir.display());
+    if !verdict.allowed {
+        println!("  would be allowed by: {}", surface.remedy(&path, access, verdict.reason));
     }
     print_modes(&surface);
     i32::from(!verdict.allowed)

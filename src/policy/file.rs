@@ -95,6 +95,10 @@ pub enum RunMode {
 struct Raw {
     #[serde(default)]
     extends: Vec<Spanned<String>>,
+    /// `false` leaves out the built-in system surface (included otherwise).
+    system: Option<Spanned<bool>>,
+    /// `false` leaves out the built-in tooling profile (included otherwise).
+    tooling: Option<Spanned<bool>>,
     mode: Option<RunMode>,
     cwd: Option<Spanned<String>>,
     #[serde(default)]
@@ -116,7 +120,28 @@ struct Raw {
     #[serde(default)]
     home_seed: Vec<Spanned<String>>,
     #[serde(default)]
+    caches: Vec<Spanned<RawCache>>,
+    #[serde(default)]
     env: RawEnv,
+}
+
+/// One `caches` entry: a package cache the command may write to without
+/// changing the host's copy.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawCache {
+    path: String,
+    /// The environment variable that moves the cache, for hosts where no
+    /// mount namespace can be had (the cache then starts empty).
+    env: Option<String>,
+    /// Names directly beneath the cache the command must not see (a
+    /// credentials file kept next to a cache).
+    #[serde(default)]
+    hide: Vec<String>,
+    /// Files directly beneath the cache copied into the private directory
+    /// when the cache is moved (a tool's own configuration).
+    #[serde(default)]
+    seed: Vec<String>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -152,6 +177,8 @@ pub enum Field {
     DenyWrites,
     /// `home_seed`: files copied from the real home into the session home.
     HomeSeed,
+    /// `caches`: writable for the command, the host's copy unchanged.
+    Caches,
 }
 
 impl Field {
@@ -167,6 +194,7 @@ impl Field {
             Field::Deny => "deny",
             Field::DenyWrites => "deny_writes",
             Field::HomeSeed => "home_seed",
+            Field::Caches => "caches",
         }
     }
 
@@ -185,13 +213,42 @@ pub struct Entry {
     /// File and line.
     pub origin: Origin,
     column: usize,
+    /// For a `caches` entry: how it is kept private.
+    pub cache: Option<CacheSpec>,
+}
+
+/// How a `caches` entry is kept private to the session.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct CacheSpec {
+    /// The variable that moves the cache where no overlay can be mounted.
+    pub env: Option<String>,
+    /// Names directly beneath it that the command does not see.
+    pub hide: Vec<String>,
+    /// Files directly beneath it copied into the private directory when
+    /// it is moved.
+    pub seed: Vec<String>,
+}
+
+/// Whether resolving a policy may change the host.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Effects {
+    /// Only look: `policy show`, `policy check`, `why`, `replay`, the hooks.
+    None,
+    /// Make the directories `run` needs (an `additional_writes` entry
+    /// ending in `/`, a missing cache directory).
+    Create,
 }
 
 /// A loaded policy: the merged `extends` chain, not yet expanded.
 #[derive(Debug, Clone, Default)]
 pub struct Policy {
-    /// Whether the built-in system surface is included (`extends = ["system"]`).
+    /// Whether the built-in system surface is included (the default; `system
+    /// = false` or `--no-system` leave it out).
     pub system: bool,
+    /// Whether the workspace (`cwd`, default the directory interpose runs
+    /// in) is part of the surface: true for a policy file, false for the
+    /// surface made of flags alone.
+    pub grants_workspace: bool,
     /// The workspace, as written, and where.
     pub cwd: Option<(String, Origin)>,
     /// Every path entry, profiles first, in order.
@@ -215,8 +272,11 @@ pub struct Policy {
 pub enum Outcome {
     /// Added to the surface as this path (or pattern).
     Added(PathBuf),
-    /// Created (an `additional_writes` directory ending in `/`), then added.
+    /// Created (an `additional_writes` directory ending in `/`, a cache),
+    /// then added.
     Created(PathBuf),
+    /// Would be created by `run`; nothing was changed.
+    WouldCreate(PathBuf),
     /// Left out, and why (an unset variable, a missing path).
     Skipped(String),
 }
@@ -243,6 +303,14 @@ struct Source<'a> {
     profile: Option<&'a str>,
 }
 
+/// Parses one source's TOML.
+fn parse(src: &Source<'_>) -> Result<Raw, PolicyError> {
+    toml::from_str(src.text).map_err(|e| {
+        let offset = e.span().map_or(usize::MAX, |s| s.start);
+        src.error(offset, ErrorKind::Syntax(e.message().trim_end().to_string()))
+    })
+}
+
 impl Source<'_> {
     fn error(&self, offset: usize, kind: ErrorKind) -> PolicyError {
         let (line, column) = if offset == usize::MAX { (0, 0) } else { line_col(self.text, offset) };
@@ -259,42 +327,110 @@ impl Source<'_> {
 }
 
 impl Policy {
-    /// Loads the policy file at `path` and every profile it extends.
+    /// Loads the policy file at `path`, every profile it extends, and the
+    /// defaults it does not opt out of (`system = false`, `tooling = false`).
     pub fn load(path: &Path) -> Result<Policy, PolicyError> {
         let name = path.display().to_string();
-        let text = std::fs::read_to_string(path).map_err(|e| PolicyError {
-            file: name.clone(),
-            line: 0,
-            column: 0,
-            kind: ErrorKind::Read(e.to_string()),
-        })?;
-        let mut policy = Policy::default();
-        policy.add(&Source { name, text: &text, profile: None }, 0)?;
+        let read = |kind| PolicyError { file: name.clone(), line: 0, column: 0, kind };
+        let bytes = std::fs::read(path).map_err(|e| read(ErrorKind::Read(e.to_string())))?;
+        let text = match String::from_utf8(bytes) {
+            Ok(t) => t,
+            Err(e) => {
+                // Point at the first byte that is not UTF-8.
+                let valid = &e.as_bytes()[..e.utf8_error().valid_up_to()];
+                let text = std::str::from_utf8(valid).expect("the valid prefix");
+                let (line, column) = line_col(text, text.len());
+                return Err(PolicyError {
+                    file: name,
+                    line,
+                    column,
+                    kind: ErrorKind::Read("not UTF-8 text (a policy is a TOML file)".into()),
+                });
+            }
+        };
+        let mut policy = Policy { grants_workspace: true, ..Policy::default() };
+        policy.add_file(&Source { name, text: &text, profile: None })?;
         Ok(policy)
+    }
+
+    /// The surface of flags alone (no `--policy`): the built-in system
+    /// surface and the tooling profile, no workspace of its own.
+    pub fn defaults() -> Policy {
+        let mut policy = Policy { system: true, ..Policy::default() };
+        policy.add_profile("tooling", 1).expect("the built-in tooling profile loads");
+        policy
     }
 
     /// The built-in profile `name`, as a policy of its own.
     pub fn profile(name: &str) -> Option<Policy> {
         let mut policy = Policy::default();
-        let text = format!("extends = [{name:?}]\n");
-        policy.add(&Source { name: "(command line)".into(), text: &text, profile: None }, 0).ok()?;
-        policy.sources.remove(0);
+        if name == "system" {
+            policy.system = true;
+        } else {
+            policy.add_profile(name, 1).ok()?;
+        }
         Some(policy)
     }
 
-    fn add(&mut self, src: &Source<'_>, depth: usize) -> Result<(), PolicyError> {
-        let raw: Raw = toml::from_str(src.text).map_err(|e| {
-            let offset = e.span().map_or(usize::MAX, |s| s.start);
-            src.error(offset, ErrorKind::Syntax(e.message().trim_end().to_string()))
-        })?;
+    /// Leaves out the built-in system surface (`--no-system`).
+    pub fn without_system(&mut self) {
+        self.system = false;
+    }
+
+    /// Leaves out the entries of the built-in tooling profile (`--no-tooling`).
+    pub fn without_tooling(&mut self) {
+        self.entries.retain(|e| !matches!(&e.origin, Origin::Profile { name, .. } if name == "tooling"));
+        self.sources.retain(|(name, _)| name != "profile tooling");
+    }
+
+    fn add_profile(&mut self, name: &str, depth: usize) -> Result<(), PolicyError> {
+        let Some((n, _, text)) = PROFILES.iter().find(|(n, _, _)| *n == name) else {
+            return Err(PolicyError {
+                file: name.into(),
+                line: 0,
+                column: 0,
+                kind: ErrorKind::UnknownProfile(name.into()),
+            });
+        };
+        let src = Source { name: format!("profile {n}"), text, profile: Some(n) };
+        let raw = parse(&src)?;
+        self.apply(&src, raw, depth)
+    }
+
+    /// A policy file: the defaults it does not opt out of come first, so
+    /// that its own entries are added after them.
+    fn add_file(&mut self, src: &Source<'_>) -> Result<(), PolicyError> {
+        let raw = parse(src)?;
+        let extends = |name: &str| raw.extends.iter().any(|e| e.get_ref() == name);
+        let default_on = |key: &Option<Spanned<bool>>, name: &str| match key {
+            Some(v) if !*v.get_ref() && extends(name) => Err(src.error(
+                v.span().start,
+                ErrorKind::Invalid(format!("`{name} = false` contradicts `extends = [\"{name}\"]`")),
+            )),
+            Some(v) => Ok(*v.get_ref()),
+            None => Ok(true),
+        };
+        self.system = default_on(&raw.system, "system")?;
+        if default_on(&raw.tooling, "tooling")? && !extends("tooling") {
+            self.add_profile("tooling", 1)?;
+        }
+        self.apply(src, raw, 0)
+    }
+
+    fn apply(&mut self, src: &Source<'_>, raw: Raw, depth: usize) -> Result<(), PolicyError> {
         self.sources.push((src.name.clone(), src.text.to_string()));
+        if let Some(key) = raw.system.as_ref().or(raw.tooling.as_ref()).filter(|_| src.profile.is_some()) {
+            return Err(
+                src.error(key.span().start, ErrorKind::Invalid("a profile cannot set `system` or `tooling`".into()))
+            );
+        }
         for ext in &raw.extends {
             let name = ext.get_ref().as_str();
+            let already = self.sources.iter().any(|(n, _)| *n == format!("profile {name}"));
             match PROFILES.iter().find(|(n, _, _)| *n == name) {
                 Some(("system", _, _)) => self.system = true,
-                Some((n, _, text)) if depth < 4 => {
-                    self.add(&Source { name: format!("profile {n}"), text, profile: Some(n) }, depth + 1)?
-                }
+                Some(_) if already => {}
+                Some((n, _, _)) if depth < 4 => self.add_profile(n, depth + 1)?,
                 _ => return Err(src.error(ext.span().start, ErrorKind::UnknownProfile(name.to_string()))),
             }
         }
@@ -316,8 +452,22 @@ impl Policy {
         ];
         for (field, list) in lists {
             for item in list {
-                self.entry(src, field, item)?;
+                self.entry(src, field, item, None)?;
             }
+        }
+        for cache in &raw.caches {
+            let c = cache.get_ref();
+            for name in c.hide.iter().chain(&c.seed) {
+                if name.is_empty() || name.contains('/') || name == "." || name == ".." {
+                    return Err(src.error(
+                        cache.span().start,
+                        ErrorKind::Invalid(format!("cache entry {name:?}: a name directly beneath the cache")),
+                    ));
+                }
+            }
+            let item = Spanned::new(cache.span(), c.path.clone());
+            let spec = CacheSpec { env: c.env.clone(), hide: c.hide.clone(), seed: c.seed.clone() };
+            self.entry(src, Field::Caches, &item, Some(spec))?;
         }
         if let Some(writable) = &raw.writable {
             if writable.get_ref().is_empty() {
@@ -331,7 +481,7 @@ impl Policy {
             }
             self.restricts_workspace = true;
             for item in writable.get_ref() {
-                self.entry(src, Field::Writable, item)?;
+                self.entry(src, Field::Writable, item, None)?;
             }
         }
         self.env.merge(&EnvRules { keep: raw.env.keep, drop: raw.env.drop, set: raw.env.set });
@@ -344,7 +494,13 @@ impl Policy {
         Ok(())
     }
 
-    fn entry(&mut self, src: &Source<'_>, field: Field, item: &Spanned<String>) -> Result<(), PolicyError> {
+    fn entry(
+        &mut self,
+        src: &Source<'_>,
+        field: Field,
+        item: &Spanned<String>,
+        cache: Option<CacheSpec>,
+    ) -> Result<(), PolicyError> {
         let text = item.get_ref();
         let at = item.span().start;
         let refuse = |error| src.error(at, ErrorKind::Glob { field: field.key(), entry: text.clone(), error });
@@ -367,19 +523,41 @@ impl Policy {
             glob::validate(&strip_templates(text), anchor).map_err(refuse)?;
         }
         let column = line_col(src.text, at).1;
-        self.entries.push(Entry { field, text: text.clone(), origin: src.origin(at), column });
+        self.entries.push(Entry { field, text: text.clone(), origin: src.origin(at), column, cache });
         Ok(())
+    }
+
+    /// The surface this policy resolves to here: the built-in system surface
+    /// (unless left out), then [`Policy::resolve`]. The caller adds its own
+    /// flags, then calls [`Surface::prefer_user_grants`].
+    pub fn surface(
+        &self,
+        vars: &HashMap<String, String>,
+        cwd: &Path,
+        effects: Effects,
+    ) -> Result<(Surface, Resolved), PolicyError> {
+        let mut surface = Surface::new();
+        if self.system {
+            for skipped in super::system::add_system(&mut surface) {
+                tracing::debug!("system surface: skipped {}: {}", skipped.path, skipped.why);
+            }
+        }
+        let resolved = self.resolve(vars, cwd, &mut surface, effects)?;
+        Ok((surface, resolved))
     }
 
     /// Expands every entry against `vars` (the environment interpose was
     /// started with), checks the host, and adds the result to `surface`:
     /// reads first, then the workspace and writes, then carve-outs. `cwd` is
     /// where interpose runs; a relative `cwd` in the policy is taken from it.
+    /// With [`Effects::None`] nothing on the host is changed (a directory
+    /// `run` would make is reported as such).
     pub fn resolve(
         &self,
         vars: &HashMap<String, String>,
         cwd: &Path,
         surface: &mut Surface,
+        effects: Effects,
     ) -> Result<Resolved, PolicyError> {
         let (workspace, origin) = match &self.cwd {
             Some((text, origin)) => {
@@ -395,15 +573,17 @@ impl Policy {
             .entries
             .iter()
             .filter(|e| e.field.reads())
-            .chain(self.entries.iter().filter(|e| e.field == Field::AdditionalWrites));
+            .chain(self.entries.iter().filter(|e| matches!(e.field, Field::AdditionalWrites | Field::Caches)));
         for e in ordered {
-            let outcome = self.apply(e, vars, &workspace, surface)?;
+            let outcome = self.apply_entry(e, vars, &workspace, surface, effects)?;
             outcomes.push((e.clone(), outcome));
         }
-        let mode = if self.restricts_workspace { Mode::Ro } else { Mode::Rw };
-        surface.add(Rule { path: workspace.clone(), mode, origin });
+        if self.grants_workspace {
+            let mode = if self.restricts_workspace { Mode::Ro } else { Mode::Rw };
+            surface.add(Rule { path: workspace.clone(), mode, origin });
+        }
         for e in self.entries.iter().filter(|e| matches!(e.field, Field::Writable | Field::Deny | Field::DenyWrites)) {
-            let outcome = self.apply(e, vars, &workspace, surface)?;
+            let outcome = self.apply_entry(e, vars, &workspace, surface, effects)?;
             outcomes.push((e.clone(), outcome));
         }
         for e in self.entries.iter().filter(|e| e.field == Field::HomeSeed) {
@@ -432,12 +612,13 @@ impl Policy {
     }
 
     /// Expands one entry (an unset variable skips it) and adds it.
-    fn apply(
+    fn apply_entry(
         &self,
         e: &Entry,
         vars: &HashMap<String, String>,
         workspace: &Path,
         surface: &mut Surface,
+        effects: Effects,
     ) -> Result<Outcome, PolicyError> {
         let expanded = match expand(&e.text, vars) {
             Ok(x) => x,
@@ -445,7 +626,7 @@ impl Policy {
         };
         match e.field {
             Field::Writable | Field::Deny | Field::DenyWrites => self.restrict(e, &expanded, workspace, surface),
-            _ => self.grant(e, &expanded, workspace, surface),
+            _ => self.grant(e, &expanded, workspace, surface, effects),
         }
     }
 
@@ -455,6 +636,7 @@ impl Policy {
         expanded: &str,
         workspace: &Path,
         surface: &mut Surface,
+        effects: Effects,
     ) -> Result<Outcome, PolicyError> {
         let path = workspace.join(expanded);
         if glob::is_glob(&e.text) {
@@ -462,20 +644,42 @@ impl Policy {
             surface.add_glob(&path, GlobEffect::Grant, e.origin.clone()).map_err(|g| self.entry_error(e, g))?;
             return Ok(Outcome::Added(path));
         }
-        let mode = if e.field == Field::AdditionalWrites { Mode::Rw } else { Mode::Ro };
+        let writes = matches!(e.field, Field::AdditionalWrites | Field::Caches);
+        let mode = if writes { Mode::Rw } else { Mode::Ro };
+        // A state directory (a trailing `/`) the program would create
+        // itself: made by `run` (0700) so that the grant, and Landlock's,
+        // have an object.
+        let make = e.field == Field::AdditionalWrites && e.text.ends_with('/');
         let mut created = false;
-        if e.field == Field::AdditionalWrites && e.text.ends_with('/') && !path.exists() {
-            // A state directory the program would create itself: made here
-            // (0700) so that the grant, and Landlock's, has an object.
+        if make && std::fs::symlink_metadata(&path).is_err() {
+            if effects == Effects::None {
+                return Ok(Outcome::WouldCreate(path));
+            }
             use std::os::unix::fs::DirBuilderExt;
-            if let Err(err) = std::fs::DirBuilder::new().mode(0o700).create(&path) {
+            if let Err(err) = std::fs::DirBuilder::new().recursive(true).mode(0o700).create(&path) {
                 return Ok(Outcome::Skipped(format!("cannot create {}: {err}", path.display())));
             }
             created = true;
         }
-        match surface.add_path(&path, mode, e.origin.clone()) {
+        let added = match &e.cache {
+            Some(spec) => surface.add_cache(&path, spec, e.origin.clone()),
+            None => surface.add_path(&path, mode, e.origin.clone()),
+        };
+        match added {
             Ok(()) if created => Ok(Outcome::Created(path)),
             Ok(()) => Ok(Outcome::Added(path)),
+            // A file the program creates later (Claude Code's first
+            // `~/.claude.json`): granted by name, in a directory that exists.
+            Err(err) if err.kind() == std::io::ErrorKind::NotFound && writes && !make => {
+                match path.parent().map(std::fs::canonicalize) {
+                    Some(Ok(dir)) if dir.is_dir() => {
+                        let name = path.file_name().expect("a path with a parent has a name");
+                        surface.add(Rule { path: dir.join(name), mode, origin: e.origin.clone() });
+                        Ok(Outcome::Added(path))
+                    }
+                    _ => Ok(Outcome::Skipped(format!("{} does not exist, nor does its directory", path.display()))),
+                }
+            }
             Err(err) if err.kind() == std::io::ErrorKind::NotFound => {
                 Ok(Outcome::Skipped(format!("{} does not exist", path.display())))
             }
@@ -510,6 +714,16 @@ impl Policy {
             }
             Field::DenyWrites if glob::is_glob(&e.text) => add(surface, &path, GlobEffect::DenyWrites)?,
             Field::DenyWrites => {
+                // Protects what is there when the session starts: where the
+                // directory that would hold the entry does not exist yet, the
+                // tree is one the command makes (`git init`, `git clone`
+                // creating `.git`), and its contents are its own.
+                if let Some(dir) = path.parent().filter(|d| !d.is_dir()) {
+                    return Ok(Outcome::Skipped(format!(
+                        "{} does not exist: a tree the command creates is its own",
+                        dir.display()
+                    )));
+                }
                 // The path itself and everything beneath it, existing or not.
                 add(surface, &path, GlobEffect::DenyWrites)?;
                 add(surface, &path.join("**"), GlobEffect::DenyWrites)?;
@@ -587,7 +801,7 @@ mod tests {
 
     fn parse(text: &str) -> Result<Policy, PolicyError> {
         let mut p = Policy::default();
-        p.add(&Source { name: "agent.toml".into(), text, profile: None }, 0)?;
+        p.add_file(&Source { name: "agent.toml".into(), text, profile: None })?;
         Ok(p)
     }
 

@@ -95,8 +95,26 @@ pub enum Origin {
     },
     /// The per-session home directory.
     SessionHome,
+    /// The private directory a cache was moved to for this session (the
+    /// cache entry's own origin as text).
+    SessionCache(String),
     /// A policy's workspace taken from where interpose runs (no `cwd` key).
     Workspace,
+}
+
+impl Origin {
+    /// Whether the entry is one interpose made for this session only (its
+    /// private TMPDIR, HOME or caches), whose path differs from run to run.
+    pub fn is_session(&self) -> bool {
+        matches!(self, Origin::TmpDir | Origin::SessionHome | Origin::SessionCache(_))
+    }
+
+    /// Whether the entry is the user's own (a flag, the policy file, its
+    /// workspace), not a built-in profile, the system surface or
+    /// interpose's own session directories.
+    pub fn is_user(&self) -> bool {
+        matches!(self, Origin::Flag(_) | Origin::File { .. } | Origin::Workspace)
+    }
 }
 
 impl std::fmt::Display for Origin {
@@ -108,6 +126,7 @@ impl std::fmt::Display for Origin {
             Origin::File { file, line } => write!(f, "{file}:{line}"),
             Origin::Profile { name, line } => write!(f, "profile {name}:{line}"),
             Origin::SessionHome => f.write_str("session HOME"),
+            Origin::SessionCache(of) => write!(f, "private cache for {of}"),
             Origin::Workspace => f.write_str("workspace: the directory interpose runs in"),
         }
     }
@@ -227,12 +246,40 @@ impl Processes for NoProcesses {
     }
 }
 
+/// A package cache (`~/.npm`, `~/.cargo`): writable for the command while
+/// the host's copy stays unchanged. `run` mounts an overlay on it whose
+/// upper layer lives in the session directory, or, where no mount namespace
+/// can be had or the cache does not exist, moves the cache with `env` to an
+/// empty private directory (`sandbox::caches`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Cache {
+    /// The cache directory (canonical as far as it exists).
+    pub path: PathBuf,
+    /// The rule that grants it, if it exists; the cache is private only
+    /// while that rule is the one in effect for `path` (a user's own `--rw`
+    /// of it, or of a directory above it, shares it as asked).
+    pub rule: Option<u32>,
+    /// The variable that moves it where no overlay can be mounted.
+    pub env: Option<String>,
+    /// Names directly beneath it that the command does not see: denied by
+    /// their own rules (listed here), and absent from an overlay.
+    pub hide: Vec<(String, u32)>,
+    /// Files directly beneath it copied into the private directory when it
+    /// is moved.
+    pub seed: Vec<String>,
+    /// Where the entry came from.
+    pub origin: Origin,
+}
+
 /// The resolved read/write surface of one run.
 #[derive(Debug, Clone, Default)]
 pub struct Surface {
     trie: Trie,
     rules: Vec<Rule>,
     globs: Vec<GlobRule>,
+    caches: Vec<Cache>,
+    /// Caches mounted as overlays in this process's mount namespace.
+    overlaid: Vec<PathBuf>,
     /// Mount points of procfs instances, where `/<mount>/<pid>` is decided by
     /// sandbox membership instead of by the trie.
     proc_mounts: Vec<PathBuf>,
@@ -264,6 +311,110 @@ impl Surface {
         }
         self.add(Rule { path: canonical, mode, origin });
         Ok(())
+    }
+
+    /// Adds a cache (see [`Cache`]): read-write for the command, private to
+    /// the session, with the names in `hide` carved out. A cache that does
+    /// not exist is kept only if `env` can move it.
+    pub fn add_cache(&mut self, path: &Path, spec: &file::CacheSpec, origin: Origin) -> std::io::Result<()> {
+        let env = spec.env.clone();
+        let canonical = match std::fs::canonicalize(path) {
+            Ok(c) if c.is_dir() => c,
+            Ok(_) => return Err(std::io::Error::other("not a directory")),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound && env.is_some() => {
+                let path = canonical_lenient(path)?;
+                self.caches.retain(|c| c.path != path);
+                self.caches.push(Cache { path, rule: None, env, hide: Vec::new(), seed: spec.seed.clone(), origin });
+                return Ok(());
+            }
+            Err(e) => return Err(e),
+        };
+        self.add(Rule { path: canonical.clone(), mode: Mode::Rw, origin: origin.clone() });
+        let rule = self.rules.len() as u32 - 1;
+        let hide = spec
+            .hide
+            .iter()
+            .map(|name| {
+                self.add(Rule { path: canonical.join(name), mode: Mode::Deny, origin: origin.clone() });
+                (name.clone(), self.rules.len() as u32 - 1)
+            })
+            .collect();
+        self.caches.retain(|c| c.path != canonical);
+        self.caches.push(Cache { path: canonical, rule: Some(rule), env, hide, seed: spec.seed.clone(), origin });
+        Ok(())
+    }
+
+    /// The caches that are private to the session: missing ones, and those
+    /// whose own rule is still the one in effect.
+    pub fn caches(&self) -> impl Iterator<Item = &Cache> {
+        use std::os::unix::ffi::OsStrExt;
+        self.caches.iter().filter(|c| c.rule.is_none_or(|r| self.trie.lookup(c.path.as_os_str().as_bytes()) == Some(r)))
+    }
+
+    /// Whether rule `i` grants a private cache.
+    pub fn is_cache(&self, i: u32) -> bool {
+        self.caches().any(|c| c.rule == Some(i))
+    }
+
+    /// The rules of names hidden from caches that an overlay leaves out
+    /// (the session's overlays make them not exist, so Landlock needs no
+    /// carve-out for them).
+    pub fn hidden_by_overlay(&self) -> impl Iterator<Item = u32> + '_ {
+        self.caches().filter(|c| self.overlaid.contains(&c.path)).flat_map(|c| c.hide.iter().map(|(_, r)| *r))
+    }
+
+    /// Records that `path`, a cache, is an overlay in this process's mount
+    /// namespace.
+    pub fn set_overlaid(&mut self, path: PathBuf) {
+        self.overlaid.push(path);
+    }
+
+    /// Grants the private directory a cache was moved to.
+    pub fn grant_moved(&mut self, cache: &Cache, dir: PathBuf) {
+        self.add(Rule { path: dir, mode: Mode::Rw, origin: Origin::SessionCache(cache.origin.to_string()) });
+    }
+
+    /// Makes a cache that could not be kept private read-only: the command
+    /// may read the host's copy (its programs, say `~/.cargo/bin`), never
+    /// change it.
+    pub fn share_read_only(&mut self, cache: &Cache) {
+        if let Some(r) = cache.rule {
+            let rule = self.rules[r as usize].clone();
+            self.add(Rule { mode: Mode::Ro, ..rule });
+        }
+    }
+
+    /// Makes the user's own grants (flags, the policy file, the workspace)
+    /// win over the built-in profiles and system surface beneath them: a
+    /// profile's read-only entry inside `--rw ~/.npm` becomes writable, and a
+    /// private cache inside a user's read-write grant is shared as the user
+    /// asked. Carve-outs are never lifted.
+    pub fn prefer_user_grants(&mut self) {
+        let user: Vec<Rule> = self
+            .effective_rules()
+            .map(|(_, r)| r)
+            .filter(|r| r.mode != Mode::Deny && r.origin.is_user())
+            .cloned()
+            .collect();
+        let built_in: Vec<(u32, Rule)> = self
+            .effective_rules()
+            .filter(|(_, r)| r.mode != Mode::Deny && !r.origin.is_user() && !r.origin.is_session())
+            .map(|(i, r)| (i, r.clone()))
+            .collect();
+        for (i, rule) in built_in {
+            // The most specific user grant that covers this entry.
+            let Some(cover) =
+                user.iter().filter(|u| rule.path.starts_with(&u.path)).max_by_key(|u| u.path.as_os_str().len())
+            else {
+                continue;
+            };
+            let shared_cache = self.is_cache(i) && cover.mode == Mode::Rw;
+            // The carve-outs of a cache the user shares stay: they are
+            // credentials, which only a grant of their own can lift.
+            if cover.mode > rule.mode || shared_cache {
+                self.add(Rule { path: rule.path.clone(), mode: cover.mode, origin: cover.origin.clone() });
+            }
+        }
     }
 
     /// Adds a glob rule for an absolute `pattern` (validated by the caller
@@ -404,6 +555,25 @@ impl Surface {
                 g.effect == GlobEffect::Grant
                     && g.base.as_os_str().as_bytes().strip_prefix(path).is_some_and(|r| r.is_empty() || r[0] == b'/')
             })
+    }
+
+    /// What would allow `access` to `path`, which the surface refused for
+    /// `reason`: the flag (and the policy key that says the same), or why
+    /// nothing can.
+    pub fn remedy(&self, path: &Path, access: Access, reason: Reason) -> String {
+        if self.is_carve_out(reason) {
+            return format!(
+                "nothing on the command line: it is a carve-out ({}); only removing that entry allows it",
+                self.describe(reason)
+            );
+        }
+        if matches!(reason, Reason::ProcOutside(_)) {
+            return "nothing: /proc of a process outside the sandbox is never allowed".into();
+        }
+        let dir = if path.is_dir() { path } else { path.parent().unwrap_or(path) };
+        let (flag, key) =
+            if access.is_mutation() { ("--rw", "additional_writes") } else { ("--ro", "additional_reads") };
+        format!("{flag} {} (in a policy: {key} = [{:?}])", dir.display(), dir.display().to_string())
     }
 
     /// Human-readable description of a verdict's reason.

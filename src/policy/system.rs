@@ -17,6 +17,8 @@ const READ_ONLY: &[&str] = &[
     "/etc",
     "/proc",
     "/sys/devices/system/cpu",
+    // NUMA nodes: memory figures read by ps, node and the JVM.
+    "/sys/devices/system/node",
     "/sys/fs/cgroup",
     // Read by V8 (node) and other runtimes at start.
     "/sys/kernel/mm/transparent_hugepage",

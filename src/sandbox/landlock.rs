@@ -101,7 +101,13 @@ struct Beneath(std::collections::HashMap<PathBuf, Mode>);
 impl Beneath {
     fn of(surface: &Surface) -> Beneath {
         let mut map = std::collections::HashMap::new();
-        for (_, r) in surface.effective_rules() {
+        // A name an overlay hides does not exist for the command: no
+        // carve-out is needed around it.
+        let hidden: Vec<u32> = surface.hidden_by_overlay().collect();
+        for (i, r) in surface.effective_rules() {
+            if hidden.contains(&i) {
+                continue;
+            }
             for a in r.path.ancestors().skip(1) {
                 let m = map.entry(a.to_path_buf()).or_insert(r.mode);
                 *m = (*m).min(r.mode);
@@ -140,7 +146,18 @@ pub fn grants(surface: &Surface) -> Vec<(PathBuf, Grant, bool)> {
 /// Grants `path` with `mode`, or, if a narrower entry lies beneath it, lists
 /// the directory and grants its entries one by one.
 fn grant(surface: &Surface, beneath: &Beneath, path: &Path, mode: Mode, out: &mut Vec<(PathBuf, Grant, bool)>) {
-    let Ok(md) = path.metadata() else { return };
+    let Ok(md) = path.metadata() else {
+        // A name granted before it exists (Claude Code's first
+        // `~/.claude.json`): its directory gets what creating and renaming
+        // a name there needs, like a glob's base; the supervisor decides
+        // which name.
+        if mode == Mode::Rw {
+            if let Some(dir) = path.parent().filter(|d| d.is_dir()) {
+                out.push((dir.to_path_buf(), Grant::GlobBase, true));
+            }
+        }
+        return;
+    };
     if !md.is_dir() || !beneath.narrower(path, mode) {
         out.push((path.to_path_buf(), Grant::Tree(mode), md.is_dir()));
         return;

@@ -8,6 +8,8 @@
 //! Landlock, no_new_privs,
 //! the seccomp filter with its listener, hand the listener over, exec.
 
+pub mod caches;
+pub mod explain;
 pub mod filter;
 pub mod isolate;
 pub mod landlock;

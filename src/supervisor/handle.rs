@@ -275,10 +275,13 @@ impl Cx<'_> {
             }
             _ => None,
         };
+        // Exec refusals keep their paths even without a trail: they explain
+        // a command that cannot start (rare, so cheap).
+        let keep = audited || (access == "exec" && decision != "allow");
         self.checks.push(Check {
             syscall: self.row.name,
-            path: if audited { arg.bytes.clone() } else { Vec::new() },
-            resolved: resolved.filter(|_| audited).map(<[u8]>::to_vec),
+            path: if keep { arg.bytes.clone() } else { Vec::new() },
+            resolved: resolved.filter(|_| keep).map(<[u8]>::to_vec),
             access,
             decision,
             errno,
@@ -685,9 +688,16 @@ impl Cx<'_> {
 
         let r = self.resolve(&arg, follow, false, resolve);
         let missing = matches!(r, Ok(Resolved { target: Target::Missing { .. }, .. }));
-        let access = if tmpfile || (create && missing) || exclusive {
+        // An O_PATH handle reads nothing: it names the object (to stat it,
+        // make it the cwd, start further lookups from it, each checked on
+        // its own), so it is decided like `stat` and allowed on the
+        // directories that lead to the surface too (rsync opens `/` and
+        // every directory down to its target that way).
+        let access = if o_path {
+            Access::Stat
+        } else if tmpfile || (create && missing) || exclusive {
             Access::Create
-        } else if writes && !o_path {
+        } else if writes {
             Access::Write
         } else {
             Access::Read
@@ -698,6 +708,18 @@ impl Cx<'_> {
         // nothing the surface refuses, and CONTINUE costs far less than
         // opening here and injecting the descriptor.
         let exact = matches!(self.decided_by, Some(Reason::Rule(i)) if self.sup.landlock_exact(i));
+        if o_path {
+            // SECCOMP_IOCTL_NOTIF_ADDFD takes its descriptor with fget(),
+            // which refuses O_PATH files, so the kernel opens it again. A
+            // path swapped in meanwhile yields a handle on another object,
+            // which reveals its metadata (fstat) and nothing else: every
+            // lookup, open or exec through it is trapped and decided on its
+            // own (docs/design.md, "O_PATH").
+            return match r.target {
+                Target::Missing { .. } => Err(Errno::ENOENT.into()),
+                _ => Ok(Answer::Continue),
+            };
+        }
         match r.target {
             Target::Missing { .. } if create && exact => Ok(Answer::Continue),
             Target::Exists { mode, .. }
@@ -721,7 +743,6 @@ impl Cx<'_> {
                 Ok(Answer::Install { fd, cloexec })
             }
             Target::Exists { .. } if exclusive => Err(Errno::EEXIST.into()),
-            Target::Exists { .. } | Target::Anonymous { .. } if o_path => Ok(Answer::Continue),
             Target::Exists { mode: st_mode, fd } => match st_mode & libc::S_IFMT {
                 libc::S_IFLNK => Err(Errno::ELOOP.into()),
                 libc::S_IFREG | libc::S_IFDIR => {

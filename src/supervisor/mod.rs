@@ -86,7 +86,28 @@ pub struct Supervisor {
     tcp_ports: std::sync::OnceLock<Vec<u16>>,
     /// With `--isolate`: paths are resolved from the caller's own root.
     isolated: std::sync::atomic::AtomicBool,
+    /// The first execs refused (denied, or failed before a decision), to
+    /// explain a command that exits 126 or 127.
+    exec_refusals: std::sync::Mutex<Vec<ExecRefusal>>,
 }
+
+/// An exec the supervisor refused, kept to explain why a command did not run.
+#[derive(Debug, Clone)]
+pub struct ExecRefusal {
+    /// The path as the program passed it.
+    pub path: Vec<u8>,
+    /// What it resolved to, if it got that far.
+    pub resolved: Option<Vec<u8>>,
+    /// The rule (or the failure) that decided.
+    pub rule: String,
+    /// What would allow it, for a denial.
+    pub remedy: Option<String>,
+    /// The errno the program got.
+    pub errno: Option<Errno>,
+}
+
+/// How many exec refusals are kept.
+const EXEC_REFUSALS_KEPT: usize = 8;
 
 /// Which decisions go to the audit trail.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
@@ -176,6 +197,7 @@ impl Supervisor {
             exec_generation: AtomicU64::new(0),
             tcp_ports: std::sync::OnceLock::new(),
             isolated: std::sync::atomic::AtomicBool::new(false),
+            exec_refusals: std::sync::Mutex::new(Vec::new()),
         }))
     }
 
@@ -190,6 +212,11 @@ impl Supervisor {
     /// Call before [`Supervisor::start`].
     pub fn resolve_in_callers_root(&self) {
         self.isolated.store(true, Ordering::SeqCst);
+    }
+
+    /// The surface every call is decided against.
+    pub fn surface(&self) -> &Surface {
+        &self.surface
     }
 
     /// Whether paths are resolved from the caller's root.
@@ -431,6 +458,28 @@ impl Supervisor {
         (pid, comm)
     }
 
+    fn keep_exec_refusal(&self, c: &handle::Check) {
+        use std::os::unix::ffi::OsStrExt;
+        let mut kept = self.exec_refusals.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if kept.len() >= EXEC_REFUSALS_KEPT {
+            return;
+        }
+        let (rule, remedy) = match c.reason {
+            handle::Why::Verdict(r) => {
+                let at = c.resolved.as_deref().unwrap_or(&c.path);
+                let at = std::path::Path::new(std::ffi::OsStr::from_bytes(at));
+                (self.surface.describe(r), Some(self.surface.remedy(at, crate::policy::Access::Exec, r)))
+            }
+            handle::Why::Note(n) => (n.to_string(), None),
+        };
+        kept.push(ExecRefusal { path: c.path.clone(), resolved: c.resolved.clone(), rule, remedy, errno: c.errno });
+    }
+
+    /// The execs refused so far (the first few), oldest first.
+    pub fn exec_refusals(&self) -> Vec<ExecRefusal> {
+        self.exec_refusals.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone()
+    }
+
     fn record(
         &self,
         notif: &seccomp::Notif,
@@ -446,6 +495,9 @@ impl Supervisor {
                 "deny" => self.stats.denied.fetch_add(1, Ordering::Relaxed),
                 _ => 0,
             };
+        }
+        for c in checks.iter().filter(|c| c.access == "exec" && c.decision != "allow") {
+            self.keep_exec_refusal(c);
         }
         let Some(sink) = &self.audit else { return };
         let handling_ns = started.elapsed().as_nanos() as u64;

@@ -161,6 +161,14 @@ pub fn connect_unix(sock: BorrowedFd<'_>, path: &[u8]) -> Result<(), Errno> {
         .map(drop)
 }
 
+/// `mknodat(dir, name, S_IFCHR, 0:0)`: an overlayfs whiteout, which makes
+/// `name` absent from the merged view of an overlay whose upper layer is
+/// `dir` ([overlayfs](https://docs.kernel.org/filesystems/overlayfs.html)).
+pub fn make_whiteout(dir: BorrowedFd<'_>, name: &CStr) -> Result<(), Errno> {
+    // SAFETY: `name` is NUL-terminated; mknodat creates a node and keeps no pointer.
+    cvt(unsafe { libc::mknodat(dir.as_raw_fd(), name.as_ptr(), libc::S_IFCHR, 0) } as libc::c_long).map(drop)
+}
+
 /// `statx(fd, "", AT_EMPTY_PATH | flags, mask)` into a `struct statx`.
 pub fn statx_fd(fd: BorrowedFd<'_>, flags: i32, mask: u32) -> Result<libc::statx, Errno> {
     let mut stx = std::mem::MaybeUninit::<libc::statx>::zeroed();

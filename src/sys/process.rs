@@ -387,3 +387,10 @@ pub fn write_file(path: &CStr, data: &[u8]) -> Result<(), Errno> {
     let fd = unsafe { OwnedFd::from_raw_fd(fd as RawFd) };
     write_all(std::os::fd::AsFd::as_fd(&fd), data)
 }
+
+/// `umount2(target, MNT_DETACH)`: detaches a mount now, freeing it once no
+/// one uses it.
+pub fn umount_detach(target: &CStr) -> Result<(), Errno> {
+    // SAFETY: `target` is NUL-terminated.
+    cvt(unsafe { libc::umount2(target.as_ptr(), libc::MNT_DETACH) } as libc::c_long).map(drop)
+}

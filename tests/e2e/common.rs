@@ -4,6 +4,12 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::sync::OnceLock;
 
+/// Variables the tooling profile expands besides `HOME`: tests that need
+/// output independent of the machine set them empty (an empty variable
+/// drops its entry, as an unset one does).
+pub const TOOLING_VARS: &[&str] =
+    &["CARGO_HOME", "RUSTUP_HOME", "PYENV_ROOT", "NVM_DIR", "ASDF_DATA_DIR", "GOPATH", "GOROOT"];
+
 /// The binary under test.
 pub fn interpose() -> &'static str {
     env!("CARGO_BIN_EXE_interpose")

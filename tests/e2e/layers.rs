@@ -18,10 +18,12 @@ struct Fixture {
 fn fixture() -> Fixture {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().canonicalize().unwrap();
-    for d in ["home/.ssh", "ws/src", "lib", "scratch"] {
+    for d in ["home/.ssh", "home/.cargo", "ws/src", "lib", "scratch"] {
         std::fs::create_dir_all(root.join(d)).unwrap();
     }
     std::fs::write(root.join("home/.ssh/id_rsa"), "KEY\n").unwrap();
+    // The tooling profile's part: a git config to read, a cache to write.
+    std::fs::write(root.join("home/.gitconfig"), "[user]\n\tname = t\n").unwrap();
     std::fs::write(root.join("ws/.env"), "SECRET=1\n").unwrap();
     let policy = root.join("policy.toml");
     std::fs::write(
@@ -40,6 +42,7 @@ impl Fixture {
             .arg(&self.policy)
             .current_dir(&self.root)
             .env("HOME", self.root.join("home"))
+            .envs(TOOLING_VARS.iter().map(|v| (v, "")))
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())

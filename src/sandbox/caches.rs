@@ -1,0 +1,227 @@
+//! Package caches private to the session.
+//!
+//! Installing dependencies is an agent's daily work, but a cache shared with
+//! the host and writable from the sandbox is a way out: a poisoned
+//! `~/.cargo/registry/src`, pip wheel or npm tarball is run by the user's
+//! next build outside the sandbox. So the command writes to its own copy of
+//! every cache (`caches` in a policy; the tooling profile lists cargo's,
+//! npm's, pip's, uv's, yarn's and Go's), and the host's stays unchanged:
+//!
+//! - **overlay** (where interpose can have a mount namespace: as root):
+//!   interpose moves itself into a mount namespace of its own (slave to the
+//!   host's, so nothing mounted here is seen outside) and mounts an overlay
+//!   on the cache directory, the host's copy as the lower layer and a
+//!   directory of the session as the upper one. The command and the
+//!   supervisor see the same merged tree, so what is already cached is
+//!   used and what is downloaded lands in the session. Names the cache
+//!   hides (`credentials.toml`) are whiteouts there: they do not exist.
+//! - **moved** (no mount namespace, or a cache that does not exist yet):
+//!   the cache's variable (`CARGO_HOME`, `npm_config_cache`, ...) points the
+//!   tool at an empty directory of the session, seeded with the tool's own
+//!   configuration files; the host's copy stays readable, never writable.
+//! - **read-only**: a cache that can be neither (no variable names it).
+//!
+//! Everything made here is removed with the session directory.
+
+use crate::policy::{Cache, Surface};
+use crate::sys::{fs, process, Errno};
+use std::ffi::{CString, OsString};
+use std::os::fd::AsFd;
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+
+/// How one cache was kept private.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Kept {
+    /// An overlay on the cache directory, its upper layer in the session.
+    Overlay,
+    /// Moved by an environment variable to a directory of the session.
+    Moved {
+        /// The variable.
+        env: String,
+        /// The private directory it points to.
+        dir: PathBuf,
+    },
+    /// Readable, not writable: neither an overlay nor a variable could
+    /// keep it private.
+    ReadOnly(String),
+}
+
+impl std::fmt::Display for Kept {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Kept::Overlay => f.write_str("overlay (writes go to the session, the host's copy is unchanged)"),
+            Kept::Moved { env, dir } => write!(f, "moved: ${env}={} (starts empty)", dir.display()),
+            Kept::ReadOnly(why) => write!(f, "read-only ({why})"),
+        }
+    }
+}
+
+/// The session's caches: what became of each, the variables to set for the
+/// command, and the overlays to take down at the end.
+#[derive(Debug, Default)]
+pub struct Caches {
+    /// Each cache and how it was kept.
+    pub kept: Vec<(PathBuf, Kept)>,
+    /// Variables to set in the command's environment.
+    pub env: Vec<(OsString, OsString)>,
+    mounted: Vec<CString>,
+}
+
+impl Drop for Caches {
+    fn drop(&mut self) {
+        // The mount namespace ends with interpose; detaching first lets the
+        // session directory holding the upper layers be removed cleanly.
+        for target in self.mounted.iter().rev() {
+            let _ = process::umount_detach(target);
+        }
+    }
+}
+
+/// Sets up every private cache of `surface` under `dir` (a directory of the
+/// session, not in the command's surface), changing `surface` where a cache
+/// had to be made read-only. `owner` is the command's user under `--user`.
+/// Must be called while interpose is still single-threaded: the mount
+/// namespace is the process's own only then.
+pub fn set_up(surface: &mut Surface, dir: &Path, owner: Option<(u32, u32)>) -> Caches {
+    let mut caches = Caches::default();
+    // A cache that does not exist is moved only if its variable is not set
+    // already: then the tool uses that other place (an existing cache of
+    // the same tool, say `$CARGO_HOME` instead of `~/.cargo`).
+    let all: Vec<Cache> = surface
+        .caches()
+        .filter(|c| c.rule.is_some() || c.env.as_ref().is_some_and(|e| std::env::var_os(e).is_none()))
+        .cloned()
+        .collect();
+    if all.is_empty() {
+        return caches;
+    }
+    let namespace = if all.iter().any(|c| c.rule.is_some()) { own_mount_namespace() } else { Err(Errno::ENOENT) };
+    for (n, cache) in all.iter().enumerate() {
+        let private = dir.join(n.to_string());
+        let overlay = match (&namespace, cache.rule) {
+            (Ok(()), Some(_)) => mount_overlay(cache, &private),
+            (Err(e), Some(_)) => Err(*e),
+            (_, None) => Err(Errno::ENOENT),
+        };
+        let kept = match overlay {
+            Ok(target) => {
+                caches.mounted.push(target);
+                surface.set_overlaid(cache.path.clone());
+                Kept::Overlay
+            }
+            Err(why) => match &cache.env {
+                Some(env) => match move_to(cache, &private.join("moved"), owner) {
+                    Ok(moved) => {
+                        surface.share_read_only(cache);
+                        surface.grant_moved(cache, moved.clone());
+                        caches.env.push((env.into(), moved.clone().into_os_string()));
+                        Kept::Moved { env: env.clone(), dir: moved }
+                    }
+                    Err(e) => {
+                        surface.share_read_only(cache);
+                        Kept::ReadOnly(format!("no private directory: {e}"))
+                    }
+                },
+                None => {
+                    surface.share_read_only(cache);
+                    Kept::ReadOnly(match why {
+                        Errno::EPERM => "no mount namespace without root".into(),
+                        e => format!("no overlay: {e}"),
+                    })
+                }
+            },
+        };
+        tracing::debug!("cache {}: {kept}", cache.path.display());
+        caches.kept.push((cache.path.clone(), kept));
+    }
+    caches
+}
+
+/// Moves interpose into a mount namespace of its own whose mounts are
+/// slaves of the host's: host mounts still appear, ours never leave.
+fn own_mount_namespace() -> Result<(), Errno> {
+    process::unshare(libc::CLONE_NEWNS)?;
+    process::mount(None, c"/", None, libc::MS_REC | libc::MS_SLAVE, None)
+}
+
+fn c(p: &Path) -> CString {
+    CString::new(p.as_os_str().as_bytes()).expect("paths from the file system have no NUL")
+}
+
+/// An overlay option value: `\`, `,` and `:` are escaped with `\`.
+fn option_path(p: &Path) -> String {
+    let mut out = String::new();
+    for ch in p.to_string_lossy().chars() {
+        if matches!(ch, '\\' | ',' | ':') {
+            out.push('\\');
+        }
+        out.push(ch);
+    }
+    out
+}
+
+fn mkdir(path: &Path) -> Result<(), Errno> {
+    process::mkdir_existing_ok(&c(path), 0o700)
+}
+
+/// Mounts the overlay for `cache` with its layers in `private`.
+fn mount_overlay(cache: &Cache, private: &Path) -> Result<CString, Errno> {
+    let (upper, work) = (private.join("upper"), private.join("work"));
+    for d in [private, &upper, &work] {
+        mkdir(d)?;
+    }
+    let upper_fd = fs::openat(fs::Dir::Cwd, &c(&upper), libc::O_PATH | libc::O_DIRECTORY, 0)?;
+    for (name, _) in &cache.hide {
+        let name = CString::new(name.as_bytes()).map_err(|_| Errno::EINVAL)?;
+        fs::make_whiteout(upper_fd.as_fd(), &name)?;
+    }
+    // The upper layer's root takes the owner and mode of the host's copy, so
+    // the merged directory looks exactly like it.
+    if let Ok(md) = std::fs::metadata(&cache.path) {
+        use std::os::unix::fs::{MetadataExt, PermissionsExt};
+        let _ = std::os::unix::fs::chown(&upper, Some(md.uid()), Some(md.gid()));
+        let _ = std::fs::set_permissions(&upper, std::fs::Permissions::from_mode(md.mode() & 0o7777));
+    }
+    let data = format!(
+        "lowerdir={},upperdir={},workdir={}",
+        option_path(&cache.path),
+        option_path(&upper),
+        option_path(&work)
+    );
+    let target = c(&cache.path);
+    let data = CString::new(data).map_err(|_| Errno::EINVAL)?;
+    process::mount(Some(c"interpose-cache"), &target, Some(c"overlay"), libc::MS_NOSUID | libc::MS_NODEV, Some(&data))?;
+    Ok(target)
+}
+
+/// Makes the private directory a moved cache points to, seeded with the
+/// tool's configuration files from the host's copy.
+fn move_to(cache: &Cache, dir: &Path, owner: Option<(u32, u32)>) -> std::io::Result<PathBuf> {
+    use std::os::unix::fs::DirBuilderExt;
+    std::fs::DirBuilder::new().recursive(true).mode(0o700).create(dir)?;
+    for name in &cache.seed {
+        let from = cache.path.join(name);
+        if from.symlink_metadata().is_ok_and(|m| m.is_file()) {
+            std::fs::copy(&from, dir.join(name))?;
+        }
+    }
+    if let Some((uid, gid)) = owner {
+        for entry in std::fs::read_dir(dir)?.flatten() {
+            std::os::unix::fs::chown(entry.path(), Some(uid), Some(gid))?;
+        }
+        std::os::unix::fs::chown(dir, Some(uid), Some(gid))?;
+    }
+    Ok(dir.to_path_buf())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn overlay_options_escape_separators() {
+        assert_eq!(option_path(Path::new("/a,b:c\\d")), "/a\\,b\\:c\\\\d");
+        assert_eq!(option_path(Path::new("/root/.npm")), "/root/.npm");
+    }
+}
