@@ -37,6 +37,7 @@
 
 pub mod audit;
 pub mod cli;
+pub mod forensics;
 pub mod layers;
 pub mod library;
 pub mod policy;

@@ -1,78 +1,49 @@
 //! `interpose replay`: every access a trail recorded, decided again under
 //! other flags, to see what a changed surface would break or open up before
-//! deploying it.
+//! deploying it. Usable as a CI gate: exit 1 when anything is newly denied.
 
 use super::ReplayArgs;
-use crate::policy::Access;
-use crate::policy::NoProcesses;
-use std::collections::BTreeMap;
+use crate::audit::Reader;
+use crate::forensics::replay::{replay, Change};
+use crate::forensics::sanitize;
 
-fn access(name: &str) -> Option<Access> {
-    Some(match name {
-        "read" => Access::Read,
-        "write" => Access::Write,
-        "create" => Access::Create,
-        "delete" => Access::Delete,
-        "link_source" => Access::LinkSource,
-        "exec" => Access::Exec,
-        "stat" => Access::Stat,
-        _ => return None,
-    })
-}
-
-/// Runs the verb; prints the changes and returns 0 (2 on bad input).
+/// Runs the verb; prints the changes and a one-line summary. Returns 0, 1
+/// when an access is newly denied, 2 on bad input.
 pub fn run(args: &ReplayArgs) -> i32 {
-    let text = match std::fs::read_to_string(&args.file) {
-        Ok(t) => t,
+    let name = sanitize(&args.file.display().to_string());
+    let reader = match Reader::open(&args.file) {
+        Ok(r) => r,
         Err(e) => {
-            eprintln!("interpose: {}: {e}", args.file.display());
+            eprintln!("interpose: {name}: {e}");
             return 2;
         }
     };
-    let surface = match args.surface.build().map_err(|e| e.to_string()) {
+    let surface = match args.surface.build() {
         Ok(s) => s,
         Err(e) => {
             eprintln!("interpose: {e}");
             return 2;
         }
     };
-    // (change, access, path) -> count
-    let mut changes: BTreeMap<(&'static str, String, String), u64> = BTreeMap::new();
-    let mut replayed = 0u64;
-    for line in text.lines() {
-        let Ok(v) = serde_json::from_str::<serde_json::Value>(line) else { continue };
-        if v["type"] != "decision" {
-            continue;
+    let replayed = match replay(reader, &surface) {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("interpose: {name}: {e}");
+            return 2;
         }
-        let (Some(path), Some(acc)) = (v["resolved"].as_str(), v["access"].as_str().and_then(access)) else {
-            continue;
-        };
-        let was_allowed = match v["decision"].as_str() {
-            Some("allow") => true,
-            Some("deny" | "would_deny") => false,
-            _ => continue,
-        };
-        // The private TMPDIR of the recorded run and /proc entries of its
-        // processes do not exist any more: keep their recorded answer.
-        let rule = v["rule"].as_str().unwrap_or_default();
-        if rule.contains("private TMPDIR") || rule.contains("is inside the sandbox") {
-            continue;
-        }
-        replayed += 1;
-        let now = surface.decide(path.as_bytes(), acc, &NoProcesses).allowed;
-        let change = match (was_allowed, now) {
-            (true, false) => "newly denied",
-            (false, true) => "newly allowed",
-            _ => continue,
-        };
-        *changes.entry((change, v["access"].as_str().unwrap_or("?").to_string(), path.to_string())).or_default() += 1;
+    };
+    println!("replayed {} decisions from {name}", replayed.decisions);
+    for ((change, access, path), n) in &replayed.changes {
+        let access = format!("{access:?}").to_lowercase();
+        println!("{}: {access} {} ({n}x)", change.name(), sanitize(&path.lossy()));
     }
-    println!("replayed {replayed} decisions from {}", args.file.display());
-    if changes.is_empty() {
+    if let Err(e) = &replayed.integrity {
+        println!("warning: the trail is not intact: {e}");
+    }
+    let (denied, allowed) = (replayed.count(Change::NewlyDenied), replayed.count(Change::NewlyAllowed));
+    if denied + allowed == 0 {
         println!("no change");
     }
-    for ((change, access, path), n) in &changes {
-        println!("{change}: {access} {path} ({n}x)");
-    }
-    0
+    println!("replay: {denied} access(es) newly denied, {allowed} newly allowed, of {} decisions", replayed.decisions);
+    i32::from(denied > 0)
 }

@@ -49,6 +49,9 @@ pub enum RunError {
     /// Fast mode leaves most decisions to Landlock, so it cannot run without.
     #[error("--fast leaves decisions to Landlock: it cannot be combined with --no-landlock, --learn or a kernel without Landlock")]
     FastNeedsLandlock,
+    /// `--audit FILE` names something that exists.
+    #[error("--audit {}: exists; a trail is never overwritten or appended to: name a new file", .0.display())]
+    TrailExists(PathBuf),
     /// The command contains a NUL byte.
     #[error("the command line or environment contains a NUL byte")]
     Nul,
@@ -83,7 +86,7 @@ impl Session {
         let base = std::env::temp_dir();
         remove_stale(&base);
         for attempt in 0..16u32 {
-            let nonce = audit::now_ns() as u64 ^ (u64::from(attempt) << 48);
+            let nonce = audit::now_ns() ^ (u64::from(attempt) << 48);
             let path = base.join(format!("interpose-{}-{nonce:x}", std::process::id()));
             match std::fs::DirBuilder::new().mode(0o700).create(&path) {
                 Ok(()) => {
@@ -421,12 +424,30 @@ pub fn run(args: &RunArgs) -> Result<i32, RunError> {
             Some(Sink::start(Box::new(stream)))
         }
         Some(p) => {
-            let f = std::fs::File::create(p).map_err(io(format!("--audit {}", p.display())))?;
+            // A trail is never destroyed: an existing file (or a symlink
+            // planted in its place) is refused, never truncated or followed.
+            // A device or a FIFO (/dev/null, a pipe to a collector) holds no
+            // trail to lose.
+            use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+            let mut open = std::fs::OpenOptions::new();
+            open.write(true).mode(0o600).custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC);
+            let f = match open.clone().create_new(true).open(p) {
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                    let stream = std::fs::symlink_metadata(p)
+                        .is_ok_and(|m| m.file_type().is_char_device() || m.file_type().is_fifo());
+                    if !stream {
+                        return Err(RunError::TrailExists(p.clone()));
+                    }
+                    open.open(p)
+                }
+                other => other,
+            }
+            .map_err(io(format!("--audit {}", p.display())))?;
             Some(Sink::start(Box::new(f)))
         }
     };
     if let Some(sink) = &sink {
-        sink.send(session_start(args, &surface, &loaded, &dropped, trapping, &caches));
+        sink.send(session_start(args, &surface, &loaded, &dropped, mode_record(trapping, args.learn), &caches));
     }
 
     process::set_child_subreaper().map_err(errno("PR_SET_CHILD_SUBREAPER"))?;
@@ -510,13 +531,14 @@ pub fn run(args: &RunArgs) -> Result<i32, RunError> {
     supervisor.quiesce();
     if let Some(sink) = &sink {
         use std::sync::atomic::Ordering::Relaxed;
-        sink.send(audit::Record::SessionEnd {
+        sink.send(audit::Record::SessionEnd(audit::SessionEnd {
             exit_status: status,
             allowed: supervisor.stats.allowed.load(Relaxed),
             denied: supervisor.stats.denied.load(Relaxed),
+            would_deny: supervisor.stats.would_deny.load(Relaxed),
             dropped_allow_records: sink.dropped(),
             time_ns: audit::now_ns(),
-        });
+        }));
         sink.flush();
     }
     drop(caches);
@@ -530,83 +552,113 @@ fn session_start(
     surface: &Surface,
     (policy, resolved): &super::LoadedPolicy,
     dropped: &[crate::policy::env::Dropped],
-    trapping: crate::policy::syscalls::Trapping,
+    mode: audit::ModeRecord,
     caches: &sandbox::caches::Caches,
 ) -> audit::Record {
     use sha2::Digest;
     let features = crate::cli::check::probe()
         .into_iter()
-        .map(|f| (f.name.to_string(), serde_json::json!({"present": f.present, "detail": f.detail})))
-        .collect::<serde_json::Map<_, _>>();
-    audit::Record::SessionStart {
+        .map(|f| (f.name.to_string(), audit::Feature { present: f.present, detail: f.detail }))
+        .collect();
+    let policy = audit::PolicyRecord {
+        file: args
+            .surface
+            .policy
+            .as_ref()
+            .map(|f| std::fs::canonicalize(f).unwrap_or_else(|_| f.clone()).display().to_string()),
+        sources: policy
+            .sources
+            .iter()
+            .map(|(name, text)| audit::PolicySource {
+                name: name.clone(),
+                sha256: sha2::Sha256::digest(text.as_bytes()).iter().map(|b| format!("{b:02x}")).collect(),
+            })
+            .collect(),
+        cwd: resolved.cwd.to_string_lossy().into_owned(),
+        skipped: resolved
+            .outcomes
+            .iter()
+            .filter_map(|(e, o)| match o {
+                crate::policy::file::Outcome::Skipped(why) => Some(audit::SkippedEntry {
+                    entry: e.text.clone(),
+                    field: e.field.key().into(),
+                    origin: e.origin.to_string(),
+                    why: why.clone(),
+                }),
+                _ => None,
+            })
+            .collect(),
+        home: policy.home.name().into(),
+    };
+    audit::Record::SessionStart(Box::new(audit::SessionStart {
         schema: audit::SCHEMA,
-        version: env!("CARGO_PKG_VERSION"),
+        version: env!("CARGO_PKG_VERSION").into(),
         command: args.command.iter().map(|a| audit::Bytes(a.as_bytes().to_vec())).collect(),
         surface: surface
             .effective_rules()
-            .map(|(_, r)| serde_json::json!([r.path.to_string_lossy(), r.mode, r.origin.to_string()]))
+            .map(|(_, r)| {
+                audit::SurfaceEntry(r.path.to_string_lossy().into(), r.mode.name().into(), r.origin.to_string())
+            })
             .chain(surface.globs().iter().map(|g| {
-                serde_json::json!([
-                    g.pattern.to_string_lossy(),
-                    format!("glob:{:?}", g.effect).to_lowercase(),
-                    g.origin.to_string()
-                ])
+                audit::SurfaceEntry(
+                    g.pattern.to_string_lossy().into(),
+                    format!("glob:{}", g.effect.name()),
+                    g.origin.to_string(),
+                )
             }))
             .collect(),
-        policy: Some({
-            let p = policy;
-            serde_json::json!({
-                "file": args.surface.policy.as_ref().map(|f| f.display().to_string()),
-                "sources": p.sources.iter().map(|(name, text)| serde_json::json!({
-                    "name": name,
-                    "sha256": sha2::Sha256::digest(text.as_bytes()).iter().map(|b| format!("{b:02x}")).collect::<String>(),
-                })).collect::<Vec<_>>(),
-                "cwd": resolved.cwd.to_string_lossy(),
-                "skipped": resolved.outcomes.iter().filter_map(|(e, o)| match o {
-                    crate::policy::file::Outcome::Skipped(why) => Some(serde_json::json!({
-                        "entry": e.text, "field": e.field.key(), "origin": e.origin.to_string(), "why": why,
-                    })),
-                    _ => None,
-                }).collect::<Vec<_>>(),
-                "home": format!("{:?}", p.home).to_lowercase(),
-            })
-        }),
+        policy: Some(policy),
         env_dropped: dropped.iter().map(|d| format!("{} ({})", d.name.to_string_lossy(), d.rule)).collect(),
-        mode: mode_record(trapping),
+        mode,
         caches: caches
             .kept
             .iter()
-            .map(|(path, kept)| serde_json::json!({"path": path.to_string_lossy(), "kept": kept.to_string()}))
+            .map(|(path, kept)| audit::CacheRecord { path: path.to_string_lossy().into(), kept: kept.to_string() })
             .collect(),
         surface_digest: {
-            // Sorted (path, mode) pairs of the entries in effect, without the
-            // run-specific private TMPDIR.
+            // Sorted (mode, path) pairs of the entries in effect, without the
+            // run's own session directories.
             let mut entries: Vec<String> = surface
                 .effective_rules()
                 .filter(|(_, r)| !r.origin.is_session())
-                .map(|(_, r)| format!("{:?} {}", r.mode, r.path.display()))
+                .map(|(_, r)| format!("{} {}", r.mode.name(), r.path.display()))
                 .collect();
             entries.sort();
             audit::line_hash(entries.join("\n").as_bytes())
         },
-        features: serde_json::Value::Object(features),
+        features,
         time_ns: audit::now_ns(),
-    }
+    }))
 }
 
-/// What the session record says about the trapping mode.
-fn mode_record(trapping: crate::policy::syscalls::Trapping) -> serde_json::Value {
+/// What the session record says about the mode.
+fn mode_record(trapping: crate::policy::syscalls::Trapping, learn: bool) -> audit::ModeRecord {
     use crate::policy::syscalls::Trapping;
-    let untrapped = trapping.untrapped();
+    let untrapped = trapping.untrapped().into_iter().map(String::from).collect();
     match trapping {
-        Trapping::All => serde_json::json!({ "name": "full", "untrapped": untrapped }),
-        Trapping::Fast { exact } => serde_json::json!({
-            "name": "fast",
-            "landlock_exact": exact,
-            "untrapped": untrapped,
-            "residual": "untrapped metadata calls (stat family, readlink, access, statfs, chdir, xattr reads, inotify) are not checked: a program can learn that a path outside the surface exists and its attributes, never its content",
-            "landlock_denials": "not observed: calls Landlock refuses are not in this trail",
-        }),
+        _ if learn => audit::ModeRecord {
+            name: audit::ModeName::Learn,
+            untrapped,
+            landlock_exact: None,
+            residual: Some(
+                "learning: nothing was enforced but the carve-outs (host secrets); refusals enforcement would have made are recorded as would_deny".into(),
+            ),
+            landlock_denials: None,
+        },
+        Trapping::All => audit::ModeRecord {
+            name: audit::ModeName::Full,
+            untrapped,
+            landlock_exact: None,
+            residual: None,
+            landlock_denials: None,
+        },
+        Trapping::Fast { exact } => audit::ModeRecord {
+            name: audit::ModeName::Fast,
+            untrapped,
+            landlock_exact: Some(exact),
+            residual: Some("untrapped metadata calls (stat family, readlink, access, statfs, chdir, xattr reads, inotify) are not checked: a program can learn that a path outside the surface exists and its attributes, never its content".into()),
+            landlock_denials: Some("not observed: calls Landlock refuses are not in this trail".into()),
+        },
     }
 }
 

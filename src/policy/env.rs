@@ -46,6 +46,24 @@ pub const CREDENTIALS: &[&str] = &[
     "*_CREDENTIALS",
 ];
 
+/// Variables that a credential pattern matches but that name public
+/// certificates a TLS client must trust (a corporate proxy's CA): stripping
+/// them breaks every download, and they grant nothing. A `drop` rule still
+/// removes them.
+pub const CERTIFICATES: &[&str] = &[
+    "*_CA_BUNDLE",
+    "*_CA_CERT",
+    "*_CA_CERTS",
+    "*_CA_CERTIFICATE",
+    "*_CA_CERTS_FILE",
+    "*_CA_CERT_FILE",
+    "*_CA_FILE",
+    "*_CAINFO",
+    "SSL_CERT_FILE",
+    "SSL_CERT_DIR",
+    "NODE_EXTRA_CA_CERTS",
+];
+
 /// What to do with the environment.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct EnvRules {
@@ -95,7 +113,13 @@ impl EnvRules {
         if self.keep.iter().any(|k| matches(k, name)) {
             return None;
         }
-        CREDENTIALS.iter().copied().chain(self.drop.iter().map(String::as_str)).find(|p| matches(p, name))
+        if let Some(rule) = self.drop.iter().find(|p| matches(p, name)) {
+            return Some(rule);
+        }
+        if CERTIFICATES.iter().any(|p| matches(p, name)) {
+            return None;
+        }
+        CREDENTIALS.iter().copied().find(|p| matches(p, name))
     }
 
     /// Applies the rules to `vars`: the environment to pass, and what was
@@ -161,6 +185,18 @@ mod tests {
                 ("OPENAI_API_KEY", "*_API_KEY"),
             ]
         );
+    }
+
+    #[test]
+    fn certificate_paths_are_not_credentials() {
+        let rules = EnvRules::default();
+        let names = ["AWS_CA_BUNDLE", "REQUESTS_CA_BUNDLE", "CLOUDSDK_CORE_CUSTOM_CA_CERTS_FILE", "GIT_SSL_CAINFO"];
+        let (kept, dropped) = rules.apply(vars(&names));
+        assert_eq!(kept.len(), names.len(), "{dropped:?}");
+        // The key next to them is still a credential; a drop rule still wins.
+        assert_eq!(rules.drop_rule(OsStr::new("AWS_SECRET_ACCESS_KEY")), Some("AWS_*"));
+        let strict = EnvRules { drop: vec!["AWS_CA_BUNDLE".into()], ..Default::default() };
+        assert_eq!(strict.drop_rule(OsStr::new("AWS_CA_BUNDLE")), Some("AWS_CA_BUNDLE"));
     }
 
     #[test]

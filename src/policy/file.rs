@@ -59,8 +59,8 @@ pub enum ErrorKind {
         /// Escape or malformed.
         error: GlobError,
     },
-    /// `extends` names no built-in profile or file.
-    #[error("unknown profile {0:?} in `extends` (see `interpose policy list`)")]
+    /// `extends` names no built-in profile or policy file.
+    #[error("unknown profile {0:?} in `extends` (see `interpose policy list`; a policy file is named by a path ending in .toml)")]
     UnknownProfile(String),
     /// Anything else, said in words.
     #[error("{0}")]
@@ -76,6 +76,16 @@ pub enum Home {
     Real,
     /// A fresh directory per session, removed when the command ends.
     Session,
+}
+
+impl Home {
+    /// `real` or `session`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Home::Real => "real",
+            Home::Session => "session",
+        }
+    }
 }
 
 /// How much the filter traps (`mode` in a policy, `--fast` on the command
@@ -397,6 +407,30 @@ impl Policy {
         self.apply(&src, raw, depth)
     }
 
+    /// Another policy file named in `extends` (a path ending in `.toml`,
+    /// relative to the file that names it): its entries come first.
+    fn add_extended(&mut self, src: &Source<'_>, name: &str, at: usize, depth: usize) -> Result<(), PolicyError> {
+        let base = Path::new(&src.name).parent().unwrap_or(Path::new("."));
+        let path = base.join(name);
+        let canonical = std::fs::canonicalize(&path)
+            .map_err(|e| src.error(at, ErrorKind::Invalid(format!("extends {name:?}: {}: {e}", path.display()))))?;
+        let key = canonical.display().to_string();
+        if self.sources.iter().any(|(n, _)| *n == key) {
+            return Ok(());
+        }
+        let text = std::fs::read_to_string(&canonical)
+            .map_err(|e| src.error(at, ErrorKind::Invalid(format!("extends {name:?}: {e}"))))?;
+        let extended = Source { name: key, text: &text, profile: None };
+        let raw = parse(&extended)?;
+        if let Some(key) = raw.system.as_ref().or(raw.tooling.as_ref()) {
+            return Err(extended.error(
+                key.span().start,
+                ErrorKind::Invalid("only the policy given to --policy may set `system` or `tooling`".into()),
+            ));
+        }
+        self.apply(&extended, raw, depth)
+    }
+
     /// A policy file: the defaults it does not opt out of come first, so
     /// that its own entries are added after them.
     fn add_file(&mut self, src: &Source<'_>) -> Result<(), PolicyError> {
@@ -431,6 +465,9 @@ impl Policy {
                 Some(("system", _, _)) => self.system = true,
                 Some(_) if already => {}
                 Some((n, _, _)) if depth < 4 => self.add_profile(n, depth + 1)?,
+                None if name.ends_with(".toml") && src.profile.is_none() && depth < 4 => {
+                    self.add_extended(src, name, ext.span().start, depth + 1)?
+                }
                 _ => return Err(src.error(ext.span().start, ErrorKind::UnknownProfile(name.to_string()))),
             }
         }

@@ -59,6 +59,15 @@ impl Access {
 }
 
 impl Mode {
+    /// `ro`, `rw` or `deny`, as written in the trail and by `policy show`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Mode::Deny => "deny",
+            Mode::Ro => "ro",
+            Mode::Rw => "rw",
+        }
+    }
+
     /// Whether this mode grants `access`.
     pub fn permits(self, access: Access) -> bool {
         match self {
@@ -171,6 +180,17 @@ pub enum GlobEffect {
     Deny,
     /// Denies every mutation; reading stays as granted otherwise.
     DenyWrites,
+}
+
+impl GlobEffect {
+    /// `grant`, `deny` or `denywrites`, as written in the trail.
+    pub fn name(self) -> &'static str {
+        match self {
+            GlobEffect::Grant => "grant",
+            GlobEffect::Deny => "deny",
+            GlobEffect::DenyWrites => "denywrites",
+        }
+    }
 }
 
 /// A pattern rule, matched against the canonical path at decision time.
@@ -581,7 +601,7 @@ impl Surface {
         match reason {
             Reason::Rule(i) => {
                 let r = &self.rules[i as usize];
-                format!("{} {} ({})", mode_name(r.mode), r.path.display(), r.origin)
+                format!("{} {} ({})", r.mode.name(), r.path.display(), r.origin)
             }
             Reason::ProcInside(pid) => format!("/proc/{pid} is inside the sandbox"),
             Reason::ProcOutside(pid) => format!("/proc/{pid} is outside the sandbox"),
@@ -597,14 +617,6 @@ impl Surface {
             }
             Reason::NoRule => "no surface entry covers the path".into(),
         }
-    }
-}
-
-fn mode_name(mode: Mode) -> &'static str {
-    match mode {
-        Mode::Deny => "deny",
-        Mode::Ro => "ro",
-        Mode::Rw => "rw",
     }
 }
 

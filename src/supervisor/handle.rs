@@ -2,6 +2,7 @@
 
 use super::resolve::{Caller, Request, ResolveError, Resolved, Target};
 use super::{Answer, Supervisor};
+use crate::audit::{AccessKind, RuleKind, Verdict};
 use crate::policy::syscalls::{Follow, Op, Syscall};
 use crate::policy::{table, Access, Reason};
 use crate::sys::fs::{self, Dir, OpenHow};
@@ -14,10 +15,10 @@ pub struct Check {
     pub syscall: &'static str,
     pub path: Vec<u8>,
     pub resolved: Option<Vec<u8>>,
-    pub access: &'static str,
-    /// `allow`, `deny`, or `error` (the call failed before a decision, as the
+    pub access: AccessKind,
+    /// What was decided (`Error`: the call failed before a decision, as the
     /// kernel would have failed it: a missing file, a loop).
-    pub decision: &'static str,
+    pub decision: Verdict,
     pub errno: Option<Errno>,
     pub reason: Why,
     /// For a relative path (or one on a descriptor): the caller's dirfd
@@ -31,8 +32,9 @@ pub struct Check {
 pub enum Why {
     /// The surface's verdict.
     Verdict(Reason),
-    /// A fixed explanation (resolution failed, does not exist, ...).
-    Note(&'static str),
+    /// A fixed explanation (resolution failed, does not exist, ...) and the
+    /// kind of rule it is.
+    Note(&'static str, RuleKind),
 }
 
 /// What to answer (nothing if the caller went away) and what was decided.
@@ -192,11 +194,11 @@ impl Cx<'_> {
         resolved: Result<Resolved, ResolveError>,
         access: Access,
     ) -> Result<Resolved, Stop> {
-        let name = access_name(access);
+        let name = AccessKind::from(access);
         let r = match resolved {
             Ok(r) => r,
             Err(ResolveError::Errno(e)) => {
-                self.push(arg, None, name, "error", Some(e), Why::Note("resolution failed"));
+                self.push(arg, None, name, Verdict::Error, Some(e), Why::Note("resolution failed", RuleKind::Failure));
                 return Err(Stop::Fail(e));
             }
             Err(ResolveError::OutsideProc(path)) => {
@@ -204,7 +206,14 @@ impl Cx<'_> {
                     .ok()
                     .and_then(|p| p.parse().ok())
                     .unwrap_or(0);
-                self.push(arg, Some(&path), name, "deny", Some(Errno::EACCES), Why::Verdict(Reason::ProcOutside(pid)));
+                self.push(
+                    arg,
+                    Some(&path),
+                    name,
+                    Verdict::Deny,
+                    Some(Errno::EACCES),
+                    Why::Verdict(Reason::ProcOutside(pid)),
+                );
                 return Err(Stop::Fail(Errno::EACCES));
             }
         };
@@ -213,13 +222,14 @@ impl Cx<'_> {
             // inside the surface or out, as under Landlock: programs probe
             // for optional files and treat EACCES as an error. Existence
             // alone is no secret; untrapped stat reveals it too.
-            self.push(arg, Some(&r.path), name, "error", Some(Errno::ENOENT), Why::Note("does not exist"));
+            let why = Why::Note("does not exist", RuleKind::Failure);
+            self.push(arg, Some(&r.path), name, Verdict::Error, Some(Errno::ENOENT), why);
             return Err(Stop::Fail(Errno::ENOENT));
         }
         let (allowed, why, carve_out) = match &r.target {
             // Reached only through a magic link of a sandboxed process: an
             // object (pipe, socket) the caller's family already holds.
-            Target::Anonymous { .. } => (true, Why::Note("object held by a sandboxed process"), false),
+            Target::Anonymous { .. } => (true, Why::Note("object held by a sandboxed process", RuleKind::Held), false),
             _ => {
                 let v = self.sup.surface.decide(&r.path, access, &self.sup.procs);
                 self.decided_by = Some(v.reason);
@@ -232,11 +242,11 @@ impl Cx<'_> {
         if !allowed && self.sup.learn && !carve_out {
             // Learning: record what enforcement would have refused, then go
             // on as if it were allowed.
-            self.push(arg, Some(&r.path), name, "would_deny", None, why);
+            self.push(arg, Some(&r.path), name, Verdict::WouldDeny, None, why);
             return Ok(r);
         }
         let errno = (!allowed).then_some(Errno::EACCES);
-        self.push(arg, Some(&r.path), name, if allowed { "allow" } else { "deny" }, errno, why);
+        self.push(arg, Some(&r.path), name, if allowed { Verdict::Allow } else { Verdict::Deny }, errno, why);
         if allowed {
             Ok(r)
         } else {
@@ -249,7 +259,8 @@ impl Cx<'_> {
     /// (`mkdir -p` relies on it for every existing ancestor).
     fn fail_if_exists(&mut self, arg: &PathArg, r: &Result<Resolved, ResolveError>) -> Result<(), Stop> {
         if let Ok(Resolved { target: Target::Exists { .. }, path }) = r {
-            self.push(arg, Some(path), "create", "error", Some(Errno::EEXIST), Why::Note("exists"));
+            let why = Why::Note("exists", RuleKind::Failure);
+            self.push(arg, Some(path), AccessKind::Create, Verdict::Error, Some(Errno::EEXIST), why);
             return Err(Stop::Fail(Errno::EEXIST));
         }
         Ok(())
@@ -261,8 +272,8 @@ impl Cx<'_> {
         &mut self,
         arg: &PathArg,
         resolved: Option<&[u8]>,
-        access: &'static str,
-        decision: &'static str,
+        access: AccessKind,
+        decision: Verdict,
         errno: Option<Errno>,
         reason: Why,
     ) {
@@ -277,7 +288,7 @@ impl Cx<'_> {
         };
         // Exec refusals keep their paths even without a trail: they explain
         // a command that cannot start (rare, so cheap).
-        let keep = audited || (access == "exec" && decision != "allow");
+        let keep = audited || (access == AccessKind::Exec && decision != Verdict::Allow);
         self.checks.push(Check {
             syscall: self.row.name,
             path: if keep { arg.bytes.clone() } else { Vec::new() },
@@ -582,13 +593,16 @@ impl Cx<'_> {
         }
         let arg = PathArg { bytes: format!("tcp:{host}:{port}").into_bytes(), base: None };
         if ports.contains(&port) {
-            self.push(&arg, None, "connect", "allow", None, Why::Note("port allowed by --net connect="));
+            let why = Why::Note("port allowed by --net connect=", RuleKind::Network);
+            self.push(&arg, None, AccessKind::Connect, Verdict::Allow, None, why);
             Ok(Answer::Continue)
         } else if self.sup.learn {
-            self.push(&arg, None, "connect", "would_deny", None, Why::Note("port not in --net connect="));
+            let why = Why::Note("port not in --net connect=", RuleKind::Network);
+            self.push(&arg, None, AccessKind::Connect, Verdict::WouldDeny, None, why);
             Ok(Answer::Continue)
         } else {
-            self.push(&arg, None, "connect", "deny", Some(Errno::EACCES), Why::Note("port not in --net connect="));
+            let why = Why::Note("port not in --net connect=", RuleKind::Network);
+            self.push(&arg, None, AccessKind::Connect, Verdict::Deny, Some(Errno::EACCES), why);
             Err(Errno::EACCES.into())
         }
     }
@@ -850,16 +864,4 @@ enum TimeFormat {
     Timeval,
     /// `struct timespec[2]`.
     Timespec,
-}
-
-fn access_name(a: Access) -> &'static str {
-    match a {
-        Access::Read => "read",
-        Access::Write => "write",
-        Access::Create => "create",
-        Access::Delete => "delete",
-        Access::LinkSource => "link_source",
-        Access::Exec => "exec",
-        Access::Stat => "stat",
-    }
 }

@@ -12,7 +12,7 @@ mod handle;
 pub mod procs;
 pub mod resolve;
 
-use crate::audit::{self, Sink};
+use crate::audit::{self, AccessKind, RuleKind, Sink, Verdict};
 use crate::policy::Surface;
 use crate::sys::seccomp::{self, NotifResp};
 use crate::sys::Errno;
@@ -53,6 +53,22 @@ pub struct Stats {
     pub allowed: AtomicU64,
     /// Paths denied.
     pub denied: AtomicU64,
+    /// Learning mode: paths enforcement would have denied.
+    pub would_deny: AtomicU64,
+}
+
+/// The kind of rule a verdict came from, for the trail's readers.
+fn rule_kind(surface: &Surface, reason: crate::policy::Reason) -> RuleKind {
+    use crate::policy::Reason;
+    match reason {
+        _ if surface.is_carve_out(reason) => RuleKind::CarveOut,
+        Reason::Rule(i) if surface.rules()[i as usize].origin.is_session() => RuleKind::Session,
+        Reason::Rule(_) | Reason::Glob(_) => RuleKind::Entry,
+        Reason::ProcInside(_) => RuleKind::ProcInside,
+        Reason::ProcOutside(_) => RuleKind::ProcOutside,
+        Reason::Ancestor => RuleKind::Ancestor,
+        Reason::NoRule => RuleKind::NoEntry,
+    }
 }
 
 /// Everything the workers share.
@@ -318,9 +334,8 @@ impl Supervisor {
             let outcome = handle::handle(&self, &notif);
             // Where a denied call came from is read while the caller still
             // waits for the answer, so it describes the moment of the call.
-            let context = (self.audit.is_some()
-                && outcome.checks.iter().any(|c| matches!(c.decision, "deny" | "would_deny")))
-            .then(|| self.denial_context(&notif));
+            let context = (self.audit.is_some() && outcome.checks.iter().any(|c| c.decision.refuses()))
+                .then(|| self.denial_context(&notif));
             // The caller's pid and name, also read while it waits: after the
             // answer it may exec, and a name read then could be the new
             // program's, or (cached) the old one's for the new program.
@@ -470,7 +485,7 @@ impl Supervisor {
                 let at = std::path::Path::new(std::ffi::OsStr::from_bytes(at));
                 (self.surface.describe(r), Some(self.surface.remedy(at, crate::policy::Access::Exec, r)))
             }
-            handle::Why::Note(n) => (n.to_string(), None),
+            handle::Why::Note(n, _) => (n.to_string(), None),
         };
         kept.push(ExecRefusal { path: c.path.clone(), resolved: c.resolved.clone(), rule, remedy, errno: c.errno });
     }
@@ -487,32 +502,37 @@ impl Supervisor {
         argv: Option<(Vec<Vec<u8>>, bool)>,
         context: Option<audit::DenialContext>,
         who: Option<(u32, String)>,
-        (started, received_ns): (std::time::Instant, u128),
+        (started, received_ns): (std::time::Instant, u64),
     ) {
         for c in &checks {
             match c.decision {
-                "allow" => self.stats.allowed.fetch_add(1, Ordering::Relaxed),
-                "deny" => self.stats.denied.fetch_add(1, Ordering::Relaxed),
-                _ => 0,
+                Verdict::Allow => self.stats.allowed.fetch_add(1, Ordering::Relaxed),
+                Verdict::Deny => self.stats.denied.fetch_add(1, Ordering::Relaxed),
+                Verdict::WouldDeny => self.stats.would_deny.fetch_add(1, Ordering::Relaxed),
+                Verdict::Error => 0,
             };
         }
-        for c in checks.iter().filter(|c| c.access == "exec" && c.decision != "allow") {
+        for c in checks.iter().filter(|c| c.access == AccessKind::Exec && c.decision != Verdict::Allow) {
             self.keep_exec_refusal(c);
         }
         let Some(sink) = &self.audit else { return };
         let handling_ns = started.elapsed().as_nanos() as u64;
         let Some((pid, comm)) = who else { return };
         for c in checks {
-            if self.audit_level == AuditLevel::Deny && !matches!(c.decision, "deny" | "would_deny") {
+            if self.audit_level == AuditLevel::Deny && !c.decision.refuses() {
                 continue;
             }
-            sink.send(audit::Record::Decision(audit::Decision {
+            let (rule, rule_kind) = match c.reason {
+                handle::Why::Verdict(r) => (self.surface.describe(r), rule_kind(&self.surface, r)),
+                handle::Why::Note(n, kind) => (n.to_string(), kind),
+            };
+            sink.send(audit::Record::Decision(Box::new(audit::Decision {
                 seq: sink.next_seq(),
                 time_ns: received_ns,
                 pid,
                 tid: notif.pid,
                 comm: comm.clone(),
-                syscall: c.syscall,
+                syscall: std::borrow::Cow::Borrowed(c.syscall),
                 nr: notif.data.nr,
                 path: audit::Bytes(c.path),
                 dirfd: c.dirfd.as_ref().map(|(n, _)| *n),
@@ -521,15 +541,13 @@ impl Supervisor {
                 access: c.access,
                 decision: c.decision,
                 errno: c.errno.map(audit::ErrnoName),
-                rule: match c.reason {
-                    handle::Why::Verdict(r) => self.surface.describe(r),
-                    handle::Why::Note(n) => n.to_string(),
-                },
+                rule,
+                rule_kind,
                 handling_ns,
-                context: if matches!(c.decision, "deny" | "would_deny") { context.clone() } else { None },
-            }));
+                context: if c.decision.refuses() { context.clone() } else { None },
+            })));
             if let (Some((argv, truncated)), AuditLevel::All) = (&argv, self.audit_level) {
-                sink.send(audit::Record::Exec(audit::Exec {
+                sink.send(audit::Record::Exec(Box::new(audit::Exec {
                     seq: sink.next_seq(),
                     time_ns: received_ns,
                     pid,
@@ -537,7 +555,7 @@ impl Supervisor {
                     program: audit::Bytes(c.resolved.unwrap_or_default()),
                     argv: argv.iter().map(|a| audit::Bytes(a.clone())).collect(),
                     argv_truncated: *truncated,
-                }));
+                })));
             }
         }
     }

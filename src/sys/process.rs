@@ -225,8 +225,16 @@ const CAPABILITY_VERSION_3: u32 = 0x2008_0522;
 /// effective, permitted and inheritable sets (`capset(2)`), so that not even
 /// a root command regains them at `execve`. Async-signal-safe.
 pub fn limit_capabilities(keep: u64) -> Result<(), Errno> {
+    let mut header = CapHeader { version: CAPABILITY_VERSION_3, pid: 0 };
+    let mut data = [CapData::default(); 2];
+    // SAFETY: version 3 reads and writes exactly two CapData structures.
+    cvt(unsafe { libc::syscall(libc::SYS_capget, &mut header as *mut CapHeader, data.as_mut_ptr()) })?;
+    // Without any capability (an ordinary user) there is nothing to drop,
+    // and the bounding set cannot be changed (that needs CAP_SETPCAP);
+    // no_new_privs, always set before exec, keeps exec from granting any.
+    let holds_any = data.iter().any(|d| d.permitted != 0 || d.effective != 0 || d.inheritable != 0);
     for cap in 0..64u32 {
-        if keep & (1 << cap) != 0 {
+        if keep & (1 << cap) != 0 || !holds_any {
             continue;
         }
         // SAFETY: prctl with integer arguments only.
@@ -240,10 +248,6 @@ pub fn limit_capabilities(keep: u64) -> Result<(), Errno> {
     // SAFETY: prctl with integer arguments only.
     cvt(unsafe { libc::prctl(libc::PR_CAP_AMBIENT, libc::PR_CAP_AMBIENT_CLEAR_ALL as libc::c_ulong, 0, 0, 0) }
         as libc::c_long)?;
-    let mut header = CapHeader { version: CAPABILITY_VERSION_3, pid: 0 };
-    let mut data = [CapData::default(); 2];
-    // SAFETY: version 3 reads and writes exactly two CapData structures.
-    cvt(unsafe { libc::syscall(libc::SYS_capget, &mut header as *mut CapHeader, data.as_mut_ptr()) })?;
     for (i, d) in data.iter_mut().enumerate() {
         let mask = (keep >> (32 * i)) as u32;
         d.effective &= mask;

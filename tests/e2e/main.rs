@@ -13,5 +13,6 @@ mod isolate;
 mod layers;
 mod library;
 mod lifecycle;
+mod livable;
 mod network;
 mod policy;

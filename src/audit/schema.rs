@@ -1,0 +1,435 @@
+//! The records of the audit trail, one set of types for the writer and every
+//! reader (`report`, `replay`, `--suggest`, the HTML page). `docs/audit.md`
+//! describes them field by field; a test checks that it names every field.
+
+use base64::Engine;
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use std::borrow::Cow;
+use std::collections::BTreeMap;
+
+/// Version of the record schema in `docs/audit.md`. Readers refuse trails
+/// of another version with a message saying which.
+pub const SCHEMA: u32 = 2;
+
+/// Bytes that are written as a string when they are UTF-8 and as
+/// `{"bytes": "<base64>"}` when not, so no path is ever lost or mangled.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Default, Hash)]
+pub struct Bytes(pub Vec<u8>);
+
+impl Bytes {
+    /// The bytes as text for people: UTF-8 as is, anything else replaced.
+    pub fn lossy(&self) -> String {
+        String::from_utf8_lossy(&self.0).into_owned()
+    }
+}
+
+impl Serialize for Bytes {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match std::str::from_utf8(&self.0) {
+            Ok(text) => s.serialize_str(text),
+            Err(_) => {
+                use serde::ser::SerializeMap;
+                let mut m = s.serialize_map(Some(1))?;
+                m.serialize_entry("bytes", &base64::engine::general_purpose::STANDARD.encode(&self.0))?;
+                m.end()
+            }
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for Bytes {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Form {
+            Text(String),
+            Encoded { bytes: String },
+        }
+        match Form::deserialize(d)? {
+            Form::Text(t) => Ok(Bytes(t.into_bytes())),
+            Form::Encoded { bytes } => base64::engine::general_purpose::STANDARD
+                .decode(bytes)
+                .map(Bytes)
+                .map_err(|e| serde::de::Error::custom(format!("bad base64 in a path: {e}"))),
+        }
+    }
+}
+
+/// An errno, written by its symbolic name (`"EACCES"`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ErrnoName(pub nix::errno::Errno);
+
+impl Serialize for ErrnoName {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(&format_args!("{:?}", self.0))
+    }
+}
+
+impl<'de> Deserialize<'de> for ErrnoName {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let name = String::deserialize(d)?;
+        (1..4096)
+            .map(nix::errno::Errno::from_raw)
+            .find(|e| format!("{e:?}") == name)
+            .map(ErrnoName)
+            .ok_or_else(|| serde::de::Error::custom(format!("unknown errno {name:?}")))
+    }
+}
+
+/// What was decided about one path.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Verdict {
+    /// Allowed.
+    Allow,
+    /// Refused (`EACCES`).
+    Deny,
+    /// Learning mode: enforcement would have refused it; it went ahead.
+    WouldDeny,
+    /// Failed as the kernel would have failed it, before any decision (a
+    /// missing file, a loop, an existing name for mkdir).
+    Error,
+}
+
+impl Verdict {
+    /// A refusal, real or (in learning mode) one enforcement would make.
+    pub fn refuses(self) -> bool {
+        matches!(self, Verdict::Deny | Verdict::WouldDeny)
+    }
+}
+
+/// The access a decision was about.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AccessKind {
+    /// Read a file, list a directory.
+    Read,
+    /// Change a file's content or attributes.
+    Write,
+    /// Create a name.
+    Create,
+    /// Remove a name.
+    Delete,
+    /// Give a file a second name.
+    LinkSource,
+    /// Execute.
+    Exec,
+    /// Metadata, an `O_PATH` handle, the cwd.
+    Stat,
+    /// A TCP connect under `--net connect=` (the path is `tcp:HOST:PORT`).
+    Connect,
+}
+
+impl From<crate::policy::Access> for AccessKind {
+    fn from(a: crate::policy::Access) -> Self {
+        use crate::policy::Access;
+        match a {
+            Access::Read => AccessKind::Read,
+            Access::Write => AccessKind::Write,
+            Access::Create => AccessKind::Create,
+            Access::Delete => AccessKind::Delete,
+            Access::LinkSource => AccessKind::LinkSource,
+            Access::Exec => AccessKind::Exec,
+            Access::Stat => AccessKind::Stat,
+        }
+    }
+}
+
+impl AccessKind {
+    /// The surface access this names; `None` for a network connect, which
+    /// the surface does not decide.
+    pub fn access(self) -> Option<crate::policy::Access> {
+        use crate::policy::Access;
+        Some(match self {
+            AccessKind::Read => Access::Read,
+            AccessKind::Write => Access::Write,
+            AccessKind::Create => Access::Create,
+            AccessKind::Delete => Access::Delete,
+            AccessKind::LinkSource => Access::LinkSource,
+            AccessKind::Exec => Access::Exec,
+            AccessKind::Stat => Access::Stat,
+            AccessKind::Connect => return None,
+        })
+    }
+
+    /// Whether it changes the file system.
+    pub fn is_mutation(self) -> bool {
+        self.access().is_some_and(crate::policy::Access::is_mutation)
+    }
+}
+
+/// What kind of rule decided, so that readers never parse `rule`'s text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RuleKind {
+    /// A surface entry (`ro` or `rw`) or a grant pattern.
+    Entry,
+    /// A carve-out: a `deny` entry or pattern, or `deny_writes`. No flag
+    /// widens it.
+    CarveOut,
+    /// The private TMPDIR, HOME or cache directory of the recorded run,
+    /// which exists only for that run.
+    Session,
+    /// `/proc/<pid>` of a process inside the sandbox.
+    ProcInside,
+    /// `/proc/<pid>` of a process outside the sandbox: never allowed.
+    ProcOutside,
+    /// A directory on the way to a surface entry (metadata only).
+    Ancestor,
+    /// No entry covers the path.
+    NoEntry,
+    /// An object a sandboxed process already holds (a pipe behind
+    /// `/proc/self/fd/N`).
+    Held,
+    /// A `--net connect=` port rule.
+    Network,
+    /// The call failed before a decision.
+    Failure,
+}
+
+/// Where a denied call came from, gathered while the caller still waited.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DenialContext {
+    /// The caller's working directory.
+    pub cwd: Bytes,
+    /// The caller, its parent, and so on up to the sandboxed command:
+    /// `[pid, name]` pairs.
+    pub ancestors: Vec<(u32, String)>,
+    /// The instruction that made the call, as `file+0xoffset` through
+    /// `/proc/<pid>/maps` (or the raw address when no file maps it).
+    pub code: String,
+}
+
+/// One decision on one path.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Decision {
+    /// Sequence number, in the order decisions were queued.
+    pub seq: u64,
+    /// Wall-clock time the call reached the supervisor, nanoseconds since
+    /// the Unix epoch.
+    pub time_ns: u64,
+    /// Process id of the caller.
+    pub pid: u32,
+    /// Thread id of the caller.
+    pub tid: u32,
+    /// The caller's thread name (`/proc/<tid>/comm`).
+    pub comm: String,
+    /// Syscall name.
+    pub syscall: Cow<'static, str>,
+    /// Syscall number.
+    pub nr: i32,
+    /// The path as the program passed it.
+    pub path: Bytes,
+    /// For a relative path or a call on a descriptor: the directory
+    /// descriptor it started from (-100, `AT_FDCWD`, for the cwd).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dirfd: Option<i32>,
+    /// What that descriptor (or the cwd) pointed to.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dirfd_path: Option<Bytes>,
+    /// The canonical path the decision was made on (absent when resolution
+    /// failed before there was one).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resolved: Option<Bytes>,
+    /// The access asked for.
+    pub access: AccessKind,
+    /// What was decided.
+    pub decision: Verdict,
+    /// The errno returned to the program, if any (`EACCES` for a denial).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub errno: Option<ErrnoName>,
+    /// What decided, in words.
+    pub rule: String,
+    /// What kind of rule decided.
+    pub rule_kind: RuleKind,
+    /// Time the supervisor spent on the call, in nanoseconds.
+    pub handling_ns: u64,
+    /// For refusals: where the call came from.
+    #[serde(flatten, default, skip_serializing_if = "Option::is_none")]
+    pub context: Option<DenialContext>,
+}
+
+impl Decision {
+    /// The path the decision was made on: the resolved one if there was
+    /// one, else the path as given.
+    pub fn subject(&self) -> &Bytes {
+        self.resolved.as_ref().unwrap_or(&self.path)
+    }
+}
+
+/// An allowed exec.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Exec {
+    /// Sequence number, shared with decisions.
+    pub seq: u64,
+    /// Wall-clock time, nanoseconds since the Unix epoch.
+    pub time_ns: u64,
+    /// Process id (it keeps it across the exec).
+    pub pid: u32,
+    /// Its parent, for drawing the process tree.
+    pub ppid: u32,
+    /// The program as resolved and checked.
+    pub program: Bytes,
+    /// The argument vector (at most 64 arguments of at most 512 bytes).
+    pub argv: Vec<Bytes>,
+    /// Whether arguments or their bytes were left out.
+    pub argv_truncated: bool,
+}
+
+/// Which mode the run was in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ModeName {
+    /// Every path syscall trapped and enforced.
+    #[default]
+    Full,
+    /// Only what Landlock cannot decide trapped.
+    Fast,
+    /// Learning: nothing enforced but host secrets; refusals recorded as
+    /// `would_deny`.
+    Learn,
+}
+
+/// The mode of the run and what it leaves unchecked.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ModeRecord {
+    /// The mode.
+    pub name: ModeName,
+    /// The path syscalls of the table the filter does not trap.
+    pub untrapped: Vec<String>,
+    /// Fast mode: whether Landlock decides the surface exactly.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub landlock_exact: Option<bool>,
+    /// What the mode leaves unchecked, in words.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub residual: Option<String>,
+    /// Whether Landlock's own refusals are in the trail.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub landlock_denials: Option<String>,
+}
+
+/// One source of the policy: a file or a built-in profile.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PolicySource {
+    /// The file as named, or `profile NAME`.
+    pub name: String,
+    /// SHA-256 of its text.
+    pub sha256: String,
+}
+
+/// An entry left out on this host.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SkippedEntry {
+    /// The entry as written.
+    pub entry: String,
+    /// The key it is under.
+    pub field: String,
+    /// Where it came from.
+    pub origin: String,
+    /// Why it was left out.
+    pub why: String,
+}
+
+/// The policy the surface was made from.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PolicyRecord {
+    /// The policy file given with `--policy`, if any.
+    #[serde(default)]
+    pub file: Option<String>,
+    /// The file and every profile it took in, in load order.
+    pub sources: Vec<PolicySource>,
+    /// The workspace.
+    pub cwd: String,
+    /// Entries left out on this host, and why.
+    pub skipped: Vec<SkippedEntry>,
+    /// `real` or `session`.
+    pub home: String,
+}
+
+/// One surface entry: `[path, kind, origin]`, kind `ro`, `rw`, `deny` or
+/// `glob:grant`, `glob:deny`, `glob:denywrites`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SurfaceEntry(pub String, pub String, pub String);
+
+/// A kernel feature probed at start.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Feature {
+    /// Whether it is there.
+    pub present: bool,
+    /// What was found.
+    pub detail: String,
+}
+
+/// How a package cache was kept private.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CacheRecord {
+    /// The cache.
+    pub path: String,
+    /// `overlay ...`, `moved: $VAR=DIR ...` or `read-only (why)`.
+    pub kept: String,
+}
+
+/// The run started.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SessionStart {
+    /// Schema version ([`SCHEMA`]).
+    pub schema: u32,
+    /// interpose version.
+    pub version: String,
+    /// The sandboxed command line.
+    pub command: Vec<Bytes>,
+    /// Every surface entry in effect, then the patterns.
+    pub surface: Vec<SurfaceEntry>,
+    /// SHA-256 of the sorted `(mode, path)` entries in effect, without the
+    /// run's own session directories: equal for runs under the same surface.
+    pub surface_digest: String,
+    /// The policy (a file's, or the defaults of the flags).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub policy: Option<PolicyRecord>,
+    /// Environment variables removed before the command started, as `NAME
+    /// (RULE)`; names only, never values.
+    #[serde(default)]
+    pub env_dropped: Vec<String>,
+    /// The mode and what it leaves unchecked.
+    pub mode: ModeRecord,
+    /// The package caches private to the session and how each was kept.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub caches: Vec<CacheRecord>,
+    /// Kernel features probed at start.
+    pub features: BTreeMap<String, Feature>,
+    /// Wall-clock start, nanoseconds since the Unix epoch.
+    pub time_ns: u64,
+}
+
+/// The run ended.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SessionEnd {
+    /// How the command ended: its exit code, or 128 + signal.
+    pub exit_status: i32,
+    /// Decisions that allowed.
+    pub allowed: u64,
+    /// Decisions that refused.
+    pub denied: u64,
+    /// Learning mode: decisions enforcement would have refused.
+    #[serde(default)]
+    pub would_deny: u64,
+    /// `allow` and `error` decisions not recorded because the writer fell
+    /// behind (refusals and execs are never dropped).
+    pub dropped_allow_records: u64,
+    /// Wall-clock end, nanoseconds since the Unix epoch.
+    pub time_ns: u64,
+}
+
+/// A record in the trail.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Record {
+    /// The run started.
+    SessionStart(Box<SessionStart>),
+    /// A decision.
+    Decision(Box<Decision>),
+    /// An allowed exec.
+    Exec(Box<Exec>),
+    /// The run ended.
+    SessionEnd(SessionEnd),
+}

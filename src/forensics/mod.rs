@@ -1,0 +1,138 @@
+//! Reading a session back: re-deciding its accesses under another surface
+//! ([`replay`]) and the narrowest grants under which it would have had no
+//! refusals ([`suggest`]). Both read the trail through the typed records of
+//! [`crate::audit`] only.
+
+pub mod replay;
+pub mod suggest;
+
+use crate::audit::{self, AccessKind, RuleKind};
+use crate::policy::{GlobEffect, Mode, Origin, Rule, Surface};
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+
+/// The surface a recorded run had, rebuilt from its session record: every
+/// entry and pattern as recorded (canonical, absolute), and this host's
+/// procfs mounts.
+pub fn recorded_surface(start: &audit::SessionStart) -> Surface {
+    let mut surface = Surface::new();
+    for audit::SurfaceEntry(path, kind, origin) in &start.surface {
+        let origin = Origin::Flag(format!("recorded: {origin}"));
+        let mode = match kind.as_str() {
+            "ro" => Some(Mode::Ro),
+            "rw" => Some(Mode::Rw),
+            "deny" => Some(Mode::Deny),
+            _ => None,
+        };
+        let effect = match kind.as_str() {
+            "glob:grant" => Some(GlobEffect::Grant),
+            "glob:deny" => Some(GlobEffect::Deny),
+            "glob:denywrites" => Some(GlobEffect::DenyWrites),
+            _ => None,
+        };
+        match (mode, effect) {
+            (Some(mode), _) => surface.add(Rule { path: PathBuf::from(path), mode, origin }),
+            (_, Some(effect)) => {
+                let _ = surface.add_glob(Path::new(path), effect, origin);
+            }
+            _ => {}
+        }
+    }
+    for m in crate::policy::system::proc_mounts() {
+        surface.add_proc_mount(m);
+    }
+    surface
+}
+
+/// Whether a recorded decision can be decided again by a surface: not one
+/// about the recorded run's own session directories or processes (they do
+/// not exist any more), an object it held, a network port, or a call that
+/// failed before any decision.
+pub fn replayable(d: &audit::Decision) -> bool {
+    matches!(
+        d.rule_kind,
+        RuleKind::Entry | RuleKind::CarveOut | RuleKind::ProcOutside | RuleKind::Ancestor | RuleKind::NoEntry
+    ) && d.access != AccessKind::Connect
+        && d.decision != audit::Verdict::Error
+}
+
+/// Whether `surface` allows the recorded access (nobody is inside the
+/// sandbox now, so `/proc/<pid>` is always refused).
+pub fn allows(surface: &Surface, d: &audit::Decision) -> bool {
+    let Some(access) = d.access.access() else { return false };
+    surface.decide(&d.subject().0, access, &crate::policy::NoProcesses).allowed
+}
+
+/// Path components that mark credentials: never suggested without a
+/// confirmation, because allowing them hands the command a secret.
+const CREDENTIAL_NAMES: &[&str] = &[
+    ".ssh",
+    ".aws",
+    ".gnupg",
+    ".netrc",
+    ".git-credentials",
+    ".kube",
+    ".docker",
+    "keyrings",
+    ".password-store",
+    ".pgpass",
+    ".npmrc",
+    ".pypirc",
+    "credentials",
+    "credentials.toml",
+    ".env",
+];
+
+/// Credential locations two components deep.
+const CREDENTIAL_PAIRS: &[[&str; 2]] = &[[".config", "gh"], [".config", "gcloud"], [".azure", "msal_token_cache.json"]];
+
+/// Whether `path` is, or lies inside, a credential location.
+pub fn is_credential(path: &Path) -> bool {
+    let parts: Vec<&[u8]> = path.iter().map(|c| c.as_bytes()).collect();
+    parts.iter().any(|p| CREDENTIAL_NAMES.iter().any(|n| n.as_bytes() == *p) || p.starts_with(b".env."))
+        || parts.windows(2).any(|w| CREDENTIAL_PAIRS.iter().any(|[a, b]| w[0] == a.as_bytes() && w[1] == b.as_bytes()))
+}
+
+/// Credential locations that exist beneath `dir` on this host, looked for
+/// where they live (directly in it, or in `.config`), so that a grant of a
+/// home directory is never mistaken for a harmless one.
+pub fn credentials_beneath(dir: &Path) -> Vec<PathBuf> {
+    let direct = CREDENTIAL_NAMES.iter().map(|n| dir.join(n));
+    let pairs = CREDENTIAL_PAIRS.iter().map(|[a, b]| dir.join(a).join(b));
+    direct.chain(pairs).filter(|p| p.symlink_metadata().is_ok()).collect()
+}
+
+/// Text from the sandbox (a process name, a path) made safe for a
+/// terminal, a comment in a generated file or a one-line message: control
+/// characters (newlines, escape sequences) are written as `\u{..}`.
+pub fn sanitize(text: &str) -> String {
+    text.chars()
+        .flat_map(|c| {
+            let escaped: Vec<char> =
+                if c.is_control() { format!("\\u{{{:x}}}", u32::from(c)).chars().collect() } else { vec![c] };
+            escaped
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn credentials_are_recognised_by_their_components() {
+        for p in ["/home/u/.ssh/id_rsa", "/home/u/.aws", "/w/.env", "/w/.env.local", "/home/u/.config/gh/hosts.yml"] {
+            assert!(is_credential(Path::new(p)), "{p}");
+        }
+        for p in ["/home/u/.sshd", "/w/env", "/home/u/.config/git", "/w/src/environment.rs"] {
+            assert!(!is_credential(Path::new(p)), "{p}");
+        }
+    }
+
+    #[test]
+    fn control_characters_never_pass() {
+        assert_eq!(sanitize("ls"), "ls");
+        assert_eq!(sanitize("a\nadditional_writes = [\"/\"]"), "a\\u{a}additional_writes = [\"/\"]");
+        assert_eq!(sanitize("\x1b[31mred"), "\\u{1b}[31mred");
+    }
+}
