@@ -433,3 +433,127 @@ pub enum Record {
     /// The run ended.
     SessionEnd(SessionEnd),
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every field of every record type, with every optional one present.
+    fn samples() -> Vec<Record> {
+        let decision = Decision {
+            seq: 1,
+            time_ns: 2,
+            pid: 3,
+            tid: 3,
+            comm: "cat".into(),
+            syscall: "openat".into(),
+            nr: 257,
+            path: Bytes(b"x".to_vec()),
+            dirfd: Some(-100),
+            dirfd_path: Some(Bytes(b"/w".to_vec())),
+            resolved: Some(Bytes(b"/w/x".to_vec())),
+            access: AccessKind::Read,
+            decision: Verdict::Deny,
+            errno: Some(ErrnoName(nix::errno::Errno::EACCES)),
+            rule: "r".into(),
+            rule_kind: RuleKind::NoEntry,
+            handling_ns: 4,
+            context: Some(DenialContext {
+                cwd: Bytes(b"/w".to_vec()),
+                ancestors: vec![(3, "cat".into())],
+                code: "c".into(),
+            }),
+        };
+        let start = SessionStart {
+            schema: SCHEMA,
+            version: "v".into(),
+            command: vec![],
+            surface: vec![SurfaceEntry("/".into(), "ro".into(), "o".into())],
+            surface_digest: "d".into(),
+            policy: Some(PolicyRecord {
+                file: Some("p.toml".into()),
+                sources: vec![PolicySource { name: "n".into(), sha256: "s".into() }],
+                cwd: "/w".into(),
+                skipped: vec![SkippedEntry {
+                    entry: "e".into(),
+                    field: "f".into(),
+                    origin: "o".into(),
+                    why: "w".into(),
+                }],
+                home: "real".into(),
+            }),
+            env_dropped: vec![],
+            mode: ModeRecord {
+                name: ModeName::Fast,
+                untrapped: vec![],
+                landlock_exact: Some(true),
+                residual: Some("r".into()),
+                landlock_denials: Some("l".into()),
+            },
+            caches: vec![CacheRecord { path: "/c".into(), kept: "k".into() }],
+            features: [("F".to_string(), Feature { present: true, detail: "d".into() })].into_iter().collect(),
+            time_ns: 0,
+        };
+        let exec = Exec {
+            seq: 1,
+            time_ns: 2,
+            pid: 3,
+            ppid: 1,
+            program: Bytes(b"/bin/cat".to_vec()),
+            argv: vec![],
+            argv_truncated: false,
+        };
+        let end =
+            SessionEnd { exit_status: 0, allowed: 0, denied: 0, would_deny: 0, dropped_allow_records: 0, time_ns: 0 };
+        vec![
+            Record::SessionStart(Box::new(start)),
+            Record::Decision(Box::new(decision)),
+            Record::Exec(Box::new(exec)),
+            Record::SessionEnd(end),
+        ]
+    }
+
+    fn keys(v: &serde_json::Value, out: &mut Vec<String>) {
+        if let serde_json::Value::Object(map) = v {
+            for (k, v) in map {
+                out.push(k.clone());
+                // Maps keyed by data (the feature names) hold no field names.
+                if k != "features" {
+                    keys(v, out);
+                }
+            }
+        } else if let serde_json::Value::Array(items) = v {
+            items.iter().for_each(|i| keys(i, out));
+        }
+    }
+
+    #[test]
+    fn docs_audit_md_names_every_field_and_the_records_round_trip() {
+        let doc = include_str!("../../docs/audit.md");
+        assert!(doc.contains(&format!("Schema\nversion **{SCHEMA}**")), "docs/audit.md states schema {SCHEMA}");
+        for record in samples() {
+            let value = serde_json::to_value(&record).unwrap();
+            let mut names = Vec::new();
+            keys(&value, &mut names);
+            for name in names {
+                assert!(doc.contains(&format!("`{name}`")), "docs/audit.md does not describe `{name}`");
+            }
+            let back: Record = serde_json::from_value(value).unwrap();
+            assert_eq!(back, record);
+        }
+        for kind in [
+            "entry",
+            "carve_out",
+            "session",
+            "proc_inside",
+            "proc_outside",
+            "ancestor",
+            "no_entry",
+            "held",
+            "network",
+            "failure",
+        ] {
+            assert!(doc.contains(&format!("`{kind}`")), "rule_kind {kind}");
+        }
+    }
+}

@@ -12,6 +12,10 @@
 //!   registry into `$TMPDIR/agent-clis-for-interpose` (the agent-profile test runs them).
 //! - `chromium`: install Debian's Chromium (the HTML report test renders
 //!   the page in it and takes a screenshot).
+//! - `tools`: install the programs the real-workload suite runs that a
+//!   fresh machine may lack (rsync, tmux, python3-venv, make, gcc, git).
+//! - `workloads [FILTER]`: setup, the agent CLIs and the tools, then the
+//!   real-workload suite (`tests/workloads/`), natively and under interpose.
 //! - `soak`: a million trapped opens from 32 processes in one session, with
 //!   the supervisor's descriptors and memory sampled between the halves.
 
@@ -27,9 +31,11 @@ fn main() -> ExitCode {
         Some("setup") => setup(),
         Some("codegen") => codegen(args.iter().any(|a| a == "--check")),
         Some("test") => setup().and_then(|()| {
-            // Two tests use these; without them they are skipped (CI makes
+            // Some tests use these; without them they are skipped (CI makes
             // them required), so a failed install is a warning here.
-            for (what, install) in [("agent CLIs", agents as fn() -> Result<()>), ("Chromium", chromium)] {
+            for (what, install) in
+                [("agent CLIs", agents as fn() -> Result<()>), ("Chromium", chromium), ("workload tools", tools)]
+            {
                 if let Err(e) = install() {
                     eprintln!("xtask: warning: {what} not installed ({e}); the tests that need them will be skipped");
                 }
@@ -40,6 +46,10 @@ fn main() -> ExitCode {
         Some("soak") => setup().and_then(|()| soak()),
         Some("agents") => agents(),
         Some("chromium") => chromium(),
+        Some("tools") => tools(),
+        Some("workloads") => setup().and_then(|()| agents()).and_then(|()| tools()).and_then(|()| {
+            run(Command::new(env!("CARGO")).current_dir(root()).args(["test", "--test", "workloads", "--"]).args(&args[1..]))
+        }),
         Some("fuzz") => setup().and_then(|()| {
             fuzz(
                 args.get(1)
@@ -47,7 +57,7 @@ fn main() -> ExitCode {
             )
         }),
         _ => {
-            Err("usage: cargo xtask setup | codegen [--check] | test [ARGS] | demo | soak | agents | chromium | fuzz [SECONDS]"
+            Err("usage: cargo xtask setup | codegen [--check] | test [ARGS] | demo | soak | agents | chromium | tools | workloads [FILTER] | fuzz [SECONDS]"
                 .into())
         }
     };
@@ -101,6 +111,34 @@ fn chromium() -> Result<()> {
     }
     run(Command::new("apt-get").args(["update", "-qq"]))?;
     run(Command::new("apt-get").args(["install", "-y", "-qq", "chromium"]).env("DEBIAN_FRONTEND", "noninteractive"))
+}
+
+/// Debian packages the real-workload suite runs: (program that shows it is
+/// installed, package).
+const TOOLS: [(&str, &str); 5] = [
+    ("/usr/bin/rsync", "rsync"),
+    ("/usr/bin/tmux", "tmux"),
+    ("/usr/bin/make", "make"),
+    ("/usr/bin/gcc", "gcc"),
+    ("/usr/bin/git", "git"),
+];
+
+/// Installs the programs of [`TOOLS`] that are missing, and Debian's venv
+/// module (`python3 -m venv` needs it).
+fn tools() -> Result<()> {
+    let venv = Command::new("/usr/bin/python3")
+        .args(["-c", "import ensurepip, venv"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    let mut missing: Vec<&str> = TOOLS.iter().filter(|(p, _)| !Path::new(p).exists()).map(|(_, pkg)| *pkg).collect();
+    if !venv {
+        missing.push("python3-venv");
+    }
+    if missing.is_empty() {
+        return Ok(());
+    }
+    run(Command::new("apt-get").args(["update", "-qq"]))?;
+    run(Command::new("apt-get").args(["install", "-y", "-qq"]).args(&missing).env("DEBIAN_FRONTEND", "noninteractive"))
 }
 
 /// The agent CLIs the built-in profiles are checked against.

@@ -1,0 +1,406 @@
+//! The real-workload suite (`cargo xtask workloads`, also part of `cargo
+//! xtask test`): real toolchains and agent CLIs, run natively and under
+//! interpose with the shipped example policy and profiles, each in a fresh
+//! generated developer's home. A workload passes when both runs end the same
+//! way, the sandboxed run has no refusal beyond the ones the workload lists
+//! as intended, and its own checks hold (the host's caches unchanged, a hook
+//! not planted). Workloads that need a package registry are marked; where
+//! none is reachable they report "skipped: no network" (a failure when
+//! `INTERPOSE_REQUIRE_NETWORK` is set, as in CI). Each prints its native and
+//! sandboxed wall time.
+//!
+//! `cargo xtask workloads [FILTER]` runs those whose name contains FILTER.
+
+mod home;
+mod list;
+
+use home::Env;
+use interpose::audit::{self, Decision};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// One command's result.
+#[derive(Debug, Clone)]
+pub struct Run {
+    /// Exit status (128 + signal, -1 if it timed out).
+    pub status: i32,
+    /// Standard output, with the environment's root written `$ROOT`.
+    pub stdout: String,
+    /// Standard error, likewise.
+    pub stderr: String,
+    /// Wall time.
+    pub elapsed: Duration,
+}
+
+/// A refusal a workload expects (and the test asserts nothing else is
+/// refused).
+pub struct Intended {
+    /// Why it is refused, for the output.
+    pub what: &'static str,
+    /// Whether a refusal is this one (in the sandboxed run's environment).
+    pub matches: fn(&Decision, &Env) -> bool,
+}
+
+/// Refused by design in every workload: `/proc` of processes outside the
+/// sandbox (`ps` lists them all), and the metadata of the host's secrets in
+/// `/etc` (programs that list `/etc` stat every entry).
+pub const ALWAYS: &[Intended] = &[
+    Intended {
+        what: "/proc of processes outside the sandbox",
+        matches: |d, _| d.rule_kind == audit::RuleKind::ProcOutside,
+    },
+    Intended {
+        what: "metadata of the host's secrets in /etc",
+        matches: |d, _| {
+            d.rule_kind == audit::RuleKind::CarveOut
+                && d.access == audit::AccessKind::Stat
+                && d.subject().0.starts_with(b"/etc/")
+        },
+    },
+];
+
+/// Which policy the sandboxed run uses.
+#[derive(Debug, Clone, Copy)]
+pub enum Policy {
+    /// `examples/coding-agent.toml` as shipped (it extends `claude`).
+    Example,
+    /// The example policy plus this agent's profile.
+    Agent(&'static str),
+}
+
+/// Something computed from the environment.
+pub type FromEnv<T> = Box<dyn Fn(&Env) -> T>;
+/// A comparison of the two runs, or a check of one.
+pub type Check<A, B> = Box<dyn Fn(&A, &B) -> Result<(), String>>;
+
+/// One workload.
+pub struct Workload {
+    /// Its name.
+    pub name: String,
+    /// Whether it needs a package registry.
+    pub network: bool,
+    /// Prepares the environment (natively, before either run).
+    pub setup: FromEnv<()>,
+    /// The shell script both runs execute in the workspace.
+    pub script: FromEnv<String>,
+    /// More `interpose run` flags (a local repository to read).
+    pub flags: FromEnv<Vec<String>>,
+    /// The policy.
+    pub policy: Policy,
+    /// A directory put first on PATH (an nvm-installed node).
+    pub path_front: FromEnv<Option<PathBuf>>,
+    /// Refusals this workload expects besides [`ALWAYS`].
+    pub intended: Vec<Intended>,
+    /// How the two runs must compare.
+    pub compare: Check<Run, Run>,
+    /// Checks of the sandboxed environment after its run.
+    pub after: Check<Env, Run>,
+    /// Directories of the home (package caches) that the sandboxed run must
+    /// leave exactly as the set-up left them.
+    pub unchanged: Vec<&'static str>,
+    /// How long a run may take.
+    pub timeout: Duration,
+    /// The script runs outside the sandbox in both runs and puts
+    /// `$SANDBOX` in front of the command to confine (a terminal
+    /// multiplexer holding the agent's UI).
+    pub wraps: bool,
+}
+
+/// Both runs ended the same way and printed the same.
+pub fn same(native: &Run, sandboxed: &Run) -> Result<(), String> {
+    if native.status != sandboxed.status {
+        return Err(format!("exit {} natively, {} under interpose", native.status, sandboxed.status));
+    }
+    if native.stdout != sandboxed.stdout {
+        return Err(format!("output differs:\n--- native\n{}--- interpose\n{}", native.stdout, sandboxed.stdout));
+    }
+    Ok(())
+}
+
+fn wait(mut child: std::process::Child, timeout: Duration) -> (i32, String, String) {
+    use std::io::Read;
+    let (mut out, mut err) = (child.stdout.take().unwrap(), child.stderr.take().unwrap());
+    let reader = std::thread::spawn(move || {
+        let mut s = Vec::new();
+        let _ = out.read_to_end(&mut s);
+        s
+    });
+    let errs = std::thread::spawn(move || {
+        let mut s = Vec::new();
+        let _ = err.read_to_end(&mut s);
+        s
+    });
+    let deadline = Instant::now() + timeout;
+    let status = loop {
+        if let Some(st) = child.try_wait().unwrap() {
+            use std::os::unix::process::ExitStatusExt;
+            break st.code().unwrap_or_else(|| 128 + st.signal().unwrap_or(0));
+        }
+        if Instant::now() > deadline {
+            let _ = nix::sys::signal::kill(
+                nix::unistd::Pid::from_raw(child.id() as i32),
+                nix::sys::signal::Signal::SIGTERM,
+            );
+            std::thread::sleep(Duration::from_secs(2));
+            let _ = child.kill();
+            let _ = child.wait();
+            break -1;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    let text = |v: Vec<u8>| String::from_utf8_lossy(&v).into_owned();
+    (status, text(reader.join().unwrap()), text(errs.join().unwrap()))
+}
+
+/// Runs `script` in `env`, natively or under interpose.
+fn run(w: &Workload, env: &Env, sandbox: Option<(&Path, &Path)>) -> Run {
+    let script = (w.script)(env);
+    let mut vars = env.vars();
+    if let Some(front) = (w.path_front)(env) {
+        for (k, v) in &mut vars {
+            if k == "PATH" {
+                *v = format!("{}:{v}", front.display());
+            }
+        }
+    }
+    let mut prefix = String::new();
+    if let (true, Some((policy, trail))) = (w.wraps, sandbox) {
+        prefix = format!(
+            "{} run --policy {} --audit {} --",
+            env!("CARGO_BIN_EXE_interpose"),
+            policy.display(),
+            trail.display()
+        );
+    }
+    vars.push(("SANDBOX".into(), prefix));
+    let mut cmd = match sandbox {
+        None => Command::new("/bin/sh"),
+        Some(_) if w.wraps => Command::new("/bin/sh"),
+        Some((policy, trail)) => {
+            let mut c = Command::new(env!("CARGO_BIN_EXE_interpose"));
+            c.args(["run", "--policy"]).arg(policy).arg("--audit").arg(trail);
+            c.args((w.flags)(env));
+            c.args(["--", "/bin/sh"]);
+            c
+        }
+    };
+    cmd.args(["-c", &script]).current_dir(&env.ws).env_clear().envs(vars);
+    cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
+    let started = Instant::now();
+    let child = cmd.spawn().expect("spawn");
+    let (status, stdout, stderr) = wait(child, w.timeout);
+    Run { status, stdout: env.normalize(&stdout), stderr: env.normalize(&stderr), elapsed: started.elapsed() }
+}
+
+/// The policy file for `w` in `env`.
+fn policy_file(w: &Workload, env: &Env) -> PathBuf {
+    let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/coding-agent.toml");
+    match w.policy {
+        Policy::Example => example,
+        Policy::Agent(agent) => {
+            let file = env.root.join(format!("{agent}.toml"));
+            let text = format!("extends = [{:?}, {agent:?}]\n", example.display().to_string());
+            std::fs::write(&file, text).unwrap();
+            file
+        }
+    }
+}
+
+/// The refusals in `trail` that no intended entry explains.
+fn unexpected(w: &Workload, env: &Env, trail: &Path) -> Result<Vec<String>, String> {
+    let mut reader = audit::Reader::open(trail).map_err(|e| format!("{}: {e}", trail.display()))?;
+    let mut out = Vec::new();
+    for record in reader.by_ref() {
+        let audit::Record::Decision(d) = record.map_err(|e| e.to_string())? else { continue };
+        if !d.decision.refuses() || ALWAYS.iter().chain(&w.intended).any(|i| (i.matches)(&d, env)) {
+            continue;
+        }
+        let line = format!("{:?} {} by {} ({})", d.access, d.subject().lossy(), d.comm, d.rule).to_lowercase();
+        if !out.contains(&line) {
+            out.push(line);
+        }
+    }
+    reader.integrity().map_err(|e| format!("the trail is not intact: {e}"))?;
+    Ok(out)
+}
+
+/// Whether the package registries answer (a TCP connect to each).
+fn network() -> bool {
+    use std::net::ToSocketAddrs;
+    [
+        "registry.npmjs.org:443",
+        "pypi.org:443",
+        "files.pythonhosted.org:443",
+        "index.crates.io:443",
+        "static.crates.io:443",
+    ]
+    .iter()
+    .all(|host| {
+        host.to_socket_addrs()
+            .ok()
+            .and_then(|mut a| a.next())
+            .is_some_and(|addr| std::net::TcpStream::connect_timeout(&addr, Duration::from_secs(5)).is_ok())
+    })
+}
+
+enum Verdict {
+    Ok,
+    Skipped(&'static str),
+    Failed(String),
+}
+
+fn ms(d: Duration) -> String {
+    format!("{:.0} ms", d.as_secs_f64() * 1e3)
+}
+
+fn main() {
+    let filter: Vec<String> = std::env::args().skip(1).filter(|a| !a.starts_with('-')).collect();
+    let workloads: Vec<Workload> =
+        list::all().into_iter().filter(|w| filter.is_empty() || filter.iter().any(|f| w.name.contains(f))).collect();
+    let require_network = std::env::var_os("INTERPOSE_REQUIRE_NETWORK").is_some();
+    let require_agents = std::env::var_os("INTERPOSE_REQUIRE_AGENTS").is_some();
+    let online = workloads.iter().any(|w| w.network) && network();
+    let agents = home::agents_dir().join(".bin/claude").exists();
+    println!("{:<34} {:>10} {:>11}  result", "workload", "native", "interpose");
+    let mut results = Vec::new();
+    for w in &workloads {
+        let needs_agents = ["claude", "gemini", "codex"].iter().any(|a| w.name.starts_with(a));
+        let skip = if w.network && !online {
+            Some("skipped: no network")
+        } else if needs_agents && !agents {
+            Some("skipped: agent CLIs not installed (cargo xtask agents)")
+        } else {
+            None
+        };
+        let verdict = match skip {
+            Some(why) => {
+                println!("{:<34} {:>10} {:>11}  {why}", tag(w), "-", "-");
+                Verdict::Skipped(why)
+            }
+            None => execute(w),
+        };
+        results.push((w.name.clone(), verdict));
+    }
+    let count = |f: fn(&Verdict) -> bool| results.iter().filter(|(_, v)| f(v)).count();
+    let (passed, skipped, failed) = (
+        count(|v| matches!(v, Verdict::Ok)),
+        count(|v| matches!(v, Verdict::Skipped(_))),
+        count(|v| matches!(v, Verdict::Failed(_))),
+    );
+    for (name, v) in &results {
+        if let Verdict::Failed(why) = v {
+            println!("\n=== {name} failed:\n{why}");
+        }
+    }
+    println!("\nworkloads: {passed} passed, {skipped} skipped, {failed} failed");
+    // In libtest's words too, so `cargo xtask test` counts these.
+    let word = if failed == 0 { "ok" } else { "FAILED" };
+    println!("test result: {word}. {passed} passed; {failed} failed; {skipped} ignored; 0 measured; 0 filtered out");
+    let required = results.iter().any(|(_, v)| match v {
+        Verdict::Skipped(why) => {
+            (why.contains("network") && require_network) || (why.contains("agent") && require_agents)
+        }
+        _ => false,
+    });
+    if required {
+        println!(
+            "a workload was skipped although INTERPOSE_REQUIRE_NETWORK / INTERPOSE_REQUIRE_AGENTS asks for every one"
+        );
+    }
+    if failed > 0 || required {
+        std::process::exit(1);
+    }
+}
+
+fn tag(w: &Workload) -> String {
+    if w.network {
+        format!("{} [network]", w.name)
+    } else {
+        w.name.clone()
+    }
+}
+
+/// Runs one workload natively and under interpose, each in a fresh
+/// environment, and prints its row.
+fn execute(w: &Workload) -> Verdict {
+    let (native_env, sandbox_env) = (Env::new(), Env::new());
+    (w.setup)(&native_env);
+    (w.setup)(&sandbox_env);
+    let native = run(w, &native_env, None);
+    let policy = policy_file(w, &sandbox_env);
+    let trail = sandbox_env.root.join("trail.jsonl");
+    let before: Vec<Vec<String>> = w.unchanged.iter().map(|d| listing(&sandbox_env.home.join(d))).collect();
+    let sandboxed = run(w, &sandbox_env, Some((&policy, &trail)));
+    if w.wraps {
+        // interpose ran in a terminal the script has closed: it ends its
+        // trail once the command it forwarded the hang-up to is gone.
+        let deadline = Instant::now() + Duration::from_secs(20);
+        let ended = || {
+            std::fs::read_to_string(&trail)
+                .is_ok_and(|t| t.lines().last().is_some_and(|l| l.contains("\"session_end\"")))
+        };
+        while !ended() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+    let mut problems = Vec::new();
+    if let Err(e) = (w.compare)(&native, &sandboxed) {
+        problems.push(e);
+    }
+    match unexpected(w, &sandbox_env, &trail) {
+        Ok(u) if u.is_empty() => {}
+        Ok(u) => problems.push(format!("refused beyond what the workload intends:\n  {}", u.join("\n  "))),
+        Err(e) => problems.push(e),
+    }
+    if let Err(e) = (w.after)(&sandbox_env, &sandboxed) {
+        problems.push(e);
+    }
+    for (dir, before) in w.unchanged.iter().zip(before) {
+        let after = listing(&sandbox_env.home.join(dir));
+        if after != before {
+            let new: Vec<&String> = after.iter().filter(|e| !before.contains(e)).take(3).collect();
+            problems.push(format!("the host's ~/{dir} changed under interpose (new: {new:?})"));
+        }
+    }
+    let verdict = if problems.is_empty() {
+        Verdict::Ok
+    } else {
+        problems.push(format!(
+            "--- native stderr\n{}--- interpose stderr\n{}",
+            tail(&native.stderr),
+            tail(&sandboxed.stderr)
+        ));
+        Verdict::Failed(problems.join("\n"))
+    };
+    let result = match &verdict {
+        Verdict::Ok => "ok",
+        _ => "FAILED",
+    };
+    println!("{:<34} {:>10} {:>11}  {result}", tag(w), ms(native.elapsed), ms(sandboxed.elapsed));
+    verdict
+}
+
+/// A listing of a tree (paths and sizes), to tell whether it changed.
+fn listing(dir: &Path) -> Vec<String> {
+    fn walk(dir: &Path, out: &mut Vec<String>) {
+        let Ok(entries) = std::fs::read_dir(dir) else { return };
+        for e in entries.flatten() {
+            let Ok(md) = e.path().symlink_metadata() else { continue };
+            out.push(format!("{} {}", e.path().display(), md.len()));
+            if md.is_dir() {
+                walk(&e.path(), out);
+            }
+        }
+    }
+    let mut out = Vec::new();
+    walk(dir, &mut out);
+    out.sort();
+    out
+}
+
+fn tail(text: &str) -> String {
+    let lines: Vec<&str> = text.lines().collect();
+    let from = lines.len().saturating_sub(15);
+    lines[from..].iter().map(|l| format!("{l}\n")).collect()
+}
