@@ -336,6 +336,11 @@ pub struct RunArgs {
     /// listener.
     #[arg(long, hide = true)]
     pub sync_wake_up: bool,
+    /// Run in the host's mount namespace: no overlays for the package
+    /// caches (they move to empty private directories) and no private
+    /// /dev/shm (POSIX shared memory is then refused).
+    #[arg(long)]
+    pub no_namespace: bool,
     /// Run without the Landlock backstop (for measurements only: calls
     /// answered with CONTINUE are then open to path-swap races).
     #[arg(long)]

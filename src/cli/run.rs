@@ -278,6 +278,9 @@ pub fn run(args: &RunArgs) -> Result<i32, RunError> {
         handled.add(nix::sys::signal::Signal::try_from(s).expect("a valid signal"));
     }
     let original = handled.thread_swap_mask(nix::sys::signal::SigmaskHow::SIG_BLOCK).map_err(errno("sigprocmask"))?;
+    // While interpose is single-threaded: the session's own mount namespace
+    // (with a user namespace when not root), which the command inherits.
+    let namespace = sandbox::namespace::enter(!args.no_namespace);
 
     // Fail closed: refuse to start without what enforcement needs.
     require(seccomp::action_available(seccomp::RET_USER_NOTIF), "seccomp user notification")?;
@@ -319,9 +322,15 @@ pub fn run(args: &RunArgs) -> Result<i32, RunError> {
     if let Some((uid, gid)) = user {
         session.chown(uid, gid)?;
     }
-    // Still single-threaded: the caches' mount namespace becomes the whole
-    // process's, the supervisor's included.
-    let caches = sandbox::caches::set_up(&mut surface, &session.caches()?, user);
+    let caches = sandbox::caches::set_up(&mut surface, &session.caches()?, &namespace, user);
+    match sandbox::namespace::private_shm(&namespace) {
+        Ok(()) => surface.add(Rule {
+            path: "/dev/shm".into(),
+            mode: Mode::Rw,
+            origin: Origin::System("private shared memory"),
+        }),
+        Err(e) => tracing::debug!("no private /dev/shm: {e}"),
+    }
     phase("caches");
 
     if args.learn {
@@ -400,7 +409,9 @@ pub fn run(args: &RunArgs) -> Result<i32, RunError> {
             continuable = sandbox::landlock::exact_rules(&surface, &b.rules);
             b.ruleset
         }),
-        capabilities: sandbox::kept_capabilities(),
+        // In a user namespace of its own interpose holds capabilities the
+        // user does not have outside it: the command keeps none.
+        capabilities: if namespace.unprivileged() { 0 } else { sandbox::kept_capabilities() },
         user,
         no_network: args.net == super::Net::None,
         isolate: match &staging {

@@ -7,11 +7,9 @@
 //! every cache (`caches` in a policy; the tooling profile lists cargo's,
 //! npm's, pip's, uv's, yarn's and Go's), and the host's stays unchanged:
 //!
-//! - **overlay** (where interpose can have a mount namespace: as root):
-//!   interpose moves itself into a mount namespace of its own (slave to the
-//!   host's, so nothing mounted here is seen outside) and mounts an overlay
-//!   on the cache directory, the host's copy as the lower layer and a
-//!   directory of the session as the upper one. The command and the
+//! - **overlay** (where the session has a mount namespace, see
+//!   `namespace.rs`): an overlay on the cache directory, the host's copy as
+//!   the lower layer and a directory of the session as the upper one. The command and the
 //!   supervisor see the same merged tree, so what is already cached is
 //!   used and what is downloaded lands in the session. Names the cache
 //!   hides (`credentials.toml`) are whiteouts there: they do not exist.
@@ -23,6 +21,7 @@
 //!
 //! Everything made here is removed with the session directory.
 
+use super::namespace::Namespace;
 use crate::policy::{Cache, Surface};
 use crate::sys::{fs, process, Errno};
 use std::ffi::{CString, OsString};
@@ -79,11 +78,10 @@ impl Drop for Caches {
 }
 
 /// Sets up every private cache of `surface` under `dir` (a directory of the
-/// session, not in the command's surface), changing `surface` where a cache
-/// had to be made read-only. `owner` is the command's user under `--user`.
-/// Must be called while interpose is still single-threaded: the mount
-/// namespace is the process's own only then.
-pub fn set_up(surface: &mut Surface, dir: &Path, owner: Option<(u32, u32)>) -> Caches {
+/// session, not in the command's surface), in the session's namespace `ns`,
+/// changing `surface` where a cache had to be made read-only. `owner` is the
+/// command's user under `--user`.
+pub fn set_up(surface: &mut Surface, dir: &Path, ns: &Namespace, owner: Option<(u32, u32)>) -> Caches {
     let mut caches = Caches::default();
     // A cache that does not exist is moved only if its variable is not set
     // already: then the tool uses that other place (an existing cache of
@@ -96,13 +94,12 @@ pub fn set_up(surface: &mut Surface, dir: &Path, owner: Option<(u32, u32)>) -> C
     if all.is_empty() {
         return caches;
     }
-    let namespace = if all.iter().any(|c| c.rule.is_some()) { own_mount_namespace() } else { Err(Errno::ENOENT) };
     for (n, cache) in all.iter().enumerate() {
         let private = dir.join(n.to_string());
-        let overlay = match (&namespace, cache.rule) {
-            (Ok(()), Some(_)) => mount_overlay(cache, &private),
-            (Err(e), Some(_)) => Err(*e),
-            (_, None) => Err(Errno::ENOENT),
+        let overlay = match cache.rule {
+            Some(_) if ns.can_mount() => mount_overlay(cache, &private),
+            Some(_) => Err(Errno::EPERM),
+            None => Err(Errno::ENOENT),
         };
         let kept = match overlay {
             Ok(target) => {
@@ -126,7 +123,7 @@ pub fn set_up(surface: &mut Surface, dir: &Path, owner: Option<(u32, u32)>) -> C
                 None => {
                     surface.share_read_only(cache);
                     Kept::ReadOnly(match why {
-                        Errno::EPERM => "no mount namespace without root".into(),
+                        Errno::EPERM => format!("no overlay: {ns}"),
                         e => format!("no overlay: {e}"),
                     })
                 }
@@ -136,13 +133,6 @@ pub fn set_up(surface: &mut Surface, dir: &Path, owner: Option<(u32, u32)>) -> C
         caches.kept.push((cache.path.clone(), kept));
     }
     caches
-}
-
-/// Moves interpose into a mount namespace of its own whose mounts are
-/// slaves of the host's: host mounts still appear, ours never leave.
-fn own_mount_namespace() -> Result<(), Errno> {
-    process::unshare(libc::CLONE_NEWNS)?;
-    process::mount(None, c"/", None, libc::MS_REC | libc::MS_SLAVE, None)
 }
 
 fn c(p: &Path) -> CString {

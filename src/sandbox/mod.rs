@@ -13,6 +13,7 @@ pub mod explain;
 pub mod filter;
 pub mod isolate;
 pub mod landlock;
+pub mod namespace;
 pub mod pids;
 
 use crate::sys::process::{self, Fork};

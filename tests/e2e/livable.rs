@@ -101,8 +101,11 @@ fn package_caches_are_private_to_the_session() {
     assert_eq!(std::fs::read_to_string(d.home.join(".npm/_cacache/new")).unwrap(), "shared\n");
 }
 
+/// An ordinary user gets the same: a user namespace of its own makes the
+/// overlays (and a private /dev/shm) possible; without any namespace the
+/// caches move to empty private directories and the host's stay read-only.
 #[test]
-fn without_a_mount_namespace_caches_move_to_the_session() {
+fn ordinary_users_get_private_caches_too() {
     if !kernel_ok() {
         return;
     }
@@ -116,24 +119,51 @@ fn without_a_mount_namespace_caches_move_to_the_session() {
     for entry in walk(&d.root) {
         std::os::unix::fs::lchown(&entry, Some(65534), Some(65534)).unwrap();
     }
+    let script = "cat ~/.npm/_cacache/index; echo x > ~/.npm/_cacache/new && echo wrote; \
+                  echo y > \"${npm_config_cache:-/nonexistent}/new\" && echo moved; grep CapEff /proc/self/status";
+    let as_nobody = |extra: &[&str], trail: &Path| {
+        Command::new("/usr/bin/setpriv")
+            .args(["--reuid=65534", "--regid=65534", "--clear-groups", interpose(), "run", "--rw", "."])
+            .args(extra)
+            .args(["--audit", trail.to_str().unwrap(), "--", "/bin/sh", "-c", script])
+            .current_dir(&d.ws)
+            .env("HOME", &d.home)
+            .envs(TOOLING_VARS.iter().map(|v| (v, "")))
+            .env_remove("npm_config_cache")
+            .output()
+            .unwrap()
+    };
+    let trail = d.trail("userns.jsonl");
+    let o = as_nobody(&[], &trail);
+    assert_eq!(stdout(&o), "cached\nwrote\nCapEff:\t0000000000000000\n", "{}", stderr(&o));
+    assert!(!d.home.join(".npm/_cacache/new").exists(), "the host's cache is unchanged");
+    assert!(first_record(&trail)["caches"].to_string().contains("overlay"));
     let trail = d.trail("moved.jsonl");
-    let o2 = Command::new("/usr/bin/setpriv")
-        .args(["--reuid=65534", "--regid=65534", "--clear-groups", interpose(), "run", "--rw", "."])
-        .args(["--audit", trail.to_str().unwrap(), "--", "/bin/sh", "-c"])
-        .arg(
-            "cat ~/.npm/_cacache/index; echo x > ~/.npm/_cacache/new; echo y > \"$npm_config_cache/new\" && echo moved",
-        )
-        .current_dir(&d.ws)
-        .env("HOME", &d.home)
-        .envs(TOOLING_VARS.iter().map(|v| (v, "")))
-        .env_remove("npm_config_cache")
-        .output()
-        .unwrap();
-    assert_eq!(stdout(&o2), "cached\nmoved\n", "{}", stderr(&o2));
-    assert!(stderr(&o2).contains("Permission denied"), "the host's cache is read-only: {}", stderr(&o2));
+    let o = as_nobody(&["--no-namespace"], &trail);
+    assert_eq!(stdout(&o), "cached\nmoved\nCapEff:\t0000000000000000\n", "{}", stderr(&o));
+    assert!(stderr(&o).contains("Permission denied"), "the host's cache is read-only: {}", stderr(&o));
     assert!(!d.home.join(".npm/_cacache/new").exists());
     let kept = &first_record(&trail)["caches"];
     assert!(kept.to_string().contains("moved: $npm_config_cache="), "{kept}");
+}
+
+/// Python's multiprocessing needs POSIX semaphores in /dev/shm: the session
+/// has a private one (never the host's, which holds other processes'
+/// shared memory).
+#[test]
+fn multiprocessing_works_on_a_private_dev_shm() {
+    if !kernel_ok() {
+        return;
+    }
+    let d = dev();
+    let host_segment = format!("/dev/shm/interpose-test-{}", std::process::id());
+    std::fs::write(&host_segment, "host's shared memory\n").unwrap();
+    let script = format!(
+        "import multiprocessing as mp, os\nq = mp.Queue()\np = mp.Process(target=q.put, args=(42,))\np.start()\nprint(q.get())\np.join()\nprint(os.path.exists({host_segment:?}))"
+    );
+    let o = d.interpose(&["run", "--rw", ".", "--", "/usr/bin/python3", "-c", &script]).output().unwrap();
+    let _ = std::fs::remove_file(&host_segment);
+    assert_eq!(stdout(&o), "42\nFalse\n", "{}", stderr(&o));
 }
 
 fn walk(dir: &Path) -> Vec<PathBuf> {
