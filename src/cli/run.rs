@@ -393,6 +393,10 @@ pub fn run(args: &RunArgs) -> Result<i32, RunError> {
     for note in &notes {
         eprintln!("interpose: {note}");
     }
+    // As root, or with interpose's own user namespace, the command gets an
+    // IPC namespace of its own; otherwise the filter refuses System V IPC
+    // and POSIX message queues.
+    let own_ipc = nix::unistd::geteuid().is_root() || namespace.unprivileged();
     let path_var = env.iter().find(|(k, _)| k == "PATH").map(|(_, v)| v.clone());
     let program = &args.command[0];
     let Some(resolved) = find_program(program, path_var.as_deref()) else {
@@ -404,7 +408,7 @@ pub fn run(args: &RunArgs) -> Result<i32, RunError> {
         program: cstring(resolved.into_os_string().into_vec())?,
         argv: args.command.iter().map(|a| cstring(a.as_bytes())).collect::<Result<_, _>>()?,
         env: env.iter().map(|(k, v)| cstring([k.as_bytes(), b"=", v.as_bytes()].concat())).collect::<Result<_, _>>()?,
-        filter: filter::program_trapping(trapping)?,
+        filter: filter::program_for(filter::Options { trapping, own_ipc })?,
         landlock: landlock.map(|b| {
             continuable = sandbox::landlock::exact_rules(&surface, &b.rules);
             b.ruleset
@@ -414,6 +418,7 @@ pub fn run(args: &RunArgs) -> Result<i32, RunError> {
         capabilities: if namespace.unprivileged() { 0 } else { sandbox::kept_capabilities() },
         user,
         no_network: args.net == super::Net::None,
+        new_ipc: own_ipc,
         isolate: match &staging {
             Some(dir) => Some(sandbox::isolate::plan(
                 &surface,
@@ -496,8 +501,14 @@ pub fn run(args: &RunArgs) -> Result<i32, RunError> {
         seccomp::set_listener_flags(std::os::fd::AsFd::as_fd(&listener), seccomp::USER_NOTIF_FD_SYNC_WAKE_UP)
             .map_err(errno("SECCOMP_IOCTL_NOTIF_SET_FLAGS"))?;
     }
-    let supervisor = Supervisor::new(listener, surface, sink.clone().map(|s| (s, args.audit_level)), user, args.learn)
-        .map_err(errno("starting the supervisor"))?;
+    let supervisor = Supervisor::new(
+        listener,
+        surface,
+        sink.clone().map(|s| (s, args.audit_level)),
+        !namespace.unprivileged(),
+        args.learn,
+    )
+    .map_err(errno("starting the supervisor"))?;
     if args.bench_floor {
         supervisor.answer_everything_with_continue();
     }

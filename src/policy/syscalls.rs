@@ -62,8 +62,15 @@ pub enum Op {
     Sendto,
     /// `sendmsg(sockfd, msghdr, flags)`: the `msghdr` at `extra`.
     Sendmsg,
+    /// `sendmmsg(sockfd, mmsghdr *, vlen, flags)`: a vector of messages at
+    /// `extra`, each with its own address.
+    Sendmmsg,
     /// Refused outright.
     Refuse,
+    /// A change of the caller's own credentials (the setuid family,
+    /// `capset`): continued, after the supervisor forgets what it cached
+    /// about them.
+    Creds,
 }
 
 /// Whether a symlink in the last path component is followed.
@@ -82,11 +89,22 @@ pub enum Follow {
 /// A condition on an argument under which the row's action applies (the
 /// call is allowed untrapped otherwise).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct When {
-    /// Argument index.
-    pub arg: u8,
-    /// The action applies when any bit of this mask is set.
-    pub mask: u64,
+pub enum When {
+    /// Any bit of `mask` is set in argument `arg`.
+    AnyBit {
+        /// Argument index.
+        arg: u8,
+        /// The bits.
+        mask: u64,
+    },
+    /// The low 32 bits of argument `arg` equal one of `values` (an ioctl
+    /// request number, which the kernel takes as an `unsigned int`).
+    Equals {
+        /// Argument index.
+        arg: u8,
+        /// The values.
+        values: &'static [u32],
+    },
 }
 
 /// How the supervisor answers an allowed call.
@@ -97,11 +115,12 @@ pub enum Action {
     /// The supervisor decides, then lets the kernel run the call; the Landlock
     /// ruleset enforces the same answer on whatever the kernel resolves.
     Continue,
-    /// As `Emulate`, but a call with `AT_EMPTY_PATH` in its flags is not
-    /// trapped at all.
-    EmulateUnlessEmptyPath,
     /// Refused with this errno, by the BPF filter itself.
     Errno(i32),
+    /// Allowed untrapped when the command has an IPC namespace of its own
+    /// (its System V objects and message queues are then its own), refused
+    /// with `EPERM` by the filter otherwise.
+    IpcNamespace,
 }
 
 /// One row of the syscall table.
@@ -131,6 +150,9 @@ pub struct Syscall {
     pub action: Action,
     /// Condition on the arguments for the action to apply.
     pub when: Option<When>,
+    /// A refusal the filter makes before the action, in every mode: this
+    /// errno when the condition holds (`renameat2` with `RENAME_WHITEOUT`).
+    pub refuse: Option<(i32, When)>,
     /// Why this disposition is safe.
     pub note: &'static str,
 }
@@ -156,7 +178,7 @@ impl Trapping {
     pub fn untrapped(self) -> Vec<&'static str> {
         super::table::TABLE
             .iter()
-            .filter(|r| matches!(r.action, Action::Emulate | Action::Continue | Action::EmulateUnlessEmptyPath))
+            .filter(|r| matches!(r.action, Action::Emulate | Action::Continue))
             .filter(|r| !self.traps(r.op))
             .map(|r| r.name)
             .collect()
@@ -198,7 +220,9 @@ impl Trapping {
             | Op::Bind
             | Op::Sendto
             | Op::Sendmsg
-            | Op::Refuse => true,
+            | Op::Sendmmsg
+            | Op::Refuse
+            | Op::Creds => true,
         }
     }
 }

@@ -5,7 +5,7 @@
 //! chooses the flags (`NEW_LISTENER | WAIT_KILLABLE_RECV`) whatever version
 //! of libseccomp the host has.
 
-use crate::policy::syscalls::{Action, Trapping};
+use crate::policy::syscalls::{Action, Trapping, When};
 use crate::policy::table::TABLE;
 use libseccomp::{ScmpAction, ScmpArch, ScmpArgCompare, ScmpCompareOp, ScmpFilterContext, ScmpSyscall};
 use std::io::{Read, Seek};
@@ -21,13 +21,30 @@ pub enum FilterError {
     Export(#[from] std::io::Error),
 }
 
+/// What a run's filter depends on besides the table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Options {
+    /// Which trapped rows go to the supervisor.
+    pub trapping: Trapping,
+    /// Whether the command has an IPC namespace of its own (the rows whose
+    /// action is [`Action::IpcNamespace`] are then allowed).
+    pub own_ipc: bool,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options { trapping: Trapping::All, own_ipc: false }
+    }
+}
+
 fn context() -> Result<ScmpFilterContext, FilterError> {
-    context_with(ScmpAction::Notify, Trapping::All)
+    context_with(ScmpAction::Notify, Options::default())
 }
 
 /// The filter with `notify` in place of every user-notification action, for
-/// the rows `trapping` sends to the supervisor (the others are allowed).
-fn context_with(notify: ScmpAction, trapping: Trapping) -> Result<ScmpFilterContext, FilterError> {
+/// the rows `options.trapping` sends to the supervisor (the others are
+/// allowed).
+fn context_with(notify: ScmpAction, options: Options) -> Result<ScmpFilterContext, FilterError> {
     let mut ctx = ScmpFilterContext::new(ScmpAction::Allow)?;
     // The context starts with the native architecture only (x86_64); any
     // other calling convention, including 32-bit `int 0x80` and x32, is
@@ -37,29 +54,59 @@ fn context_with(notify: ScmpAction, trapping: Trapping) -> Result<ScmpFilterCont
     debug_assert!(ctx.is_arch_present(ScmpArch::Native)?);
     for row in TABLE {
         let syscall = ScmpSyscall::from_raw_syscall(row.nr);
-        let notify = if trapping.traps(row.op) { notify } else { ScmpAction::Allow };
+        let notify = if options.trapping.traps(row.op) { notify } else { ScmpAction::Allow };
+        // A refusal takes precedence over a notification in libseccomp, so
+        // this holds whatever the row's own action is.
+        if let Some((errno, when)) = row.refuse {
+            refuse_when(&mut ctx, syscall, errno, when)?;
+        }
         match (row.action, row.when) {
             (Action::Errno(e), None) => ctx.add_rule(ScmpAction::Errno(e), syscall)?,
-            // One rule per bit: any set bit refuses.
-            (Action::Errno(e), Some(when)) => {
-                for bit in (0..64).map(|b| 1u64 << b).filter(|b| when.mask & b != 0) {
-                    let cmp = ScmpArgCompare::new(when.arg.into(), ScmpCompareOp::MaskedEqual(bit), bit);
-                    ctx.add_rule_conditional(ScmpAction::Errno(e), syscall, &[cmp])?;
-                }
-                &mut ctx
-            }
+            (Action::Errno(e), Some(when)) => refuse_when(&mut ctx, syscall, e, when)?,
+            (Action::IpcNamespace, _) if options.own_ipc => &mut ctx,
+            (Action::IpcNamespace, _) => ctx.add_rule(ScmpAction::Errno(libc::EPERM), syscall)?,
             // Allowing is the default: libseccomp refuses rules that repeat it.
-            (Action::EmulateUnlessEmptyPath | Action::Emulate | Action::Continue, _) if notify == ScmpAction::Allow => {
-                &mut ctx
-            }
-            (Action::EmulateUnlessEmptyPath, _) => {
-                let flags = row.flags.expect("rows that skip AT_EMPTY_PATH name their flags").into();
-                let empty = libc::AT_EMPTY_PATH as u64;
-                let cmp = ScmpArgCompare::new(flags, ScmpCompareOp::MaskedEqual(empty), 0);
-                ctx.add_rule_conditional(notify, syscall, &[cmp])?
-            }
-            (Action::Emulate | Action::Continue, _) => ctx.add_rule(notify, syscall)?,
+            (Action::Emulate | Action::Continue, _) if notify == ScmpAction::Allow => &mut ctx,
+            // With a refusal on the same syscall, the notification must be
+            // conditional too (libseccomp lets an unconditional rule replace
+            // the conditional ones): notified only when none of the
+            // refusal's bits is set.
+            (Action::Emulate | Action::Continue, _) => match row.refuse {
+                Some((_, When::AnyBit { arg, mask })) => {
+                    let clear = ScmpArgCompare::new(arg.into(), ScmpCompareOp::MaskedEqual(mask), 0);
+                    ctx.add_rule_conditional(notify, syscall, &[clear])?
+                }
+                Some((_, When::Equals { .. })) => unreachable!("a trapped row refuses by bits only (codegen checks)"),
+                None => ctx.add_rule(notify, syscall)?,
+            },
         };
+    }
+    Ok(ctx)
+}
+
+/// Refuses `syscall` with `errno` when `when` holds.
+fn refuse_when(
+    ctx: &mut ScmpFilterContext,
+    syscall: ScmpSyscall,
+    errno: i32,
+    when: When,
+) -> Result<&mut ScmpFilterContext, FilterError> {
+    match when {
+        // One rule per bit: any set bit refuses.
+        When::AnyBit { arg, mask } => {
+            for bit in (0..64).map(|b| 1u64 << b).filter(|b| mask & b != 0) {
+                let cmp = ScmpArgCompare::new(arg.into(), ScmpCompareOp::MaskedEqual(bit), bit);
+                ctx.add_rule_conditional(ScmpAction::Errno(errno), syscall, &[cmp])?;
+            }
+        }
+        // One rule per value, on the low 32 bits (ioctl requests are
+        // `unsigned int` to the kernel, whatever the upper half holds).
+        When::Equals { arg, values } => {
+            for &v in values {
+                let cmp = ScmpArgCompare::new(arg.into(), ScmpCompareOp::MaskedEqual(0xffff_ffff), v.into());
+                ctx.add_rule_conditional(ScmpAction::Errno(errno), syscall, &[cmp])?;
+            }
+        }
     }
     Ok(ctx)
 }
@@ -103,9 +150,9 @@ pub fn program() -> Result<Vec<libc::sock_filter>, FilterError> {
     export(context()?)
 }
 
-/// The program that traps what `trapping` says.
-pub fn program_trapping(trapping: Trapping) -> Result<Vec<libc::sock_filter>, FilterError> {
-    export(context_with(ScmpAction::Notify, trapping)?)
+/// The program for a run's `options`.
+pub fn program_for(options: Options) -> Result<Vec<libc::sock_filter>, FilterError> {
+    export(context_with(ScmpAction::Notify, options)?)
 }
 
 /// The same program with every trapped syscall allowed instead: the cost of
@@ -113,7 +160,7 @@ pub fn program_trapping(trapping: Trapping) -> Result<Vec<libc::sock_filter>, Fi
 /// folds the now-redundant rules away, as it would for any allow-all
 /// filter with the same refusals.)
 pub fn program_allowing_all() -> Result<Vec<libc::sock_filter>, FilterError> {
-    export(context_with(ScmpAction::Allow, Trapping::All)?)
+    export(context_with(ScmpAction::Allow, Options::default())?)
 }
 
 fn export(ctx: ScmpFilterContext) -> Result<Vec<libc::sock_filter>, FilterError> {

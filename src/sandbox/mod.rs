@@ -51,6 +51,8 @@ pub enum Stage {
     Network = 12,
     /// The mount namespace with only the surface (`--isolate`).
     Isolate = 13,
+    /// An IPC namespace of its own.
+    Ipc = 14,
 }
 
 impl Stage {
@@ -59,6 +61,7 @@ impl Stage {
         [
             SignalMask,
             Network,
+            Ipc,
             Isolate,
             CloseFds,
             DeathSignal,
@@ -80,6 +83,7 @@ impl Stage {
         match self {
             Stage::SignalMask => "restoring the signal mask",
             Stage::Network => "creating a network namespace with loopback only (--net none needs root)",
+            Stage::Ipc => "creating an IPC namespace of its own",
             Stage::Isolate => {
                 "building the isolated root (--isolate needs root here: unprivileged user namespaces are not used)"
             }
@@ -139,13 +143,17 @@ pub struct Plan {
     pub user: Option<(u32, u32)>,
     /// Give the command a network namespace of its own, with only loopback.
     pub no_network: bool,
+    /// Give the command an IPC namespace of its own (System V objects and
+    /// POSIX message queues of its own; the filter refuses them otherwise).
+    pub new_ipc: bool,
     /// Give the command a root holding only the surface.
     pub isolate: Option<isolate::Isolation>,
 }
 
 /// The capabilities a (root) command keeps: those a container runtime grants
 /// by default, less `CAP_MKNOD` (a device node in the workspace would open
-/// the raw disk), `CAP_SYS_CHROOT` and `CAP_SETFCAP`. Everything that
+/// the raw disk), `CAP_SYS_CHROOT`, `CAP_SETFCAP` and `CAP_NET_RAW` (a packet
+/// socket on the host's network reads other processes' traffic). Everything that
 /// reaches the kernel itself (modules, mounts, raw I/O, BPF, ptrace of
 /// others, namespaces administration) is gone, for the command and anything
 /// it execs.
@@ -161,7 +169,6 @@ pub fn kept_capabilities() -> u64 {
         CAP_SETUID,
         CAP_SETPCAP,
         CAP_NET_BIND_SERVICE,
-        CAP_NET_RAW,
         CAP_AUDIT_WRITE,
     ]
     .into_iter()
@@ -315,6 +322,11 @@ fn child(
     if plan.no_network {
         if let Err(e) = process::unshare(libc::CLONE_NEWNET).and_then(|()| process::loopback_up()) {
             report(Stage::Network, e);
+        }
+    }
+    if plan.new_ipc {
+        if let Err(e) = process::unshare(libc::CLONE_NEWIPC) {
+            report(Stage::Ipc, e);
         }
     }
     if let Some(iso) = &plan.isolate {

@@ -1,5 +1,6 @@
 //! Deciding one notification: read its paths, resolve, check, answer.
 
+use super::identity;
 use super::resolve::{Caller, Request, ResolveError, Resolved, Target};
 use super::{Answer, Supervisor};
 use crate::audit::{AccessKind, RuleKind, Verdict};
@@ -61,6 +62,23 @@ pub fn handle(sup: &Supervisor, notif: &seccomp::Notif) -> Outcome {
         // safe answer to a bug is no.
         return Outcome { answer: Some(Answer::Fail(Errno::ENOSYS)), checks: Vec::new(), argv: None };
     };
+    if row.op == Op::Creds {
+        // The caller is about to change its credentials: what was cached
+        // about them goes stale before the change takes effect.
+        sup.credentials_change();
+        return Outcome { answer: Some(Answer::Continue), checks: Vec::new(), argv: None };
+    }
+    // Everything below runs with the caller's own credentials: never grant
+    // through the supervisor what the caller could not do itself.
+    match super::identity::act_as(notif.pid, sup.generation(), sup.sets_groups()) {
+        Ok(()) => {}
+        // The caller is gone: nobody to answer.
+        Err(Errno::ESRCH) => return Outcome { answer: None, checks: Vec::new(), argv: None },
+        Err(e) => {
+            tracing::error!("taking the caller's credentials failed: {e}; the call is refused");
+            return Outcome { answer: Some(Answer::Fail(Errno::EPERM)), checks: Vec::new(), argv: None };
+        }
+    }
     let mut cx =
         Cx { sup, notif, row, checks: Vec::new(), tgid: std::cell::OnceCell::new(), argv: None, decided_by: None };
     let answer = match cx.run() {
@@ -144,7 +162,7 @@ impl Cx<'_> {
     /// The caller's root directory, through `/proc/<tid>/root`.
     fn caller_root(&self) -> Option<OwnedFd> {
         let path = std::ffi::CString::new(format!("/proc/{}/root", self.notif.pid)).ok()?;
-        fs::openat(Dir::Cwd, &path, libc::O_PATH | libc::O_DIRECTORY, 0).ok()
+        identity::retry_as_supervisor(|| fs::openat(Dir::Cwd, &path, libc::O_PATH | libc::O_DIRECTORY, 0)).ok()
     }
 
     /// Opens the caller's cwd or descriptor `dirfd` through `/proc/<tid>`.
@@ -157,7 +175,10 @@ impl Cx<'_> {
             format!("/proc/{}/fd/{dirfd}", self.notif.pid)
         };
         let cpath = std::ffi::CString::new(path).map_err(|_| Errno::EINVAL)?;
-        match fs::openat(Dir::Cwd, &cpath, libc::O_PATH, 0) {
+        // The caller's own starting point, looked up by the supervisor for
+        // it (a caller that changed its credentials has its /proc entries
+        // owned by root).
+        match identity::retry_as_supervisor(|| fs::openat(Dir::Cwd, &cpath, libc::O_PATH, 0)) {
             Err(Errno::ENOENT) if dirfd != libc::AT_FDCWD => Err(Errno::EBADF),
             other => other,
         }
@@ -412,8 +433,9 @@ impl Cx<'_> {
             Op::Chmod | Op::Chown | Op::Utime | Op::Utimes | Op::Utimensat | Op::Setxattr | Op::Removexattr => {
                 self.attribute()
             }
-            Op::Connect | Op::Bind | Op::Sendto | Op::Sendmsg => self.socket(),
+            Op::Connect | Op::Bind | Op::Sendto | Op::Sendmsg | Op::Sendmmsg => self.socket(),
             Op::Refuse => Err(Errno::EPERM.into()),
+            Op::Creds => Ok(Answer::Continue),
         }
     }
 
@@ -450,7 +472,18 @@ impl Cx<'_> {
         let x = row.extra.expect("metadata rows name their buffer argument") as usize;
         let (arg, follow, empty) = self.target()?;
         self.still_valid()?;
-        let (fd, mode) = self.checked_object(&arg, follow, empty, Access::Stat)?;
+        let (fd, mode) = match (&arg.base, empty && arg.bytes.is_empty() && row.op != Op::Readlink) {
+            // `fstat` (an empty path with AT_EMPTY_PATH): the caller's own
+            // descriptor or cwd, which it holds already; answered from it,
+            // so that a path written into the buffer after the check is
+            // never looked up.
+            (Some((_, base)), true) => {
+                let fd = base.try_clone().map_err(|_| Errno::EMFILE)?;
+                let mode = fs::fstat(fd.as_fd())?.st_mode;
+                (fd, mode)
+            }
+            _ => self.checked_object(&arg, follow, empty, Access::Stat)?,
+        };
         let pid = self.notif.pid;
         match row.op {
             Op::Statbuf => {
@@ -570,8 +603,6 @@ impl Cx<'_> {
         }))
     }
 
-    /// connect, bind, sendto, sendmsg: a pathname AF_UNIX address is a file
-    /// like any other. Other addresses go through untouched.
     /// An IPv4 or IPv6 connect under `--net connect=PORTS`: a TCP socket may
     /// connect only to those ports (Landlock enforces the same list on the
     /// kernel's side; deciding here records the refusals).
@@ -607,22 +638,48 @@ impl Cx<'_> {
         }
     }
 
+    /// The `msg_name` pointer and `msg_namelen` of the `struct msghdr` at
+    /// `at` in the caller.
+    fn msg_name(&self, at: u64) -> Result<(u64, u64), Stop> {
+        // struct msghdr: msg_name at 0, msg_namelen at 8.
+        let mut hdr = [0u8; 12];
+        if mem::read(self.notif.pid, at, &mut hdr)? != hdr.len() {
+            return Err(Errno::EFAULT.into());
+        }
+        let name = u64::from_ne_bytes(hdr[..8].try_into().expect("8 bytes"));
+        Ok((name, u64::from(u32::from_ne_bytes(hdr[8..12].try_into().expect("4 bytes")))))
+    }
+
+    /// connect, bind, sendto, sendmsg, sendmmsg: every pathname AF_UNIX
+    /// address is a file like any other, checked before the call goes on.
     fn socket(&mut self) -> Result<Answer, Stop> {
         let row = self.row;
         let a = self.notif.data.args;
         let x = row.extra.expect("socket rows name their address argument") as usize;
-        let (addr, len) = match row.op {
+        match row.op {
             Op::Sendmsg => {
-                // struct msghdr: msg_name at 0, msg_namelen at 8.
-                let mut hdr = [0u8; 12];
-                if mem::read(self.notif.pid, a[x], &mut hdr)? != hdr.len() {
-                    return Err(Errno::EFAULT.into());
-                }
-                let name = u64::from_ne_bytes(hdr[..8].try_into().expect("8 bytes"));
-                (name, u64::from(u32::from_ne_bytes(hdr[8..12].try_into().expect("4 bytes"))))
+                let (addr, len) = self.msg_name(a[x])?;
+                self.socket_address(addr, len)
             }
-            _ => (a[x], a[x + 1]),
-        };
+            Op::Sendmmsg => {
+                // struct mmsghdr: a msghdr (56 bytes) and msg_len, padded to
+                // 64; the kernel sends at most UIO_MAXIOV of them.
+                const MMSGHDR: u64 = 64;
+                let count = (a[x + 1] & 0xffff_ffff).min(1024);
+                for i in 0..count {
+                    let (addr, len) = self.msg_name(a[x].wrapping_add(i * MMSGHDR))?;
+                    self.socket_address(addr, len)?;
+                }
+                Ok(Answer::Continue)
+            }
+            _ => self.socket_address(a[x], a[x + 1]),
+        }
+    }
+
+    /// Decides (and for connect, performs) one socket address.
+    fn socket_address(&mut self, addr: u64, len: u64) -> Result<Answer, Stop> {
+        let row = self.row;
+        let a = self.notif.data.args;
         let sun_path_max = 108usize;
         if addr == 0 || len <= 2 {
             return Ok(Answer::Continue);
@@ -669,7 +726,11 @@ impl Cx<'_> {
         // named through our handle so no path can be swapped underneath.
         let sock = self.caller_fd(a[0] as i32)?;
         let path = super::resolve::Resolver::proc_path(socket_file.as_fd());
-        fs::connect_unix(sock.as_fd(), path.as_bytes()).map(|()| Answer::Value(0)).map_err(Stop::Fail)
+        // The server sees the connecting thread's effective ids as the
+        // peer's: the caller's, never interpose's.
+        identity::with_callers_effective_ids(|| fs::connect_unix(sock.as_fd(), path.as_bytes()))
+            .map(|()| Answer::Value(0))
+            .map_err(Stop::Fail)
     }
 
     /// `open`, `creat`, `openat`, `openat2`: the supervisor opens the object

@@ -9,6 +9,7 @@
 //! another is started, so one slow answer never stalls the others.
 
 mod handle;
+pub mod identity;
 pub mod procs;
 pub mod resolve;
 
@@ -82,10 +83,11 @@ pub struct Supervisor {
     pub stats: Stats,
     idle: AtomicUsize,
     workers: AtomicUsize,
-    /// The command's `(uid, gid)` when it runs as another user: every worker
-    /// takes these file-system credentials, so an emulated operation is
-    /// judged as the command's own, not interpose's (no confused deputy).
-    act_as: Option<(u32, u32)>,
+    /// Whether workers can take the caller's supplementary groups (not in a
+    /// user namespace whose setgroups is denied, where they are the
+    /// command's already). Every call is handled with the caller's own
+    /// credentials ([`identity`]).
+    set_groups: bool,
     audit_level: AuditLevel,
     /// Learning mode: decisions are recorded but nothing is refused.
     learn: bool,
@@ -189,13 +191,14 @@ impl Supervisor {
         listener: OwnedFd,
         surface: Surface,
         audit: Option<(Sink, AuditLevel)>,
-        act_as: Option<(u32, u32)>,
+        set_groups: bool,
         learn: bool,
     ) -> Result<Arc<Self>, Errno> {
         let (audit, audit_level) = match audit {
             Some((sink, level)) => (Some(sink), level),
             None => (None, AuditLevel::All),
         };
+        identity::init();
         Ok(Arc::new(Self {
             listener,
             surface,
@@ -205,7 +208,7 @@ impl Supervisor {
             stats: Stats::default(),
             idle: AtomicUsize::new(0),
             workers: AtomicUsize::new(0),
-            act_as,
+            set_groups,
             audit_level,
             learn,
             floor: std::sync::atomic::AtomicBool::new(false),
@@ -233,6 +236,23 @@ impl Supervisor {
     /// The surface every call is decided against.
     pub fn surface(&self) -> &Surface {
         &self.surface
+    }
+
+    /// Whether workers set the caller's supplementary groups.
+    pub fn sets_groups(&self) -> bool {
+        self.set_groups
+    }
+
+    /// Bumped whenever cached process names and credentials go stale: an
+    /// exec, a change of credentials.
+    pub fn generation(&self) -> u64 {
+        self.exec_generation.load(Ordering::SeqCst)
+    }
+
+    /// Cached credentials may be stale from now on (a sandboxed thread is
+    /// about to change its own).
+    pub fn credentials_change(&self) {
+        self.exec_generation.fetch_add(1, Ordering::SeqCst);
     }
 
     /// Whether paths are resolved from the caller's root.
@@ -286,16 +306,6 @@ impl Supervisor {
     }
 
     fn worker(self: Arc<Self>) {
-        if let Some((uid, gid)) = self.act_as {
-            if let Err(e) = crate::sys::process::act_as_user_in_this_thread(uid, gid) {
-                // Answering as root for another user would be a confused
-                // deputy: this worker does not serve at all.
-                tracing::error!("taking the command's credentials failed: {e}; the worker stops");
-                self.workers.fetch_sub(1, Ordering::SeqCst);
-                self.idle.fetch_sub(1, Ordering::SeqCst);
-                return;
-            }
-        }
         loop {
             let notif = match seccomp::recv(self.listener.as_fd()) {
                 Ok(n) => n,

@@ -376,7 +376,14 @@ impl Resolver {
                 }
             }
             let cname = CString::new(name.clone()).map_err(|_| Errno::EINVAL)?;
-            let fd = match fs::openat(Dir::Fd(cur.fd.as_fd()), &cname, libc::O_PATH | libc::O_NOFOLLOW, 0) {
+            let lookup = || fs::openat(Dir::Fd(cur.fd.as_fd()), &cname, libc::O_PATH | libc::O_NOFOLLOW, 0);
+            // Inside /proc/<pid> of a sandboxed process (membership was
+            // checked above), entries of one that changed its credentials
+            // belong to root: the supervisor looks them up itself. The
+            // object is still opened later with the caller's credentials.
+            let in_proc = surface.proc_relative(&cur.path).is_some();
+            let looked_up = if in_proc { super::identity::retry_as_supervisor(lookup) } else { lookup() };
+            let fd = match looked_up {
                 Ok(fd) => fd,
                 Err(Errno::ENOENT) if last => {
                     let mut path = cur.path.clone();
@@ -399,7 +406,9 @@ impl Resolver {
                     if no_magic {
                         return Err(Errno::ELOOP.into());
                     }
-                    let obj = fs::openat(Dir::Fd(cur.fd.as_fd()), &cname, libc::O_PATH, 0)?;
+                    let obj = super::identity::retry_as_supervisor(|| {
+                        fs::openat(Dir::Fd(cur.fd.as_fd()), &cname, libc::O_PATH, 0)
+                    })?;
                     let mut path = Vec::new();
                     self.fd_path(obj.as_fd(), &mut path)?;
                     if path.first() != Some(&b'/') {

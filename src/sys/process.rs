@@ -271,28 +271,88 @@ pub fn become_user(uid: u32, gid: u32) -> Result<(), Errno> {
     cvt(unsafe { libc::syscall(libc::SYS_setresuid, uid, uid, uid) }).map(drop)
 }
 
-/// Gives the calling thread the file-system credentials of `uid`/`gid`
-/// (`setgroups`, `setfsgid`, `setfsuid`, per thread), so the files it opens,
-/// creates and changes are judged by the kernel as that user's. Its real and
-/// effective ids stay, so it can still read other processes' memory.
-pub fn act_as_user_in_this_thread(uid: u32, gid: u32) -> Result<(), Errno> {
-    let groups = [gid];
-    // SAFETY: the kernel reads one gid_t from `groups`.
-    cvt(unsafe { libc::syscall(libc::SYS_setgroups, 1usize, groups.as_ptr()) })?;
+/// Puts every permitted capability of the calling thread in effect
+/// (`capset(2)`).
+pub fn raise_effective_capabilities() -> Result<(), Errno> {
+    let mut header = CapHeader { version: CAPABILITY_VERSION_3, pid: 0 };
+    let mut data = [CapData::default(); 2];
+    // SAFETY: version 3 reads and writes exactly two CapData structures.
+    cvt(unsafe { libc::syscall(libc::SYS_capget, &mut header as *mut CapHeader, data.as_mut_ptr()) })?;
+    for d in &mut data {
+        d.effective = d.permitted;
+    }
+    // SAFETY: as above; capset only reads the two structures.
+    cvt(unsafe { libc::syscall(libc::SYS_capset, &mut header as *mut CapHeader, data.as_ptr()) }).map(drop)
+}
+
+/// `setresgid(-1, egid, -1)` then `setresuid(-1, euid, -1)` for the calling
+/// thread only (raw syscalls): its effective ids, with the real and saved
+/// ones kept, so it can return to them.
+pub fn set_thread_effective_ids(euid: u32, egid: u32) -> Result<(), Errno> {
+    // SAFETY: integer arguments only; -1 leaves an id unchanged.
+    cvt(unsafe { libc::syscall(libc::SYS_setresgid, -1i32, egid, -1i32) })?;
+    // SAFETY: as above.
+    cvt(unsafe { libc::syscall(libc::SYS_setresuid, -1i32, euid, -1i32) }).map(drop)
+}
+
+/// The calling thread's permitted capabilities (bits by number), from
+/// `capget(2)`.
+pub fn permitted_capabilities() -> Result<u64, Errno> {
+    let mut header = CapHeader { version: CAPABILITY_VERSION_3, pid: 0 };
+    let mut data = [CapData::default(); 2];
+    // SAFETY: version 3 reads and writes exactly two CapData structures.
+    cvt(unsafe { libc::syscall(libc::SYS_capget, &mut header as *mut CapHeader, data.as_mut_ptr()) })?;
+    Ok(u64::from(data[0].permitted) | u64::from(data[1].permitted) << 32)
+}
+
+/// Gives the calling thread (only it: these are raw syscalls, and Linux keeps
+/// credentials per thread) the file-system identity `fsuid`/`fsgid`, the
+/// supplementary `groups` (unless `None`: they cannot be changed in a user
+/// namespace whose setgroups is denied), and the effective capabilities
+/// `effective` (bits by capability number; only what the permitted set
+/// holds). Everything stays reversible: the real and saved ids and the
+/// permitted set are untouched, so the thread can take any other identity
+/// afterwards, its own included.
+pub fn take_identity_in_this_thread(
+    fsuid: u32,
+    fsgid: u32,
+    groups: Option<&[u32]>,
+    effective: u64,
+) -> Result<(), Errno> {
+    let mut header = CapHeader { version: CAPABILITY_VERSION_3, pid: 0 };
+    let mut data = [CapData::default(); 2];
+    // SAFETY: version 3 reads and writes exactly two CapData structures.
+    cvt(unsafe { libc::syscall(libc::SYS_capget, &mut header as *mut CapHeader, data.as_mut_ptr()) })?;
+    // First every permitted capability back in effect: changing groups and
+    // ids needs CAP_SETGID and CAP_SETUID, which an earlier identity may
+    // have left out.
+    for d in &mut data {
+        d.effective = d.permitted;
+    }
+    // SAFETY: as above; capset only reads the two structures.
+    cvt(unsafe { libc::syscall(libc::SYS_capset, &mut header as *mut CapHeader, data.as_ptr()) })?;
+    if let Some(groups) = groups {
+        // SAFETY: the kernel reads `groups.len()` gid_t values from `groups`.
+        cvt(unsafe { libc::syscall(libc::SYS_setgroups, groups.len(), groups.as_ptr()) })?;
+    }
     // setfsgid/setfsuid return the previous id and cannot report errors, so
     // read the new one back.
     // SAFETY: integer arguments only.
-    unsafe { libc::syscall(libc::SYS_setfsgid, gid) };
+    unsafe { libc::syscall(libc::SYS_setfsgid, fsgid) };
     // SAFETY: integer arguments only.
-    unsafe { libc::syscall(libc::SYS_setfsuid, uid) };
+    unsafe { libc::syscall(libc::SYS_setfsuid, fsuid) };
     // SAFETY: -1 only queries.
-    let (fsgid, fsuid) =
+    let (now_gid, now_uid) =
         unsafe { (libc::syscall(libc::SYS_setfsgid, -1i32), libc::syscall(libc::SYS_setfsuid, -1i32)) };
-    if fsuid as u32 == uid && fsgid as u32 == gid {
-        Ok(())
-    } else {
-        Err(Errno::EPERM)
+    if now_uid as u32 != fsuid || now_gid as u32 != fsgid {
+        return Err(Errno::EPERM);
     }
+    // Then only the wanted ones.
+    for (i, d) in data.iter_mut().enumerate() {
+        d.effective = (effective >> (32 * i)) as u32 & d.permitted;
+    }
+    // SAFETY: as above.
+    cvt(unsafe { libc::syscall(libc::SYS_capset, &mut header as *mut CapHeader, data.as_ptr()) }).map(drop)
 }
 
 /// `unshare(flags)`. Async-signal-safe.

@@ -16,3 +16,4 @@ mod lifecycle;
 mod livable;
 mod network;
 mod policy;
+mod routes;

@@ -363,14 +363,37 @@ const OPS: &[&str] = &[
     "bind",
     "sendto",
     "sendmsg",
+    "sendmmsg",
     "refuse",
+    "creds",
 ];
 
-/// Parses an action: `emulate`, `continue`,
-/// `emulate-unless-empty-path`, `ERRNO` or `ERRNO:ARG&MASK`.
-fn parse_action(action: &str) -> Option<(String, Option<(u8, u64)>)> {
+/// A condition of an action on an argument.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Cond {
+    /// `ARG&MASK`: any bit of MASK set.
+    AnyBit(u8, u64),
+    /// `ARG=V,V...`: the low 32 bits equal one of the values.
+    Equals(u8, Vec<u32>),
+}
+
+/// Parses an action, and the refusal the filter makes first in every mode
+/// if it has one (`continue+EPERM:4&0x4`).
+fn parse_full_action(action: &str) -> Option<((String, Option<Cond>), Option<(String, Cond)>)> {
+    match action.split_once('+') {
+        None => Some((parse_action(action)?, None)),
+        Some((main, refuse)) => {
+            let (errno, cond) = parse_action(refuse)?;
+            Some((parse_action(main)?, Some((errno, cond?))))
+        }
+    }
+}
+
+/// Parses an action: `emulate`, `continue`, `ipc-namespace`, `ERRNO`,
+/// `ERRNO:ARG&MASK` or `ERRNO:ARG=VALUE,VALUE...`.
+fn parse_action(action: &str) -> Option<(String, Option<Cond>)> {
     match action {
-        "emulate" | "continue" | "emulate-unless-empty-path" => return Some((action.to_string(), None)),
+        "emulate" | "continue" | "ipc-namespace" => return Some((action.to_string(), None)),
         _ => {}
     }
     let (errno, cond) = match action.split_once(':') {
@@ -380,13 +403,20 @@ fn parse_action(action: &str) -> Option<(String, Option<(u8, u64)>)> {
     if !errno.starts_with('E') || !errno[1..].chars().all(|c| c.is_ascii_uppercase() || c.is_ascii_digit()) {
         return None;
     }
+    let hex = |v: &str| u64::from_str_radix(v.strip_prefix("0x")?, 16).ok();
     let cond = match cond {
         None => None,
-        Some(c) => {
+        Some(c) if c.contains('&') => {
             let (arg, mask) = c.split_once('&')?;
             let arg: u8 = arg.parse().ok().filter(|a| *a <= 5)?;
-            let mask = u64::from_str_radix(mask.strip_prefix("0x")?, 16).ok().filter(|m| *m != 0)?;
-            Some((arg, mask))
+            Some(Cond::AnyBit(arg, hex(mask).filter(|m| *m != 0)?))
+        }
+        Some(c) => {
+            let (arg, values) = c.split_once('=')?;
+            let arg: u8 = arg.parse().ok().filter(|a| *a <= 5)?;
+            let values =
+                values.split(',').map(|v| hex(v).and_then(|v| u32::try_from(v).ok())).collect::<Option<Vec<_>>>()?;
+            Some(Cond::Equals(arg, values))
         }
     };
     Some((errno.to_string(), cond))
@@ -429,8 +459,12 @@ fn parse_table(text: &str) -> Result<Vec<Row>> {
         if !OPS.contains(&op.as_str()) {
             return Err(at(&format!("unknown op {op}")));
         }
-        if parse_action(&action).is_none() {
-            return Err(at(&format!("unknown action {action}")));
+        match parse_full_action(&action) {
+            None => return Err(at(&format!("unknown action {action}"))),
+            Some(((main, _), Some((_, Cond::Equals(..))))) if main == "emulate" || main == "continue" => {
+                return Err(at("a trapped row's extra refusal must test bits (ARG&MASK)"));
+            }
+            Some(_) => {}
         }
         if note.is_empty() {
             return Err(at("every row needs a note saying why its disposition is safe"));
@@ -463,15 +497,22 @@ fn render_rust(rows: &[Row]) -> Result<String> {
     );
     let opt = |v: Option<u8>| v.map_or("None".to_string(), |n| format!("Some({n})"));
     for r in rows {
-        let (kind, cond) = parse_action(&r.action).expect("validated");
+        let ((kind, cond), also) = parse_full_action(&r.action).expect("validated");
         let action = match kind.as_str() {
             "emulate" => "Action::Emulate".to_string(),
             "continue" => "Action::Continue".to_string(),
-            "emulate-unless-empty-path" => "Action::EmulateUnlessEmptyPath".to_string(),
+            "ipc-namespace" => "Action::IpcNamespace".to_string(),
             e => format!("Action::Errno(libc::{e})"),
         };
-        let when =
-            cond.map_or("None".to_string(), |(arg, mask)| format!("Some(When {{ arg: {arg}, mask: {mask:#x} }})"));
+        let render = |cond: &Cond| match cond {
+            Cond::AnyBit(arg, mask) => format!("When::AnyBit {{ arg: {arg}, mask: {mask:#x} }}"),
+            Cond::Equals(arg, values) => {
+                let values: Vec<String> = values.iter().map(|v| format!("{v:#x}")).collect();
+                format!("When::Equals {{ arg: {arg}, values: &[{}] }}", values.join(", "))
+            }
+        };
+        let when = cond.as_ref().map_or("None".to_string(), |c| format!("Some({})", render(c)));
+        let refuse = also.map_or("None".to_string(), |(errno, c)| format!("Some((libc::{errno}, {}))", render(&c)));
         let follow = match r.follow.as_str() {
             "yes" => "Follow::Yes",
             "no" => "Follow::No",
@@ -482,7 +523,7 @@ fn render_rust(rows: &[Row]) -> Result<String> {
         writeln!(
             s,
             "Syscall {{ name: {:?}, nr: {}, op: Op::{}, dirfd: {dirfd}, path: {path}, dirfd2: {dirfd2}, \
-             path2: {path2}, flags: {flags}, follow: {follow}, extra: {}, action: {action}, when: {when}, note: {:?} }},",
+             path2: {path2}, flags: {flags}, follow: {follow}, extra: {}, action: {action}, when: {when}, refuse: {refuse}, note: {:?} }},",
             r.name,
             r.nr,
             camel(&r.op),
@@ -533,9 +574,6 @@ fn render_docs(rows: &[Row]) -> String {
          \x20 (`SECCOMP_USER_NOTIF_FLAG_CONTINUE`). Only used where the Landlock\n\
          \x20 ruleset, built from the same surface, enforces the same answer on\n\
          \x20 whatever path the kernel finally resolves.\n\
-         - **emulate-unless-empty-path**: as emulate, but a call with\n\
-         \x20 `AT_EMPTY_PATH` in its flags is not trapped at all (glibc's `fstat` on\n\
-         \x20 a descriptor the caller already holds).\n\
          - **E…**: refused by the BPF filter with that errno; no notification.\n\
          \x20 `EPERM:A&M` refuses only when a bit of mask `M` is set in argument `A`;\n\
          \x20 other values are allowed untrapped.\n\n\
@@ -552,7 +590,7 @@ fn render_docs(rows: &[Row]) -> String {
          0, 1 or 2; interpose closes the rest before the command starts):\n\n\
          | syscall | why it needs no check |\n|---|---|\n\
          | `read`, `write`, `pread64`, `pwrite64`, `readv`, `writev`, `sendfile`, `copy_file_range`, `splice` | the open decided read or write access |\n\
-         | `fstat`, `fstatfs`, `newfstatat`/`statx` with `AT_EMPTY_PATH` | metadata of a held descriptor |\n\
+         | `fstat` (as `fstat(2)` itself), `fstatfs` | metadata of a held descriptor |\n\
          | `getdents64` | listing a directory opened by a checked open |\n\
          | `fchdir` | every later relative path is resolved from the new cwd and checked |\n\
          | `ftruncate`, `fallocate` | they need a descriptor open for writing, and only a checked open on the write surface gives one |\n\
@@ -620,7 +658,12 @@ mod tests {
         assert!(parse_table("x 1 refuse - - - - - - - EPERM\n").err().unwrap().contains("note"));
         assert!(parse_table("x 1 refuse - 9 - - - - - EPERM n\n").is_err());
         assert!(parse_table("a 1 refuse - - - - - - - EPERM n\nb 1 refuse - - - - - - - EPERM n\n").is_err());
-        assert_eq!(parse_action("EPERM:1&0x8"), Some(("EPERM".into(), Some((1, 8)))));
+        assert_eq!(parse_action("EPERM:1&0x8"), Some(("EPERM".into(), Some(Cond::AnyBit(1, 8)))));
+        assert_eq!(
+            parse_action("EPERM:1=0x5412,0x541c"),
+            Some(("EPERM".into(), Some(Cond::Equals(1, vec![0x5412, 0x541c]))))
+        );
+        assert_eq!(parse_action("EPERM:1=0x1ffffffff"), None);
         assert_eq!(parse_action("EPERM:7&0x8"), None);
         assert_eq!(parse_action("EPERM:1&8"), None);
         assert_eq!(parse_action("maybe"), None);

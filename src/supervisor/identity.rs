@@ -1,0 +1,214 @@
+//! Every call is handled with the caller's own credentials.
+//!
+//! The supervisor opens, creates, changes and connects on the command's
+//! behalf. Done with interpose's own credentials, that would be a confused
+//! deputy: a root supervisor would open `/proc/self/pagemap` with
+//! `CAP_SYS_ADMIN` (physical addresses), write `security.capability`, or
+//! present uid 0 to a unix socket's server, for a command that may do none
+//! of it. So before a worker handles a call it takes the caller's
+//! file-system uid and gid, supplementary groups and effective
+//! capabilities (Linux keeps credentials per thread, and these changes are
+//! reversible: real ids and the permitted set are untouched). Only
+//! `CAP_SYS_PTRACE` stays on, for reading and writing the caller's memory
+//! and taking its descriptors, which the supervisor does for itself.
+//!
+//! Credentials are read from `/proc/<tid>/status` and cached per thread
+//! until the sandbox execs or changes credentials (the filter traps the
+//! setuid family and bumps the generation before the change takes effect).
+
+use crate::sys::{process, Errno};
+use std::cell::RefCell;
+use std::collections::HashMap;
+
+/// What a caller's credentials are, for the file system.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Identity {
+    /// Effective uid (what a unix socket's server sees in SO_PEERCRED).
+    pub euid: u32,
+    /// Effective gid.
+    pub egid: u32,
+    /// File-system uid.
+    pub fsuid: u32,
+    /// File-system gid.
+    pub fsgid: u32,
+    /// Supplementary groups.
+    pub groups: Vec<u32>,
+    /// Effective capabilities (bits by number).
+    pub effective: u64,
+}
+
+/// `CAP_SYS_PTRACE`, which the supervisor keeps for its own access to the
+/// caller (its memory, its descriptors, its `/proc` entries).
+const CAP_SYS_PTRACE: u64 = 1 << 19;
+
+impl Identity {
+    /// Parses the credentials lines of `/proc/<tid>/status`.
+    pub fn parse(status: &str) -> Option<Identity> {
+        let field = |name: &str| status.lines().find_map(|l| l.strip_prefix(name)).map(str::trim);
+        // `Uid:` and `Gid:` list real, effective, saved and file-system ids.
+        let id = |name: &str, n: usize| field(name)?.split_whitespace().nth(n)?.parse().ok();
+        let fs = |name: &str| id(name, 3);
+        let groups = field("Groups:")?.split_whitespace().map(|g| g.parse().ok()).collect::<Option<Vec<u32>>>()?;
+        Some(Identity {
+            euid: id("Uid:", 1)?,
+            egid: id("Gid:", 1)?,
+            fsuid: fs("Uid:")?,
+            fsgid: fs("Gid:")?,
+            groups,
+            effective: u64::from_str_radix(field("CapEff:")?, 16).ok()?,
+        })
+    }
+
+    /// The credentials of thread `tid`, read now.
+    pub fn of(tid: u32) -> Option<Identity> {
+        Identity::parse(&std::fs::read_to_string(format!("/proc/{tid}/status")).ok()?)
+    }
+}
+
+/// The supervisor's own identity, read at start.
+static SUPERVISOR: std::sync::OnceLock<Option<Identity>> = std::sync::OnceLock::new();
+
+/// Reads the supervisor's own identity; call once, before any worker
+/// thread takes another.
+pub fn init() {
+    SUPERVISOR.get_or_init(|| Identity::parse(&std::fs::read_to_string("/proc/thread-self/status").ok()?));
+}
+
+/// Runs `f` with the supervisor's own credentials, for its own bookkeeping
+/// of the caller: looking into `/proc/<tid>` of a caller that is no longer
+/// dumpable (after it changed its credentials, its `/proc` entries belong
+/// to root). What `f` returns must not be used to act on the caller's
+/// behalf.
+pub fn as_supervisor<T>(f: impl FnOnce() -> T) -> T {
+    let (Some(Some(own)), Some(taken)) = (SUPERVISOR.get(), TAKEN.with_borrow_mut(Option::take)) else {
+        return f();
+    };
+    // Groups are restored only where they were set (not in a user
+    // namespace whose setgroups is denied).
+    let groups = GROUPS.with(std::cell::Cell::get);
+    // If the switch fails, `f` runs as the caller and fails as it would.
+    let _ = apply(own, groups);
+    let result = f();
+    let restored = apply(&taken, groups).map(|()| TAKEN.with_borrow_mut(|t| *t = Some(taken.clone())));
+    if restored.is_err() {
+        // The thread holds neither identity for sure: the next call takes
+        // its caller's afresh.
+        tracing::error!("restoring the caller's credentials failed");
+    }
+    result
+}
+
+/// Runs `f` as the caller; if the kernel refuses it (`EACCES`), again with
+/// the supervisor's credentials. For the supervisor's own lookups in the
+/// caller's `/proc` entries only.
+pub fn retry_as_supervisor<T>(f: impl Fn() -> Result<T, Errno>) -> Result<T, Errno> {
+    match f() {
+        Err(Errno::EACCES) => as_supervisor(f),
+        other => other,
+    }
+}
+
+thread_local! {
+    /// Whether this worker sets supplementary groups.
+    static GROUPS: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+    /// The identity this worker thread has taken, if any.
+    static TAKEN: RefCell<Option<Identity>> = const { RefCell::new(None) };
+    /// `(generation, tid -> identity)`.
+    static KNOWN: RefCell<(u64, HashMap<u32, Identity>)> = RefCell::new((0, HashMap::new()));
+}
+
+/// Makes this worker thread act as thread `tid` for the call it handles.
+/// `generation` changes whenever a cached identity may be stale; `groups`
+/// says whether supplementary groups can be set (not in a user namespace
+/// whose setgroups is denied, where they are the command's already).
+/// Fails if the caller is gone or the identity cannot be taken: the call
+/// must then not be handled with the supervisor's own credentials.
+pub fn act_as(tid: u32, generation: u64, groups: bool) -> Result<(), Errno> {
+    // A supervisor without any capability (an ordinary user, no user
+    // namespace) has nothing its callers lack: same uid, no privilege.
+    static PRIVILEGED: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    if !*PRIVILEGED.get_or_init(|| process::permitted_capabilities().ok().is_none_or(|p| p != 0)) {
+        return Ok(());
+    }
+    let cached = KNOWN.with_borrow_mut(|(g, known)| {
+        if *g != generation || known.len() > 4096 {
+            *g = generation;
+            known.clear();
+        }
+        known.get(&tid).cloned()
+    });
+    let wanted = match cached {
+        Some(i) => i,
+        None => {
+            let i = Identity::of(tid).ok_or(Errno::ESRCH)?;
+            KNOWN.with_borrow_mut(|(_, known)| known.insert(tid, i.clone()));
+            i
+        }
+    };
+    GROUPS.with(|g| g.set(groups));
+    if TAKEN.with_borrow(|t| t.as_ref() == Some(&wanted)) {
+        return Ok(());
+    }
+    TAKEN.with_borrow_mut(|t| *t = None);
+    apply(&wanted, groups)?;
+    TAKEN.with_borrow_mut(|t| *t = Some(wanted));
+    Ok(())
+}
+
+/// Runs `f` with the caller's effective uid and gid too (set per thread,
+/// the real and saved ids untouched): the kernel records them, not the
+/// file-system ids, as a unix socket's peer credentials. The caller's
+/// identity is taken again afterwards.
+pub fn with_callers_effective_ids<T>(f: impl FnOnce() -> T) -> T {
+    let Some(taken) = TAKEN.with_borrow(Clone::clone) else { return f() };
+    let groups = GROUPS.with(std::cell::Cell::get);
+    let own = SUPERVISOR.get().and_then(Option::as_ref).map_or((0, 0), |o| (o.euid, o.egid));
+    // Changing effective ids needs CAP_SETUID and CAP_SETGID in effect;
+    // then the caller's file-system identity and capabilities again (a
+    // change of effective uid also changes the effective capabilities).
+    let switched = process::raise_effective_capabilities()
+        .and_then(|()| process::set_thread_effective_ids(taken.euid, taken.egid))
+        .and_then(|()| apply(&taken, groups));
+    let result = f();
+    if switched.is_ok() {
+        let restored = process::raise_effective_capabilities()
+            .and_then(|()| process::set_thread_effective_ids(own.0, own.1))
+            .and_then(|()| apply(&taken, groups));
+        if restored.is_err() {
+            tracing::error!("restoring the worker's credentials after a connect failed");
+            TAKEN.with_borrow_mut(|t| *t = None);
+        }
+    } else {
+        TAKEN.with_borrow_mut(|t| *t = None);
+    }
+    result
+}
+
+/// Gives this thread `who`'s file-system identity and effective
+/// capabilities, and CAP_SYS_PTRACE for the supervisor's own access to the
+/// caller.
+fn apply(who: &Identity, groups: bool) -> Result<(), Errno> {
+    process::take_identity_in_this_thread(
+        who.fsuid,
+        who.fsgid,
+        groups.then_some(who.groups.as_slice()),
+        who.effective | CAP_SYS_PTRACE,
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn credentials_are_read_from_status() {
+        let status = "Name:\tsh\nUid:\t1000\t1000\t1000\t1001\nGid:\t100\t100\t100\t101\nGroups:\t4 27 \nCapEff:\t0000000000000400\n";
+        let i = Identity::parse(status).unwrap();
+        assert_eq!(
+            i,
+            Identity { euid: 1000, egid: 100, fsuid: 1001, fsgid: 101, groups: vec![4, 27], effective: 0x400 }
+        );
+        assert!(Identity::parse("Name:\tx\n").is_none());
+        assert_eq!(Identity::parse(&status.replace("Groups:\t4 27 ", "Groups:")).unwrap().groups, Vec::<u32>::new());
+    }
+}
