@@ -377,9 +377,12 @@ enum Cond {
     Equals(u8, Vec<u32>),
 }
 
+/// An action's kind (`emulate`, `continue`, an errno, ...) and condition.
+type Parsed = (String, Option<Cond>);
+
 /// Parses an action, and the refusal the filter makes first in every mode
 /// if it has one (`continue+EPERM:4&0x4`).
-fn parse_full_action(action: &str) -> Option<((String, Option<Cond>), Option<(String, Cond)>)> {
+fn parse_full_action(action: &str) -> Option<(Parsed, Option<(String, Cond)>)> {
     match action.split_once('+') {
         None => Some((parse_action(action)?, None)),
         Some((main, refuse)) => {
@@ -391,7 +394,7 @@ fn parse_full_action(action: &str) -> Option<((String, Option<Cond>), Option<(St
 
 /// Parses an action: `emulate`, `continue`, `ipc-namespace`, `ERRNO`,
 /// `ERRNO:ARG&MASK` or `ERRNO:ARG=VALUE,VALUE...`.
-fn parse_action(action: &str) -> Option<(String, Option<Cond>)> {
+fn parse_action(action: &str) -> Option<Parsed> {
     match action {
         "emulate" | "continue" | "ipc-namespace" => return Some((action.to_string(), None)),
         _ => {}
