@@ -180,7 +180,7 @@ fn other_processes_system_v_and_posix_ipc_are_out_of_reach() {
     // SAFETY: as above.
     unsafe {
         let p = libc::shmat(id, std::ptr::null(), 0) as *mut u8;
-        std::ptr::copy_nonoverlapping(b"shm-secret\0".as_ptr(), p, 11);
+        std::ptr::copy_nonoverlapping(c"shm-secret".as_ptr().cast::<u8>(), p, 11);
         libc::shmdt(p as *const libc::c_void);
     }
     let queue = format!("/interpose-route-{}", std::process::id());
