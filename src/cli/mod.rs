@@ -262,9 +262,15 @@ impl SurfaceArgs {
             [("--ro", &self.ro, Mode::Ro), ("--rw", &self.rw, Mode::Rw), ("--deny", &self.deny, Mode::Deny)]
         {
             for p in paths {
-                surface
-                    .add_path(p, mode, Origin::Flag(format!("{flag} {}", p.display())))
-                    .map_err(|source| BadPathFlag { flag, path: p.display().to_string(), source })?;
+                let origin = Origin::Flag(format!("{flag} {}", p.display()));
+                let added = match mode {
+                    // A carve-out holds whether or not the path exists yet
+                    // (`--deny .env` before the file is made).
+                    Mode::Deny => crate::policy::canonical_lenient(p)
+                        .map(|path| surface.add(crate::policy::Rule { path, mode, origin })),
+                    _ => surface.add_path(p, mode, origin),
+                };
+                added.map_err(|source| BadPathFlag { flag, path: p.display().to_string(), source })?;
             }
         }
         surface.prefer_user_grants();

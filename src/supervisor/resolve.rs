@@ -200,10 +200,15 @@ impl Resolver {
             resolve: req.resolve | fs::RESOLVE_NO_MAGICLINKS | in_callers_root,
         };
         let caller_forbids_links = req.resolve & (fs::RESOLVE_NO_SYMLINKS | fs::RESOLVE_NO_MAGICLINKS) != 0;
-        if absolute && !anchored {
-            // Most absolute paths cross no symlink: then the path as written,
-            // with `.` and `..` folded, is the canonical one, and reading it
-            // back from /proc/self/fd is not needed.
+        let dotdot = req.path.split(|&c| c == b'/').any(|c| c == b"..");
+        if absolute && !anchored && !dotdot {
+            // Most absolute paths cross no symlink and no `..`: then the
+            // path as written, with `.` folded, is the canonical one, and
+            // reading it back from /proc/self/fd is not needed. A `..` is
+            // never folded by the text: under a directory another thread
+            // moves, the kernel's `..` is the directory's parent at that
+            // moment, wherever that is, so the name is read back from the
+            // object found.
             let strict = OpenHow { resolve: how.resolve | fs::RESOLVE_NO_SYMLINKS, ..how };
             match fs::openat2(Dir::Fd(base), &cpath, strict) {
                 Ok(fd) => return self.found(surface, procs, caller, req, fd, lexical(req.path)),
@@ -355,7 +360,9 @@ impl Resolver {
                     continue; // `..` at the root stays there
                 }
                 let fd = fs::openat(Dir::Fd(cur.fd.as_fd()), c"..", libc::O_PATH | libc::O_DIRECTORY, 0)?;
-                pop_component(&mut cur.path);
+                // The real parent, wherever the directory is now: its name
+                // is read back, never worked out from the text.
+                self.fd_path(fd.as_fd(), &mut cur.path)?;
                 cur.fd = fd;
                 continue;
             }
@@ -491,7 +498,8 @@ pub fn split_last(path: &[u8]) -> Option<(&[u8], &[u8])> {
 }
 
 /// An absolute path with empty components and `.` dropped and `..` applied,
-/// which is its canonical form when it crosses no symlink.
+/// which is its canonical form when it crosses no symlink and no `..` (the
+/// resolver never uses it for a path with `..`).
 fn lexical(path: &[u8]) -> Vec<u8> {
     let mut out = Vec::with_capacity(path.len());
     out.push(b'/');

@@ -5,7 +5,11 @@ use std::process::Command;
 
 fn copy_into(t: &Tree, name: &str) -> std::path::PathBuf {
     let dst = t.ws.join(name);
-    std::fs::copy(attack(name), &dst).unwrap();
+    // A hard link, not a copy: a file still open for writing when a
+    // parallel test forks would make exec fail with ETXTBSY.
+    if std::fs::hard_link(attack(name), &dst).is_err() {
+        std::fs::copy(attack(name), &dst).unwrap();
+    }
     dst
 }
 
@@ -66,6 +70,43 @@ fn path_buffer_race_on_open_never_reaches_a_carve_out() {
             let o = t.command(&extra, &args).output().unwrap();
             assert_eq!(leaks(&stdout(&o)), 0, "{ok:?} {extra:?}: {}", stdout(&o));
             assert_eq!(o.status.code(), Some(0), "{extra:?}: {}", stderr(&o));
+        }
+    }
+}
+
+/// `..` under a moving directory: `ws/p/q/../../outside/secret` names
+/// `ws/outside/secret` as written, but while another thread moves `q` to
+/// `ws/q` and back, the kernel's walk can climb to `ws/..` and reach the
+/// outside file. A decision on the folded text would allow, and the
+/// supervisor would act on the outside object.
+#[test]
+fn dotdot_under_a_moving_directory_never_reaches_outside() {
+    if !kernel_ok() {
+        return;
+    }
+    use std::os::unix::fs::PermissionsExt;
+    let t = Tree::new();
+    let bin = copy_into(&t, "race_dotdot");
+    let secret = t.outside.join("secret");
+    let native = Command::new(&bin)
+        .args([t.ws.to_str().unwrap(), "outside/secret", "read", "20000", "top-secret-marker"])
+        .output()
+        .unwrap();
+    assert!(leaks(&stdout(&native)) > 0, "the race reaches the outside file natively: {}", stdout(&native));
+    let _ = std::fs::remove_dir_all(t.ws.join("p"));
+    let _ = std::fs::remove_dir_all(t.ws.join("q"));
+    for mode in [&[][..], &["--fast"][..], &["--deny", t.ws.join("carved").to_str().unwrap()][..]] {
+        for op in ["read", "chmod", "truncate"] {
+            let args =
+                [bin.to_str().unwrap(), t.ws.to_str().unwrap(), "outside/secret", op, "5000", "top-secret-marker"];
+            let o = t.command(mode, &args).output().unwrap();
+            assert!(stdout(&o).contains("leaks="), "{mode:?} {op}: {}{}", stdout(&o), stderr(&o));
+            assert_eq!(leaks(&stdout(&o)), 0, "{mode:?} {op}: {}{}", stdout(&o), stderr(&o));
+            assert_eq!(std::fs::read_to_string(&secret).unwrap(), "top-secret-marker\n", "{mode:?} {op}");
+            let perm = secret.metadata().unwrap().permissions().mode() & 0o7777;
+            assert_eq!(perm, 0o644, "{mode:?} {op}: the outside file's mode changed");
+            let _ = std::fs::remove_dir_all(t.ws.join("p"));
+            let _ = std::fs::remove_dir_all(t.ws.join("q"));
         }
     }
 }
