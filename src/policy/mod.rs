@@ -533,7 +533,35 @@ impl Surface {
         if !verdict.allowed && access == Access::Stat && verdict.reason == Reason::NoRule && self.reaches(path) {
             return Verdict { allowed: true, reason: Reason::Ancestor };
         }
+        if verdict.allowed && access == Access::Delete {
+            // Removing or renaming a directory would carry a carve-out
+            // beneath it (or a pattern anchored there) to a name it no
+            // longer covers: `mv secrets s2` and `secrets/**` no longer
+            // matches.
+            if let Some(reason) = self.carve_out_beneath(path) {
+                return Verdict { allowed: false, reason };
+            }
+        }
         verdict
+    }
+
+    /// A carve-out strictly beneath `path`, or a deny pattern whose literal
+    /// base is `path` or beneath it.
+    fn carve_out_beneath(&self, path: &[u8]) -> Option<Reason> {
+        use std::os::unix::ffi::OsStrExt;
+        let under = |p: &[u8], strict: bool| {
+            p.strip_prefix(path).is_some_and(|r| (r.is_empty() && !strict) || r.first() == Some(&b'/'))
+                || (path == b"/" && p != b"/")
+        };
+        self.effective_rules()
+            .find(|(_, r)| r.mode == Mode::Deny && under(r.path.as_os_str().as_bytes(), true))
+            .map(|(i, _)| Reason::Rule(i))
+            .or_else(|| {
+                self.globs
+                    .iter()
+                    .position(|g| g.effect != GlobEffect::Grant && under(g.base.as_os_str().as_bytes(), false))
+                    .map(|i| Reason::Glob(i as u32))
+            })
     }
 
     /// Applies the glob rules on top of the trie's verdict: a matching deny
@@ -672,6 +700,24 @@ mod tests {
         assert!(d("/work/repo/.git/config", Access::Write).allowed);
         // The way to a glob's base may be looked at, not listed.
         assert!(d("/nonexistent-home", Access::Stat).allowed);
+    }
+
+    #[test]
+    fn a_directory_holding_a_carve_out_cannot_be_moved_away() {
+        let mut s = surface();
+        let o = || Origin::Flag("test".into());
+        s.add(Rule { path: "/work/repo/a/protected".into(), mode: Mode::Deny, origin: o() });
+        s.add_glob(Path::new("/work/repo/secrets/**"), GlobEffect::Deny, o()).unwrap();
+        s.add_glob(Path::new("/work/repo/.git/hooks/**"), GlobEffect::DenyWrites, o()).unwrap();
+        let none = Set(HashSet::new());
+        let d = |p: &str, a| s.decide(p.as_bytes(), a, &none);
+        for dir in ["/work/repo/a", "/work/repo/secrets", "/work/repo/.git", "/work/repo/.git/hooks"] {
+            assert!(!d(dir, Access::Delete).allowed, "{dir}");
+            assert!(s.is_carve_out(d(dir, Access::Delete).reason), "{dir}");
+        }
+        assert!(d("/work/repo/b", Access::Delete).allowed);
+        assert!(d("/work/repo/a/other", Access::Delete).allowed, "a sibling of the carve-out");
+        assert!(d("/work/repo/a", Access::Create).allowed, "making the name (mkdir -p) is not moving it");
     }
 
     #[test]

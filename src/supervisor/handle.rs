@@ -247,44 +247,177 @@ impl Cx<'_> {
             self.push(arg, Some(&r.path), name, Verdict::Error, Some(Errno::ENOENT), why);
             return Err(Stop::Fail(Errno::ENOENT));
         }
-        let (allowed, why, carve_out) = match &r.target {
+        match &r.target {
             // Reached only through a magic link of a sandboxed process: an
             // object (pipe, socket) the caller's family already holds.
-            Target::Anonymous { .. } => (true, Why::Note("object held by a sandboxed process", RuleKind::Held), false),
-            _ => {
-                let v = self.sup.surface.decide(&r.path, access, &self.sup.procs);
-                self.decided_by = Some(v.reason);
-                let carve_out = self.sup.surface.is_carve_out(v.reason);
-                (v.allowed, Why::Verdict(v.reason), carve_out)
+            Target::Anonymous { .. } => {
+                let why = Why::Note("object held by a sandboxed process", RuleKind::Held);
+                self.push(arg, Some(&r.path), name, Verdict::Allow, None, why);
             }
-        };
+            _ => self.decide(arg, &r.path, access)?,
+        }
+        Ok(r)
+    }
+
+    /// Decides `access` to the canonical `path` against the surface and
+    /// records the decision; `EACCES` when refused (learning mode records
+    /// what enforcement would refuse and goes on, except for carve-outs).
+    fn decide(&mut self, arg: &PathArg, path: &[u8], access: Access) -> Result<(), Stop> {
+        let name = AccessKind::from(access);
+        let v = self.sup.surface.decide(path, access, &self.sup.procs);
+        self.decided_by = Some(v.reason);
+        let why = Why::Verdict(v.reason);
         // Learning allows what a wider surface could allow; carve-outs (host
         // secrets) no flag can allow, so even learning does not hand them out.
-        if !allowed && self.sup.learn && !carve_out {
-            // Learning: record what enforcement would have refused, then go
-            // on as if it were allowed.
-            self.push(arg, Some(&r.path), name, Verdict::WouldDeny, None, why);
-            return Ok(r);
+        if !v.allowed && self.sup.learn && !self.sup.surface.is_carve_out(v.reason) {
+            self.push(arg, Some(path), name, Verdict::WouldDeny, None, why);
+            return Ok(());
         }
-        let errno = (!allowed).then_some(Errno::EACCES);
-        self.push(arg, Some(&r.path), name, if allowed { Verdict::Allow } else { Verdict::Deny }, errno, why);
-        if allowed {
-            Ok(r)
+        let errno = (!v.allowed).then_some(Errno::EACCES);
+        self.push(arg, Some(path), name, if v.allowed { Verdict::Allow } else { Verdict::Deny }, errno, why);
+        if v.allowed {
+            Ok(())
         } else {
             Err(Stop::Fail(Errno::EACCES))
         }
     }
 
-    /// mkdir, mknod and symlink of a name that exists fail with EEXIST
-    /// before any permission check, in the kernel and under Landlock alike
-    /// (`mkdir -p` relies on it for every existing ancestor).
-    fn fail_if_exists(&mut self, arg: &PathArg, r: &Result<Resolved, ResolveError>) -> Result<(), Stop> {
-        if let Ok(Resolved { target: Target::Exists { .. }, path }) = r {
-            let why = Why::Note("exists", RuleKind::Failure);
-            self.push(arg, Some(path), AccessKind::Create, Verdict::Error, Some(Errno::EEXIST), why);
-            return Err(Stop::Fail(Errno::EEXIST));
+    /// The directory holding `arg`'s last component, pinned, and the name;
+    /// `None` for `.`, `..` and `/`, which calls acting on a name refuse by
+    /// themselves (the kernel is left to say how).
+    fn parent(&mut self, arg: &PathArg, access: Access) -> Result<Option<super::resolve::Parent>, Stop> {
+        let root = if self.sup.isolated() { self.caller_root() } else { None };
+        let caller = Caller {
+            tid: self.notif.pid,
+            tgid: &self.tgid,
+            base: arg.base.as_ref().map(|(_, b)| b.as_fd()),
+            root: root.as_ref().map(|r| r.as_fd()),
+        };
+        let req = Request { path: &arg.bytes, follow: false, empty_path: false, resolve: 0 };
+        match self.sup.resolver.resolve_parent(&self.sup.surface, &self.sup.procs, &caller, req) {
+            Ok(p) => Ok(p),
+            // Recorded (and refused) as any resolution failure is.
+            Err(e) => self.check(arg, Err(e), access).map(|_| None),
         }
-        Ok(())
+    }
+
+    /// Decides `access` to the entry `parent` names, failing first as the
+    /// kernel would when it exists and must not (a create) or is missing
+    /// and must be there (a removal).
+    fn check_entry(&mut self, arg: &PathArg, parent: &super::resolve::Parent, access: Access) -> Result<(), Stop> {
+        let path = parent.entry_path();
+        let exists = parent.entry()?.is_some();
+        let failure = match (access, exists) {
+            (Access::Create, true) => Some((Errno::EEXIST, "exists")),
+            (Access::Delete, false) => Some((Errno::ENOENT, "does not exist")),
+            _ => None,
+        };
+        if let Some((errno, why)) = failure {
+            let why = Why::Note(why, RuleKind::Failure);
+            self.push(arg, Some(&path), AccessKind::from(access), Verdict::Error, Some(errno), why);
+            return Err(errno.into());
+        }
+        self.decide(arg, &path, access)
+    }
+
+    /// unlink, rmdir, mkdir, symlink, mknod: decided on the entry's real
+    /// location and performed by the supervisor on its pinned handle of
+    /// the directory, so a path or directory swapped after the check
+    /// changes nothing.
+    fn entry_op(&mut self) -> Result<Answer, Stop> {
+        let row = self.row;
+        let a = self.notif.data.args;
+        let (d, p) = if row.op == Op::Symlink { (row.dirfd2, row.path2) } else { (row.dirfd, row.path) };
+        let arg = self.path_arg(d, p, false)?;
+        let target = match row.op {
+            Op::Symlink => {
+                // The target (a string, never resolved here) is the first
+                // argument of symlink and symlinkat alike.
+                let mut buf = [0u8; mem::PATH_MAX];
+                let n = mem::read_path(self.notif.pid, a[0], &mut buf)?;
+                if n == 0 {
+                    return Err(Errno::ENOENT.into());
+                }
+                Some(std::ffi::CString::new(&buf[..n]).map_err(|_| Errno::EINVAL)?)
+            }
+            _ => None,
+        };
+        self.still_valid()?;
+        let remove_dir =
+            row.op == Op::Rmdir || (row.op == Op::Unlink && self.arg(row.flags) & (libc::AT_REMOVEDIR as u64) != 0);
+        let creates = matches!(row.op, Op::Mkdir | Op::Symlink | Op::Mknod);
+        let access = if creates { Access::Create } else { Access::Delete };
+        let Some(parent) = self.parent(&arg, access)? else { return Ok(Answer::Continue) };
+        self.check_entry(&arg, &parent, access)?;
+        let (dir, name) = (parent.fd.as_fd(), parent.name.as_c_str());
+        let done = match row.op {
+            Op::Unlink | Op::Rmdir => {
+                if parent.trailing_slash && !remove_dir {
+                    let is_dir = parent.entry()?.is_some_and(|st| st.st_mode & libc::S_IFMT == libc::S_IFDIR);
+                    return Err(if is_dir { Errno::EISDIR } else { Errno::ENOTDIR }.into());
+                }
+                fs::unlinkat(dir, name, if remove_dir { libc::AT_REMOVEDIR } else { 0 })
+            }
+            Op::Mkdir => {
+                let mode = self.arg(row.extra) as u32;
+                fs::mkdirat(dir, name, mode & !self.umask()? & 0o7777)
+            }
+            Op::Symlink => fs::symlinkat(target.as_deref().expect("read above"), dir, name),
+            _ => {
+                let x = row.extra.expect("mknod rows name their mode argument") as usize;
+                let mode = a[x] as u32;
+                let kind = if mode & libc::S_IFMT == 0 { libc::S_IFREG } else { mode & libc::S_IFMT };
+                fs::mknodat(dir, name, kind | (mode & !self.umask()? & 0o7777), a[x + 1])
+            }
+        };
+        done.map(|()| Answer::Value(0)).map_err(Stop::Fail)
+    }
+
+    /// rename, link: both names decided on their real locations (a rename
+    /// removes one and creates the other; an exchange does both on each
+    /// side) and performed on the supervisor's pinned handles.
+    fn rename_or_link(&mut self) -> Result<Answer, Stop> {
+        let row = self.row;
+        let flags = self.arg(row.flags);
+        let src = self.path_arg(row.dirfd, row.path, false)?;
+        let dst = self.path_arg(row.dirfd2, row.path2, false)?;
+        self.still_valid()?;
+        if row.op == Op::Link {
+            let follow = flags & AT_SYMLINK_FOLLOW != 0;
+            let empty = row.flags.is_some() && flags & AT_EMPTY_PATH != 0;
+            let (object, _) = self.checked_object(&src, follow, empty, Access::LinkSource)?;
+            let Some(to) = self.parent(&dst, Access::Create)? else { return Ok(Answer::Continue) };
+            self.check_entry(&dst, &to, Access::Create)?;
+            return fs::link_handle(object.as_fd(), to.fd.as_fd(), &to.name)
+                .map(|()| Answer::Value(0))
+                .map_err(Stop::Fail);
+        }
+        let exchange = flags & u64::from(libc::RENAME_EXCHANGE) != 0;
+        let Some(from) = self.parent(&src, Access::Delete)? else { return Ok(Answer::Continue) };
+        let Some(to) = self.parent(&dst, Access::Create)? else { return Ok(Answer::Continue) };
+        self.check_entry(&src, &from, Access::Delete)?;
+        if exchange {
+            // Both names exist and both move: each is removed and created.
+            self.check_entry(&dst, &to, Access::Delete)?;
+            self.decide(&src, &from.entry_path(), Access::Create)?;
+        } else if to.entry()?.is_some() {
+            // Replacing what is there removes it.
+            self.decide(&dst, &to.entry_path(), Access::Delete)?;
+        }
+        self.decide(&dst, &to.entry_path(), Access::Create)?;
+        // A trailing slash names a directory on either side.
+        for side in [&from, &to] {
+            if side.trailing_slash {
+                if let Some(st) = side.entry()? {
+                    if st.st_mode & libc::S_IFMT != libc::S_IFDIR {
+                        return Err(Errno::ENOTDIR.into());
+                    }
+                }
+            }
+        }
+        fs::renameat2(from.fd.as_fd(), &from.name, to.fd.as_fd(), &to.name, flags as u32)
+            .map(|()| Answer::Value(0))
+            .map_err(Stop::Fail)
     }
 
     /// Records one check. The paths are copied only when auditing: without
@@ -364,39 +497,8 @@ impl Cx<'_> {
                     Target::Anonymous { .. } => Err(Errno::EACCES.into()),
                 }
             }
-            Op::Unlink | Op::Rmdir | Op::Mkdir | Op::Symlink => {
-                let (d, p) = if row.op == Op::Symlink { (row.dirfd2, row.path2) } else { (row.dirfd, row.path) };
-                let arg = self.path_arg(d, p, false)?;
-                self.still_valid()?;
-                let creates = row.op == Op::Mkdir || row.op == Op::Symlink;
-                let access = if creates { Access::Create } else { Access::Delete };
-                let r = self.resolve(&arg, false, false, 0);
-                if creates {
-                    self.fail_if_exists(&arg, &r)?;
-                }
-                self.check(&arg, r, access)?;
-                Ok(Answer::Continue)
-            }
-            Op::Rename | Op::Link => {
-                let flags = self.arg(row.flags);
-                let src = self.path_arg(row.dirfd, row.path, false)?;
-                let dst = self.path_arg(row.dirfd2, row.path2, false)?;
-                self.still_valid()?;
-                let (follow, empty, access) = if row.op == Op::Link {
-                    (
-                        flags & AT_SYMLINK_FOLLOW != 0,
-                        row.flags.is_some() && flags & AT_EMPTY_PATH != 0,
-                        Access::LinkSource,
-                    )
-                } else {
-                    (false, false, Access::Delete)
-                };
-                let r = self.resolve(&src, follow, empty, 0);
-                self.check(&src, r, access)?;
-                let r = self.resolve(&dst, false, false, 0);
-                self.check(&dst, r, Access::Create)?;
-                Ok(Answer::Continue)
-            }
+            Op::Unlink | Op::Rmdir | Op::Mkdir | Op::Symlink | Op::Mknod => self.entry_op(),
+            Op::Rename | Op::Link => self.rename_or_link(),
             Op::Truncate => {
                 let length = self.arg(row.extra) as i64;
                 let arg = self.path_arg(row.dirfd, row.path, false)?;
@@ -413,14 +515,6 @@ impl Cx<'_> {
                 let file = self.sup.resolver.reopen(fd.as_fd(), libc::O_WRONLY | libc::O_NOCTTY, 0)?;
                 nix::unistd::ftruncate(&file, length)?;
                 Ok(Answer::Value(0))
-            }
-            Op::Mknod => {
-                let arg = self.path_arg(row.dirfd, row.path, false)?;
-                self.still_valid()?;
-                let r = self.resolve(&arg, false, false, 0);
-                self.fail_if_exists(&arg, &r)?;
-                self.check(&arg, r, Access::Create)?;
-                Ok(Answer::Continue)
             }
             Op::Stat | Op::Read => {
                 let (arg, follow, empty) = self.target()?;

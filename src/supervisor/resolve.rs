@@ -61,6 +61,38 @@ pub struct Resolved {
     pub path: Vec<u8>,
 }
 
+/// The directory holding a path's last component, and that component:
+/// what unlink, rmdir, mkdir, rename, link, symlink and mknod act on.
+#[derive(Debug)]
+pub struct Parent {
+    /// Handle on the directory.
+    pub fd: OwnedFd,
+    /// Its canonical path.
+    pub path: Vec<u8>,
+    /// The last component.
+    pub name: CString,
+    /// Whether the path ended with `/` (the entry must be a directory).
+    pub trailing_slash: bool,
+}
+
+impl Parent {
+    /// The entry's canonical path: the directory's and the name.
+    pub fn entry_path(&self) -> Vec<u8> {
+        let mut p = self.path.clone();
+        push_component(&mut p, self.name.as_bytes());
+        p
+    }
+
+    /// What is at the name now, if anything (not following a symlink).
+    pub fn entry(&self) -> Result<Option<libc::stat>, Errno> {
+        match fs::fstatat(Dir::Fd(self.fd.as_fd()), &self.name, libc::AT_SYMLINK_NOFOLLOW) {
+            Ok(st) => Ok(Some(st)),
+            Err(Errno::ENOENT) => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+}
+
 /// Why resolution failed.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ResolveError {
@@ -223,6 +255,31 @@ impl Resolver {
             Err(Errno::ELOOP) if !caller_forbids_links => self.walk(surface, procs, caller, req),
             Err(Errno::ENOENT) => self.missing(surface, procs, caller, req, base),
             Err(e) => Err(e.into()),
+        }
+    }
+
+    /// Resolves the directory holding `req.path`'s last component (every
+    /// component before it followed as the kernel would). `None` when the
+    /// last component is `.` or `..` or there is none: calls that act on a
+    /// name refuse those by themselves.
+    pub fn resolve_parent(
+        &self,
+        surface: &Surface,
+        procs: &dyn Processes,
+        caller: &Caller<'_>,
+        req: Request<'_>,
+    ) -> Result<Option<Parent>, ResolveError> {
+        let Some((dir, name)) = split_last(req.path) else { return Ok(None) };
+        let dir = if dir.is_empty() { &b"."[..] } else { dir };
+        let name = CString::new(name).map_err(|_| Errno::EINVAL)?;
+        let dir = Request { path: dir, follow: true, empty_path: false, resolve: req.resolve };
+        let r = self.resolve(surface, procs, caller, dir)?;
+        match r.target {
+            Target::Exists { fd, mode } if mode & libc::S_IFMT == libc::S_IFDIR => {
+                Ok(Some(Parent { fd, path: r.path, name, trailing_slash: req.path.ends_with(b"/") }))
+            }
+            Target::Missing { .. } => Err(Errno::ENOENT.into()),
+            _ => Err(Errno::ENOTDIR.into()),
         }
     }
 

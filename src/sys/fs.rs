@@ -161,6 +161,57 @@ pub fn connect_unix(sock: BorrowedFd<'_>, path: &[u8]) -> Result<(), Errno> {
         .map(drop)
 }
 
+/// `unlinkat(2)`: removes `name` from the directory `dir` (`AT_REMOVEDIR`
+/// in `flags` for a directory).
+pub fn unlinkat(dir: BorrowedFd<'_>, name: &CStr, flags: i32) -> Result<(), Errno> {
+    // SAFETY: `name` is NUL-terminated; integer arguments otherwise.
+    cvt(unsafe { libc::unlinkat(dir.as_raw_fd(), name.as_ptr(), flags) } as libc::c_long).map(drop)
+}
+
+/// `mkdirat(2)`: the directory `name` in `dir`, with `mode` as given (the
+/// caller applies the umask).
+pub fn mkdirat(dir: BorrowedFd<'_>, name: &CStr, mode: u32) -> Result<(), Errno> {
+    // SAFETY: `name` is NUL-terminated.
+    cvt(unsafe { libc::mkdirat(dir.as_raw_fd(), name.as_ptr(), mode) } as libc::c_long).map(drop)
+}
+
+/// `symlinkat(2)`: `name` in `dir`, pointing to `target`.
+pub fn symlinkat(target: &CStr, dir: BorrowedFd<'_>, name: &CStr) -> Result<(), Errno> {
+    // SAFETY: both strings are NUL-terminated.
+    cvt(unsafe { libc::symlinkat(target.as_ptr(), dir.as_raw_fd(), name.as_ptr()) } as libc::c_long).map(drop)
+}
+
+/// `mknodat(2)`: a node of type and permissions `mode` (the caller applies
+/// the umask) and device `dev`.
+pub fn mknodat(dir: BorrowedFd<'_>, name: &CStr, mode: u32, dev: u64) -> Result<(), Errno> {
+    // SAFETY: `name` is NUL-terminated.
+    cvt(unsafe { libc::mknodat(dir.as_raw_fd(), name.as_ptr(), mode, dev) } as libc::c_long).map(drop)
+}
+
+/// `renameat2(2)` between two directory handles.
+pub fn renameat2(from: BorrowedFd<'_>, old: &CStr, to: BorrowedFd<'_>, new: &CStr, flags: u32) -> Result<(), Errno> {
+    // SAFETY: both names are NUL-terminated; integer arguments otherwise.
+    cvt(unsafe {
+        libc::syscall(libc::SYS_renameat2, from.as_raw_fd(), old.as_ptr(), to.as_raw_fd(), new.as_ptr(), flags)
+    })
+    .map(drop)
+}
+
+/// `linkat(AT_FDCWD, "/proc/self/fd/N", to, new, AT_SYMLINK_FOLLOW)`: a new
+/// name for the object behind our handle `object` (the magic link leads to
+/// the very object, a symlink included; unlike `AT_EMPTY_PATH`, it needs no
+/// `CAP_DAC_READ_SEARCH`).
+pub fn link_handle(object: BorrowedFd<'_>, to: BorrowedFd<'_>, new: &CStr) -> Result<(), Errno> {
+    let mut num = [0u8; 24];
+    let mut path = b"/proc/self/fd/".to_vec();
+    path.extend_from_slice(decimal(object.as_raw_fd() as u64, &mut num).to_bytes_with_nul());
+    let path = CStr::from_bytes_with_nul(&path).map_err(|_| Errno::EINVAL)?;
+    // SAFETY: both paths are NUL-terminated.
+    cvt(unsafe { libc::linkat(libc::AT_FDCWD, path.as_ptr(), to.as_raw_fd(), new.as_ptr(), libc::AT_SYMLINK_FOLLOW) }
+        as libc::c_long)
+    .map(drop)
+}
+
 /// `mknodat(dir, name, S_IFCHR, 0:0)`: an overlayfs whiteout, which makes
 /// `name` absent from the merged view of an overlay whose upper layer is
 /// `dir` ([overlayfs](https://docs.kernel.org/filesystems/overlayfs.html)).

@@ -91,3 +91,46 @@ fn landlock_alone_keeps_system_carve_outs_closed() {
     // The processes that existed when the ruleset was built are not in it.
     assert!(stderr(&o).contains("'/proc/1/environ' for reading: Permission denied"), "{}", stderr(&o));
 }
+
+/// A carve-out holds against operations on its ancestors: moving or
+/// removing a directory that holds one (or a pattern's base) would carry the
+/// protected file to a name the carve-out does not cover.
+#[test]
+fn moving_a_directory_that_holds_a_carve_out_is_refused() {
+    if !kernel_ok() {
+        return;
+    }
+    let t = Tree::new();
+    for d in ["a/protected", "secrets", ".git/hooks"] {
+        std::fs::create_dir_all(t.ws.join(d)).unwrap();
+    }
+    std::fs::write(t.ws.join("a/protected/key"), "top-secret-marker\n").unwrap();
+    std::fs::write(t.ws.join("secrets/token"), "top-secret-marker\n").unwrap();
+    std::fs::write(t.ws.join(".git/hooks/pre-commit.sample"), "#!/bin/sh\n").unwrap();
+    let policy = t.outside.join("carve.toml");
+    std::fs::write(
+        &policy,
+        format!(
+            "cwd = {:?}\ndeny = [\"a/protected\", \"secrets/**\"]\ndeny_writes = [\".git/hooks\"]\n",
+            t.ws.display()
+        ),
+    )
+    .unwrap();
+    let script = "mv a b; cat b/protected/key; mv secrets s2; cat s2/token; mv .git .g2; rm -r a; echo done";
+    // Natively, the moves carry the files out of the carve-outs' names.
+    let native = std::process::Command::new("/bin/sh").args(["-c", script]).current_dir(&t.ws).output().unwrap();
+    assert!(stdout(&native).contains("top-secret-marker"), "the attack works natively");
+    for (from, to) in [("b", "a"), ("s2", "secrets"), (".g2", ".git")] {
+        std::fs::rename(t.ws.join(from), t.ws.join(to)).unwrap();
+    }
+    for mode in [&[][..], &["--fast"][..]] {
+        let mut args = vec!["--policy", policy.to_str().unwrap()];
+        args.extend(mode);
+        let o = t.command(&args, &["/bin/sh", "-c", script]).output().unwrap();
+        assert_eq!(stdout(&o), "done\n", "{mode:?}: {}", stderr(&o));
+        assert!(stderr(&o).matches("Permission denied").count() >= 4, "{mode:?}: {}", stderr(&o));
+        for kept in ["a/protected/key", "secrets/token", ".git/hooks/pre-commit.sample"] {
+            assert!(t.ws.join(kept).exists(), "{mode:?}: {kept} moved or removed");
+        }
+    }
+}
