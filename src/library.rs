@@ -333,13 +333,17 @@ impl Sandbox {
             if let Some(s) = child.try_wait()? {
                 break s;
             }
-            if std::time::Instant::now() >= deadline {
-                // interpose passes SIGTERM on and kills what is left.
+            if std::time::Instant::now() >= deadline && !timed_out {
+                // interpose passes SIGTERM on and kills what is left; a
+                // command that ignores it is killed after a grace period.
                 let _ = nix::sys::signal::kill(
                     nix::unistd::Pid::from_raw(child.id() as i32),
                     nix::sys::signal::Signal::SIGTERM,
                 );
                 timed_out = true;
+            }
+            if timed_out && std::time::Instant::now() >= deadline + KILL_GRACE {
+                let _ = child.kill();
                 break child.wait()?;
             }
             std::thread::sleep(std::time::Duration::from_millis(5));
@@ -351,6 +355,9 @@ impl Sandbox {
         Ok(CommandOutput { status: code, stdout, stderr, stdout_dropped, stderr_dropped, timed_out })
     }
 }
+
+/// How long a timed-out command has after SIGTERM before it is killed.
+const KILL_GRACE: std::time::Duration = std::time::Duration::from_secs(2);
 
 #[cfg(test)]
 mod tests {

@@ -47,6 +47,13 @@ pub struct Outcome {
     pub argv: Option<(Vec<Vec<u8>>, bool)>,
 }
 
+impl Outcome {
+    /// The call refused with `errno`, nothing recorded.
+    pub fn refused(errno: Errno) -> Outcome {
+        Outcome { answer: Some(Answer::Fail(errno)), checks: Vec::new(), argv: None }
+    }
+}
+
 /// At most this many arguments, each at most this long, go into an exec
 /// record; `argv_truncated` says when more were left out.
 const ARGV_MAX: usize = 64;
@@ -62,6 +69,17 @@ pub fn handle(sup: &Supervisor, notif: &seccomp::Notif) -> Outcome {
         // safe answer to a bug is no.
         return Outcome { answer: Some(Answer::Fail(Errno::ENOSYS)), checks: Vec::new(), argv: None };
     };
+    // Fault injection for the test of panic containment, in debug builds
+    // only: a path argument of exactly this text panics the worker.
+    #[cfg(debug_assertions)]
+    if row.path.is_some() {
+        let mut buf = [0u8; mem::PATH_MAX];
+        if mem::read_path(notif.pid, notif.data.args[row.path.unwrap_or(0) as usize], &mut buf)
+            .is_ok_and(|n| &buf[..n] == b"/interpose-test/panic-the-worker")
+        {
+            panic!("fault injected for the test of panic containment");
+        }
+    }
     if row.op == Op::Creds {
         // The caller is about to change its credentials: what was cached
         // about them goes stale before the change takes effect.
@@ -196,7 +214,9 @@ impl Cx<'_> {
     }
 
     fn resolve(&self, arg: &PathArg, follow: bool, empty_path: bool, resolve: u64) -> Result<Resolved, ResolveError> {
-        let root = if self.sup.isolated() { self.caller_root() } else { None };
+        // In --isolate, absolute paths mean the caller's own root: without
+        // it, resolving from the supervisor's would decide on other objects.
+        let root = if self.sup.isolated() { Some(self.caller_root().ok_or(Errno::ESRCH)?) } else { None };
         let caller = Caller {
             tid: self.notif.pid,
             tgid: &self.tgid,
@@ -286,7 +306,7 @@ impl Cx<'_> {
     /// `None` for `.`, `..` and `/`, which calls acting on a name refuse by
     /// themselves (the kernel is left to say how).
     fn parent(&mut self, arg: &PathArg, access: Access) -> Result<Option<super::resolve::Parent>, Stop> {
-        let root = if self.sup.isolated() { self.caller_root() } else { None };
+        let root = if self.sup.isolated() { Some(self.caller_root().ok_or(Stop::Gone)?) } else { None };
         let caller = Caller {
             tid: self.notif.pid,
             tgid: &self.tgid,

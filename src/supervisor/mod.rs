@@ -341,7 +341,14 @@ impl Supervisor {
             // Records carry the time the call arrived: workers write them in
             // the order they finish, which is not the order of the calls.
             let received_ns = if self.audit.is_some() { audit::now_ns() } else { 0 };
-            let outcome = handle::handle(&self, &notif);
+            // A bug that panics while handling a call must not leave the
+            // caller waiting or the worker gone: the call is refused, and
+            // the worker goes on.
+            let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| handle::handle(&self, &notif)))
+                .unwrap_or_else(|_| {
+                    tracing::error!("handling syscall {} panicked; the call is refused", notif.data.nr);
+                    handle::Outcome::refused(Errno::EPERM)
+                });
             // Where a denied call came from is read while the caller still
             // waits for the answer, so it describes the moment of the call.
             let context = (self.audit.is_some() && outcome.checks.iter().any(|c| c.decision.refuses()))

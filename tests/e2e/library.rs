@@ -28,3 +28,21 @@ fn commands_run_confined_with_caps_and_a_timeout() {
     assert!(slow.timed_out);
     assert_eq!(slow.status, 124);
 }
+
+#[test]
+fn a_command_that_ignores_sigterm_is_killed_after_the_grace_period() {
+    if !kernel_ok() {
+        return;
+    }
+    let t = Tree::new();
+    let sandbox = Sandbox::with_workspace(&t.ws).unwrap().interpose_binary(interpose());
+    let started = std::time::Instant::now();
+    let stubborn = sandbox
+        .command(&["/bin/sh", "-c", "trap '' TERM; while :; do sleep 0.05; done"], Duration::from_millis(300), 100)
+        .unwrap();
+    assert!(stubborn.timed_out);
+    assert_eq!(stubborn.status, 124);
+    // The timeout plus the two-second grace, with room for a slow machine;
+    // before the grace period existed this call never returned.
+    assert!(started.elapsed() < Duration::from_secs(20), "took {:?}", started.elapsed());
+}

@@ -106,3 +106,20 @@ fn sigpipe_is_not_inherited_ignored() {
     assert_eq!(ignored & (1 << (libc::SIGPIPE - 1)), 0, "SIGPIPE is ignored: {out}");
     assert_eq!(stderr(&o), "", "{}", stderr(&o));
 }
+
+/// A bug that panics a worker refuses that one call; the command and the
+/// calls after it are answered as before. The fault is injected by a path
+/// only debug builds of interpose recognize.
+#[cfg(debug_assertions)]
+#[test]
+fn a_panic_while_handling_a_call_refuses_that_call_and_nothing_else() {
+    if !kernel_ok() {
+        return;
+    }
+    let t = Tree::new();
+    let o = t.sh("cat /interpose-test/panic-the-worker; echo status=$?; echo after > after.txt; cat after.txt");
+    assert!(stderr(&o).contains("panicked"), "{}", stderr(&o));
+    assert!(stdout(&o).contains("status=1"), "{}", stdout(&o));
+    assert!(stdout(&o).ends_with("after\n"), "{}", stdout(&o));
+    assert_eq!(o.status.code(), Some(0));
+}
