@@ -28,18 +28,29 @@ pub enum Op {
     Truncate,
     /// `mknod*`: creates a file of any type (devices are never granted).
     Mknod,
-    /// A metadata read decided then continued: `access`, `statfs`, xattr
-    /// reads, `chdir`. Decided with [`crate::policy::Access::Stat`].
-    Stat,
+    /// `chdir`: decided with [`crate::policy::Access::Stat`], then
+    /// continued (a process's cwd can only be changed by itself).
+    Chdir,
     /// `stat`/`lstat`/`newfstatat`: the supervisor writes the `struct stat`
     /// of the checked object to the buffer at `extra`.
     Statbuf,
     /// `statx(dirfd, path, flags, mask, buf)`: buffer at `extra`.
     Statx,
+    /// `statfs`/`fstatfs`: the `struct statfs` buffer at `extra`.
+    Statfs,
+    /// `access` family: the mode at `extra`.
+    Access,
+    /// `getxattr` family: name, value buffer and size from `extra`
+    /// (`getxattrat`: name, then a `struct xattr_args *` and its size).
+    Getxattr,
+    /// `listxattr` family: list buffer and size from `extra`.
+    Listxattr,
     /// `readlink`/`readlinkat`: buffer at `extra`, its size after it.
     Readlink,
-    /// A watch on a path (`inotify_add_watch`, `fanotify_mark`): a read.
-    Read,
+    /// `inotify_add_watch(fd, path, mask)`: a watch reveals the names and
+    /// events under the path, so it is decided as a read; the mask at
+    /// `extra`.
+    Watch,
     /// `chmod` family: mode in argument `extra`.
     Chmod,
     /// `chown` family: uid and gid in arguments `extra` and `extra + 1`.
@@ -190,7 +201,14 @@ impl Trapping {
         match op {
             // Metadata only: what exists and its attributes, never content
             // (the residual risk fast mode states).
-            Op::Stat | Op::Statbuf | Op::Statx | Op::Readlink | Op::Read => false,
+            Op::Chdir
+            | Op::Statbuf
+            | Op::Statx
+            | Op::Statfs
+            | Op::Access
+            | Op::Getxattr
+            | Op::Listxattr
+            | Op::Readlink => false,
             // Landlock decides these (Execute, Make*, Remove*, Refer,
             // Truncate) the same way, where it enforces the surface exactly.
             Op::Exec
@@ -222,7 +240,9 @@ impl Trapping {
             | Op::Sendmsg
             | Op::Sendmmsg
             | Op::Refuse
-            | Op::Creds => true,
+            | Op::Creds
+            // A watch reports the names made in a directory: content.
+            | Op::Watch => true,
         }
     }
 }

@@ -54,6 +54,21 @@ impl Outcome {
     }
 }
 
+/// The largest extended attribute value or list the kernel handles.
+const XATTR_SIZE_MAX: u64 = 65536;
+
+/// What a metadata call asks, read from its arguments before any lookup.
+enum Asked {
+    /// `access`: the mode, and whether with the effective ids.
+    Access { mode: u32, effective: bool },
+    /// `getxattr`: the name, where the value goes and how much room it has.
+    Getxattr { name: std::ffi::CString, value: u64, size: usize },
+    /// `listxattr`: where the list goes and how much room it has.
+    Listxattr { list: u64, size: usize },
+    /// The stat family and readlink, whose arguments are read later.
+    Other,
+}
+
 /// At most this many arguments, each at most this long, go into an exec
 /// record; `argv_truncated` says when more were left out.
 const ARGV_MAX: usize = 64;
@@ -536,14 +551,17 @@ impl Cx<'_> {
                 nix::unistd::ftruncate(&file, length)?;
                 Ok(Answer::Value(0))
             }
-            Op::Stat | Op::Read => {
+            Op::Chdir => {
                 let (arg, follow, empty) = self.target()?;
                 self.still_valid()?;
                 let r = self.resolve(&arg, follow, empty, 0);
-                self.check(&arg, r, if row.op == Op::Stat { Access::Stat } else { Access::Read })?;
+                self.check(&arg, r, Access::Stat)?;
                 Ok(Answer::Continue)
             }
-            Op::Statbuf | Op::Statx | Op::Readlink => self.metadata(),
+            Op::Statbuf | Op::Statx | Op::Statfs | Op::Access | Op::Getxattr | Op::Listxattr | Op::Readlink => {
+                self.metadata()
+            }
+            Op::Watch => self.watch(),
             Op::Chmod | Op::Chown | Op::Utime | Op::Utimes | Op::Utimensat | Op::Setxattr | Op::Removexattr => {
                 self.attribute()
             }
@@ -577,35 +595,65 @@ impl Cx<'_> {
         Ok((self.path_arg(row.dirfd, row.path, false)?, follow, empty))
     }
 
-    /// stat, lstat, newfstatat, statx, readlink(at): the supervisor reads
-    /// the metadata of the object it checked and writes it into the caller,
-    /// so a swapped path reveals nothing.
+    /// The stat family, statfs, access, xattr reads and readlink: the
+    /// supervisor reads what the call asks about the object it checked and
+    /// writes it into the caller, so a swapped path reveals nothing.
     fn metadata(&mut self) -> Result<Answer, Stop> {
         let row = self.row;
         let a = self.notif.data.args;
-        let x = row.extra.expect("metadata rows name their buffer argument") as usize;
-        let (arg, follow, empty) = self.target()?;
-        self.still_valid()?;
-        let (fd, mode) = match (&arg.base, empty && arg.bytes.is_empty() && row.op != Op::Readlink) {
-            // `fstat` (an empty path with AT_EMPTY_PATH): the caller's own
-            // descriptor or cwd, which it holds already; answered from it,
-            // so that a path written into the buffer after the check is
-            // never looked up.
-            (Some((_, base)), true) => {
-                let fd = base.try_clone().map_err(|_| Errno::EMFILE)?;
-                let mode = fs::fstat(fd.as_fd())?.st_mode;
-                (fd, mode)
+        let x = row.extra.expect("metadata rows name their first op-specific argument") as usize;
+        // What the call's own arguments must be, before anything is looked up.
+        let request = match row.op {
+            Op::Access => {
+                let flags = if row.flags.is_some() { self.arg(row.flags) } else { 0 };
+                let known = (libc::AT_EACCESS | libc::AT_SYMLINK_NOFOLLOW) as u64 | AT_EMPTY_PATH;
+                if flags & !known != 0 || a[x] & !0o7 != 0 {
+                    return Err(Errno::EINVAL.into());
+                }
+                Asked::Access { mode: a[x] as u32, effective: flags & libc::AT_EACCESS as u64 != 0 }
             }
-            _ => self.checked_object(&arg, follow, empty, Access::Stat)?,
+            Op::Getxattr => {
+                let name = self.read_xattr_name(a[x])?;
+                let (value, size) =
+                    if row.flags.is_some() { self.xattr_args(a[x + 1], a[x + 2])? } else { (a[x + 1], a[x + 2]) };
+                Asked::Getxattr { name, value, size: size.min(XATTR_SIZE_MAX) as usize }
+            }
+            Op::Listxattr => Asked::Listxattr { list: a[x], size: a[x + 1].min(XATTR_SIZE_MAX) as usize },
+            _ => Asked::Other,
+        };
+        if row.flags.is_some() && row.op != Op::Statx && row.op != Op::Access {
+            // newfstatat, getxattrat, listxattrat take these two only.
+            if self.arg(row.flags) & !(AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) != 0 {
+                return Err(Errno::EINVAL.into());
+            }
+        }
+        // The object, and its canonical path unless the caller held it.
+        let (fd, mode, path) = match self.held_descriptor()? {
+            Some(fd) => {
+                let mode = fs::fstat(fd.as_fd())?.st_mode;
+                (fd, mode, None)
+            }
+            None => {
+                let (arg, follow, empty) = self.target()?;
+                self.still_valid()?;
+                let r = self.resolve(&arg, follow, empty, 0);
+                let r = self.check(&arg, r, Access::Stat)?;
+                match r.target {
+                    Target::Exists { fd, mode } => (fd, mode, Some(r.path)),
+                    Target::Anonymous { fd } => (fd, 0, None),
+                    Target::Missing { .. } => return Err(Errno::ENOENT.into()),
+                }
+            }
         };
         let pid = self.notif.pid;
-        match row.op {
-            Op::Statbuf => {
+        let is_link = mode & libc::S_IFMT == libc::S_IFLNK;
+        match (row.op, request) {
+            (Op::Statbuf, _) => {
                 let st = fs::fstat(fd.as_fd())?;
                 mem::write(pid, a[x], fs::bytes_of(&st))?;
                 Ok(Answer::Value(0))
             }
-            Op::Statx => {
+            (Op::Statx, _) => {
                 // Only the sync-type bits of the caller's flags still mean
                 // something once the object is resolved.
                 let sync = a[2] as i32 & libc::AT_STATX_SYNC_TYPE;
@@ -613,8 +661,67 @@ impl Cx<'_> {
                 mem::write(pid, a[x], fs::bytes_of(&stx))?;
                 Ok(Answer::Value(0))
             }
+            (Op::Statfs, _) => {
+                let st = fs::fstatfs(fd.as_fd())?;
+                mem::write(pid, a[x], fs::bytes_of(&st))?;
+                Ok(Answer::Value(0))
+            }
+            (_, Asked::Access { mode: bits, effective }) => {
+                // With AT_EACCESS the worker's ids are the caller's already;
+                // without, the kernel checks with the real ids.
+                let check = || fs::access_fd(fd.as_fd(), bits);
+                if effective { check() } else { identity::with_callers_real_ids(check) }?;
+                // And what the sandbox allows: `test -w` on a read-only
+                // tree says no, as the write would. Not recorded: a probe
+                // is not an attempt (--suggest must not grant what a
+                // program only asked about), and learning answers as the
+                // kernel does.
+                if let Some(path) = path.filter(|_| !self.sup.learn) {
+                    let is_dir = mode & libc::S_IFMT == libc::S_IFDIR;
+                    let wanted = [
+                        (libc::R_OK, Access::Read),
+                        (libc::W_OK, Access::Write),
+                        (libc::X_OK, if is_dir { Access::Read } else { Access::Exec }),
+                    ];
+                    let refused = wanted.iter().any(|&(bit, access)| {
+                        bits & bit as u32 != 0 && !self.sup.surface.decide(&path, access, &self.sup.procs).allowed
+                    });
+                    if refused {
+                        return Err(Errno::EACCES.into());
+                    }
+                }
+                Ok(Answer::Value(0))
+            }
+            (_, Asked::Getxattr { name, value, size }) => {
+                // The handle is O_PATH, which the xattr calls on descriptors
+                // refuse, so the value is read through its /proc name; that
+                // would follow a symlink, which then has no value here
+                // (Linux allows user.* attributes on none).
+                if is_link {
+                    return Err(Errno::ENODATA.into());
+                }
+                let path = super::resolve::Resolver::proc_path(fd.as_fd());
+                let mut buf = vec![0u8; size];
+                let n = fs::getxattr(&path, &name, &mut buf)?;
+                if size > 0 {
+                    mem::write(pid, value, &buf[..n])?;
+                }
+                Ok(Answer::Value(n as i64))
+            }
+            (_, Asked::Listxattr { list, size }) => {
+                if is_link {
+                    return Ok(Answer::Value(0));
+                }
+                let path = super::resolve::Resolver::proc_path(fd.as_fd());
+                let mut buf = vec![0u8; size];
+                let n = fs::listxattr(&path, &mut buf)?;
+                if size > 0 {
+                    mem::write(pid, list, &buf[..n])?;
+                }
+                Ok(Answer::Value(n as i64))
+            }
             _ => {
-                if mode & libc::S_IFMT != libc::S_IFLNK {
+                if !is_link {
                     return Err(Errno::EINVAL.into());
                 }
                 let size = a[x + 1] as i64;
@@ -628,6 +735,80 @@ impl Cx<'_> {
                 Ok(Answer::Value(n as i64))
             }
         }
+    }
+
+    /// For `fstat`, `fstatfs` and an empty path with `AT_EMPTY_PATH`: the
+    /// caller's own descriptor, which it holds already and which is
+    /// answered from without a check (stdin redirected from a file outside
+    /// the surface is the caller's to describe). Not so an `O_PATH`
+    /// descriptor, which an open whose path was swapped after its check
+    /// may have aimed anywhere, nor the cwd, which a swapped `chdir` may
+    /// have: `None` then, and their real location is decided. The
+    /// descriptor is taken with `pidfd_getfd`, so its flags and the object
+    /// answered about are one and the same open file.
+    fn held_descriptor(&self) -> Result<Option<OwnedFd>, Stop> {
+        let row = self.row;
+        if !matches!(row.op, Op::Statbuf | Op::Statx | Op::Statfs) {
+            return Ok(None);
+        }
+        let fd = self.arg(row.dirfd) as i32;
+        let named = row.path.is_none()
+            || (self.arg(row.flags) & AT_EMPTY_PATH != 0 && {
+                let mut buf = [0u8; mem::PATH_MAX];
+                // Read once: what the kernel would look up is this answer's
+                // business only if it is empty now.
+                mem::read_path(self.notif.pid, self.arg(row.path), &mut buf)? == 0
+            });
+        if !named || fd == libc::AT_FDCWD {
+            return Ok(None);
+        }
+        if fd < 0 {
+            return Err(Errno::EBADF.into());
+        }
+        let held = self.caller_fd(fd)?;
+        Ok((fs::status_flags(held.as_fd())? & libc::O_PATH == 0).then_some(held))
+    }
+
+    /// A `struct xattr_args` (`getxattrat`): where the value goes and its
+    /// size. Sizes beyond the known struct must be zeroes, as the kernel's
+    /// `copy_struct_from_user` demands.
+    fn xattr_args(&self, addr: u64, size: u64) -> Result<(u64, u64), Errno> {
+        if size < 16 {
+            return Err(Errno::EINVAL);
+        }
+        if size > 4096 {
+            return Err(Errno::E2BIG);
+        }
+        let mut buf = vec![0u8; size as usize];
+        if mem::read(self.notif.pid, addr, &mut buf)? != buf.len() {
+            return Err(Errno::EFAULT);
+        }
+        if buf[16..].iter().any(|&b| b != 0) {
+            return Err(Errno::E2BIG);
+        }
+        let value = u64::from_ne_bytes(buf[0..8].try_into().expect("8 bytes"));
+        let length = u32::from_ne_bytes(buf[8..12].try_into().expect("4 bytes"));
+        let flags = u32::from_ne_bytes(buf[12..16].try_into().expect("4 bytes"));
+        if flags != 0 {
+            return Err(Errno::EINVAL);
+        }
+        Ok((value, u64::from(length)))
+    }
+
+    /// `inotify_add_watch`: decided as a read of the object (a watch
+    /// reports the names made and removed in a directory), then added by
+    /// the supervisor to the caller's own inotify instance on the object it
+    /// checked, with the caller's credentials.
+    fn watch(&mut self) -> Result<Answer, Stop> {
+        let a = self.notif.data.args;
+        let mask = a[self.row.extra.expect("the watch row names its mask") as usize] as u32;
+        let arg = self.path_arg(self.row.dirfd, self.row.path, false)?;
+        let instance = self.caller_fd(a[0] as i32)?;
+        let (fd, _) = self.checked_object(&arg, mask & libc::IN_DONT_FOLLOW == 0, false, Access::Read)?;
+        // The handle's /proc name leads to the checked object itself (a
+        // symlink too, for IN_DONT_FOLLOW), never beyond it.
+        let path = super::resolve::Resolver::proc_path(fd.as_fd());
+        Ok(Answer::Value(fs::inotify_add_watch(instance.as_fd(), &path, mask & !libc::IN_DONT_FOLLOW)?.into()))
     }
 
     /// chmod, chown, utime*, setxattr, removexattr: Landlock cannot express

@@ -23,6 +23,10 @@ use std::collections::HashMap;
 /// What a caller's credentials are, for the file system.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Identity {
+    /// Real uid (what `access(2)` checks with).
+    pub ruid: u32,
+    /// Real gid.
+    pub rgid: u32,
     /// Effective uid (what a unix socket's server sees in SO_PEERCRED).
     pub euid: u32,
     /// Effective gid.
@@ -35,6 +39,8 @@ pub struct Identity {
     pub groups: Vec<u32>,
     /// Effective capabilities (bits by number).
     pub effective: u64,
+    /// Permitted capabilities (what `access(2)` uses for a root caller).
+    pub permitted: u64,
 }
 
 /// `CAP_SYS_PTRACE`, which the supervisor keeps for its own access to the
@@ -49,13 +55,17 @@ impl Identity {
         let id = |name: &str, n: usize| field(name)?.split_whitespace().nth(n)?.parse().ok();
         let fs = |name: &str| id(name, 3);
         let groups = field("Groups:")?.split_whitespace().map(|g| g.parse().ok()).collect::<Option<Vec<u32>>>()?;
+        let caps = |name: &str| u64::from_str_radix(field(name)?, 16).ok();
         Some(Identity {
+            ruid: id("Uid:", 0)?,
+            rgid: id("Gid:", 0)?,
             euid: id("Uid:", 1)?,
             egid: id("Gid:", 1)?,
             fsuid: fs("Uid:")?,
             fsgid: fs("Gid:")?,
             groups,
-            effective: u64::from_str_radix(field("CapEff:")?, 16).ok()?,
+            effective: caps("CapEff:")?,
+            permitted: caps("CapPrm:")?,
         })
     }
 
@@ -184,6 +194,27 @@ pub fn with_callers_effective_ids<T>(f: impl FnOnce() -> T) -> T {
     result
 }
 
+/// Runs `f` with the credentials `access(2)` checks with: the caller's
+/// real uid and gid as file-system ids, and no effective capability unless
+/// its real uid is 0 (then its permitted ones), as the kernel's
+/// `access_override_creds` makes them. The caller's identity is taken
+/// again afterwards.
+pub fn with_callers_real_ids<T>(f: impl FnOnce() -> Result<T, Errno>) -> Result<T, Errno> {
+    let Some(taken) = TAKEN.with_borrow(Clone::clone) else { return f() };
+    let groups = GROUPS.with(std::cell::Cell::get);
+    let effective = if taken.ruid == 0 { taken.permitted } else { 0 };
+    let real = Identity { fsuid: taken.ruid, fsgid: taken.rgid, effective, ..taken.clone() };
+    // Whatever happens, the thread's next call takes its caller afresh
+    // unless the caller's identity is back for sure.
+    TAKEN.with_borrow_mut(|t| *t = None);
+    let result = apply(&real, groups).and_then(|()| f());
+    match apply(&taken, groups) {
+        Ok(()) => TAKEN.with_borrow_mut(|t| *t = Some(taken)),
+        Err(_) => tracing::error!("taking the caller's credentials back after access(2) failed"),
+    }
+    result
+}
+
 /// Gives this thread `who`'s file-system identity and effective
 /// capabilities, and CAP_SYS_PTRACE for the supervisor's own access to the
 /// caller.
@@ -202,11 +233,21 @@ mod tests {
 
     #[test]
     fn credentials_are_read_from_status() {
-        let status = "Name:\tsh\nUid:\t1000\t1000\t1000\t1001\nGid:\t100\t100\t100\t101\nGroups:\t4 27 \nCapEff:\t0000000000000400\n";
+        let status = "Name:\tsh\nUid:\t999\t1000\t1000\t1001\nGid:\t99\t100\t100\t101\nGroups:\t4 27 \nCapPrm:\t0000000000000c00\nCapEff:\t0000000000000400\n";
         let i = Identity::parse(status).unwrap();
         assert_eq!(
             i,
-            Identity { euid: 1000, egid: 100, fsuid: 1001, fsgid: 101, groups: vec![4, 27], effective: 0x400 }
+            Identity {
+                ruid: 999,
+                rgid: 99,
+                euid: 1000,
+                egid: 100,
+                fsuid: 1001,
+                fsgid: 101,
+                groups: vec![4, 27],
+                effective: 0x400,
+                permitted: 0xc00
+            }
         );
         assert!(Identity::parse("Name:\tx\n").is_none());
         assert_eq!(Identity::parse(&status.replace("Groups:\t4 27 ", "Groups:")).unwrap().groups, Vec::<u32>::new());

@@ -144,6 +144,57 @@ pub fn removexattr(path: &CStr, name: &CStr) -> Result<(), Errno> {
     cvt(unsafe { libc::removexattr(path.as_ptr(), name.as_ptr()) } as libc::c_long).map(drop)
 }
 
+/// `getxattr(2)` into `buf`; an empty `buf` asks for the value's size.
+pub fn getxattr(path: &CStr, name: &CStr, buf: &mut [u8]) -> Result<usize, Errno> {
+    // SAFETY: strings are NUL-terminated; the kernel writes at most
+    // `buf.len()` bytes.
+    cvt(unsafe { libc::getxattr(path.as_ptr(), name.as_ptr(), buf.as_mut_ptr().cast(), buf.len()) } as libc::c_long)
+        .map(|n| n as usize)
+}
+
+/// `listxattr(2)` into `buf`; an empty `buf` asks for the list's size.
+pub fn listxattr(path: &CStr, buf: &mut [u8]) -> Result<usize, Errno> {
+    // SAFETY: `path` is NUL-terminated; the kernel writes at most
+    // `buf.len()` bytes.
+    cvt(unsafe { libc::listxattr(path.as_ptr(), buf.as_mut_ptr().cast(), buf.len()) } as libc::c_long)
+        .map(|n| n as usize)
+}
+
+/// `fstatfs(2)`, including on `O_PATH` descriptors.
+pub fn fstatfs(fd: BorrowedFd<'_>) -> Result<libc::statfs, Errno> {
+    let mut st = std::mem::MaybeUninit::<libc::statfs>::uninit();
+    // SAFETY: the kernel fills the whole struct on success.
+    cvt(unsafe { libc::fstatfs(fd.as_raw_fd(), st.as_mut_ptr()) } as libc::c_long)?;
+    // SAFETY: initialized by the successful call.
+    Ok(unsafe { st.assume_init() })
+}
+
+/// `faccessat2(fd, "", mode, AT_EMPTY_PATH | AT_EACCESS)`: whether the
+/// calling thread's file-system ids and effective capabilities allow
+/// `mode` on the object `fd` names (an `O_PATH` handle, a symlink itself
+/// included).
+pub fn access_fd(fd: BorrowedFd<'_>, mode: u32) -> Result<(), Errno> {
+    // SAFETY: the empty path is a NUL-terminated literal.
+    cvt(unsafe {
+        libc::syscall(libc::SYS_faccessat2, fd.as_raw_fd(), c"".as_ptr(), mode, libc::AT_EMPTY_PATH | libc::AT_EACCESS)
+    })
+    .map(drop)
+}
+
+/// `inotify_add_watch(2)` on `instance`.
+pub fn inotify_add_watch(instance: BorrowedFd<'_>, path: &CStr, mask: u32) -> Result<i32, Errno> {
+    // SAFETY: `path` is NUL-terminated.
+    cvt(unsafe { libc::inotify_add_watch(instance.as_raw_fd(), path.as_ptr(), mask) } as libc::c_long)
+        .map(|wd| wd as i32)
+}
+
+/// The access mode of an open file description (`fcntl(F_GETFL)`), which
+/// includes `O_PATH`.
+pub fn status_flags(fd: BorrowedFd<'_>) -> Result<i32, Errno> {
+    // SAFETY: F_GETFL takes no argument.
+    cvt(unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_GETFL) } as libc::c_long).map(|f| f as i32)
+}
+
 /// `connect(2)` of a unix socket to the pathname `path`.
 pub fn connect_unix(sock: BorrowedFd<'_>, path: &[u8]) -> Result<(), Errno> {
     // SAFETY: sockaddr_un is plain data; all zeroes is a valid value.

@@ -17,6 +17,7 @@
  *   routes trusted-xattr FILE        set a trusted.* extended attribute
  *   routes pagemap                   physical frame of a page of our own
  *   routes proc-stack                our own kernel stack
+ *   routes fanotify DIR              a fanotify mark on DIR: names created there
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -27,6 +28,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/fanotify.h>
 #include <sys/ioctl.h>
 #include <sys/shm.h>
 #include <sys/socket.h>
@@ -158,6 +160,15 @@ int main(int argc, char **argv) {
         ssize_t n = read(fd, buf, sizeof buf - 1);
         if (n <= 0) return refused("read stack");
         printf("escaped: read %zd bytes of the kernel stack\n", n);
+        return 0;
+    }
+    if (!strcmp(cmd, "fanotify") && argc == 3) {
+        /* Unprivileged since Linux 5.13 with FAN_REPORT_FID. */
+        int fan = fanotify_init(FAN_CLASS_NOTIF | FAN_REPORT_DFID_NAME, O_RDONLY);
+        if (fan < 0) return refused("fanotify_init");
+        if (fanotify_mark(fan, FAN_MARK_ADD, FAN_CREATE | FAN_ONDIR, AT_FDCWD, argv[2]) != 0)
+            return refused("fanotify_mark");
+        printf("escaped: watching %s\n", argv[2]);
         return 0;
     }
     fprintf(stderr, "unknown route or arguments\n");

@@ -123,3 +123,112 @@ fn cargo_runs_with_its_toolchain_read_only() {
         .unwrap();
     assert!(stdout(&o).starts_with("cargo "), "{} {}", stdout(&o), stderr(&o));
 }
+
+/// The metadata calls the supervisor answers itself (access, statfs,
+/// getxattr, listxattr, fstat of O_PATH descriptors, inotify watches) give
+/// the same answers under interpose as natively, errors included.
+#[test]
+fn metadata_calls_answered_by_the_supervisor_match_the_kernel() {
+    if !kernel_ok() {
+        return;
+    }
+    let t = Tree::new();
+    let script = r#"
+import ctypes, errno, os, struct
+libc = ctypes.CDLL(None, use_errno=True)
+def show(name, f):
+    try:
+        print(name, f())
+    except OSError as e:
+        print(name, errno.errorcode[e.errno])
+os.makedirs('d', exist_ok=True)
+open('f', 'w').write('data')
+os.chmod('f', 0o640)
+os.setxattr('f', 'user.one', b'1')
+os.setxattr('f', 'user.two', b'22')
+if not os.path.islink('link'):
+    os.symlink('f', 'link')
+    os.symlink('nowhere', 'dangling')
+show('getxattr', lambda: os.getxattr('f', 'user.two'))
+show('getxattr-missing', lambda: os.getxattr('f', 'user.none'))
+show('getxattr-nofollow', lambda: os.getxattr('link', 'user.one', follow_symlinks=False))
+show('getxattr-follow', lambda: os.getxattr('link', 'user.one'))
+show('size-query', lambda: libc.getxattr(b'f', b'user.two', None, 0))
+buf = ctypes.create_string_buffer(1)
+show('too-small', lambda: (libc.getxattr(b'f', b'user.two', buf, 1), errno.errorcode.get(ctypes.get_errno())))
+show('listxattr', lambda: sorted(os.listxattr('f')))
+show('listxattr-link', lambda: os.listxattr('link', follow_symlinks=False))
+show('list-size', lambda: libc.listxattr(b'f', None, 0))
+show('no-such-file', lambda: os.getxattr('missing', 'user.one'))
+for mode in (os.F_OK, os.R_OK, os.W_OK, os.X_OK, os.R_OK | os.X_OK):
+    show(f'access-f-{mode}', lambda: os.access('f', mode))
+    show(f'access-d-{mode}', lambda: os.access('d', mode))
+    show(f'access-e-{mode}', lambda: os.access('f', mode, effective_ids=True))
+show('access-missing', lambda: os.access('missing', os.F_OK))
+show('access-dangling', lambda: os.access('dangling', os.F_OK, follow_symlinks=False))
+show('access-dangling-follow', lambda: os.access('dangling', os.F_OK))
+show('access-bad-mode', lambda: libc.faccessat(-100, b'f', 64, 0) or ctypes.get_errno())
+v = os.statvfs('.')
+show('statvfs', lambda: (v.f_bsize, v.f_namemax, v.f_blocks == os.statvfs('f').f_blocks))
+fd = os.open('f', os.O_PATH)
+show('fstat-opath', lambda: os.fstat(fd).st_ino == os.stat('f').st_ino)
+show('fstatvfs-opath', lambda: os.fstatvfs(fd).f_bsize == v.f_bsize)
+show('getxattr-opath-fd', lambda: os.getxattr(fd, 'user.one'))
+cwd = os.open('.', os.O_RDONLY)
+show('fstat-cwd', lambda: os.stat('', dir_fd=None) if False else os.stat('.').st_ino == os.fstat(cwd).st_ino)
+IN_CREATE, IN_DONT_FOLLOW, IN_ONLYDIR = 0x100, 0x02000000, 0x01000000
+ino = libc.inotify_init1(os.O_CLOEXEC)
+wd = libc.inotify_add_watch(ino, b'd', IN_CREATE)
+show('watch', lambda: wd > 0)
+open('d/new', 'w').close()
+ev = os.read(ino, 4096)
+show('event', lambda: ev[16:].rstrip(b'\0'))
+show('watch-same', lambda: libc.inotify_add_watch(ino, b'd', IN_CREATE) == wd)
+show('watch-onlydir', lambda: (libc.inotify_add_watch(ino, b'f', IN_CREATE | IN_ONLYDIR), errno.errorcode.get(ctypes.get_errno())))
+show('watch-link', lambda: libc.inotify_add_watch(ino, b'dangling', IN_CREATE | IN_DONT_FOLLOW) > 0)
+show('watch-missing', lambda: (libc.inotify_add_watch(ino, b'missing', IN_CREATE), errno.errorcode.get(ctypes.get_errno())))
+show('watch-badfd', lambda: (libc.inotify_add_watch(cwd, b'd', IN_CREATE), errno.errorcode.get(ctypes.get_errno())))
+"#;
+    let native =
+        std::process::Command::new("/usr/bin/python3").args(["-c", script]).current_dir(&t.ws).output().unwrap();
+    assert!(native.status.success(), "{}", stderr(&native));
+    std::fs::remove_dir_all(t.ws.join("d")).unwrap();
+    let sandboxed = t.command(&[], &["/usr/bin/python3", "-c", script]).output().unwrap();
+    assert!(sandboxed.status.success(), "{}", stderr(&sandboxed));
+    assert_eq!(stdout(&sandboxed), stdout(&native));
+    assert!(stdout(&native).contains("getxattr b'22'"), "{}", stdout(&native));
+}
+
+/// `access` answers what the sandbox allows: writable where the surface
+/// is, not in a read-only tree, as the write itself would be.
+#[test]
+fn access_answers_what_the_surface_allows() {
+    if !kernel_ok() {
+        return;
+    }
+    let t = Tree::new();
+    let o = t.sh("test -w $RO/data.txt && echo ro-writable; test -r $RO/data.txt && echo ro-readable; \
+                  test -w $WS && echo ws-writable; test -x $RO/tool.sh && echo tool-executable; \
+                  test -e $OUT/secret && echo secret-exists; true");
+    assert_eq!(stdout(&o), "ro-readable\nws-writable\ntool-executable\n", "{}", stderr(&o));
+}
+
+/// `access` checks with the caller's real ids, `AT_EACCESS` with its
+/// effective ones, whatever the supervisor's own credentials are.
+#[test]
+fn access_checks_with_the_callers_real_or_effective_ids() {
+    if !kernel_ok() || !nix::unistd::geteuid().is_root() {
+        assert!(std::env::var_os("INTERPOSE_REQUIRE_KERNEL").is_none(), "CI runs this as root");
+        return;
+    }
+    let t = Tree::new();
+    let script = "import os\n\
+        open('private', 'w').write('x'); os.chmod('private', 0o600)\n\
+        os.setegid(65534); os.seteuid(65534)\n\
+        print(os.access('private', os.R_OK), os.access('private', os.R_OK, effective_ids=True))\n";
+    let native =
+        std::process::Command::new("/usr/bin/python3").args(["-c", script]).current_dir(&t.ws).output().unwrap();
+    assert_eq!(stdout(&native), "True False\n", "{}", stderr(&native));
+    let o = t.command(&[], &["/usr/bin/python3", "-c", script]).output().unwrap();
+    assert_eq!(stdout(&o), "True False\n", "{}", stderr(&o));
+}

@@ -503,3 +503,59 @@ print(open('ok.txt').read().strip())
         .count();
     assert_eq!(survivors, 0, "the bomb's children were killed when the command ended");
 }
+
+/// The calls that return information about a path without opening it,
+/// each raced by a thread flipping the path between an allowed and a
+/// denied object (`tests/attacks/race_meta.c`). They used to be decided
+/// and then continued, so the kernel sometimes looked up the swapped path:
+/// now the supervisor answers each on the object it checked (and an
+/// `O_PATH` descriptor or a cwd a swapped open or chdir may have aimed
+/// outside is decided again when it is described).
+#[test]
+fn path_buffer_races_on_metadata_calls_never_describe_the_denied_object() {
+    if !kernel_ok() {
+        return;
+    }
+    let t = Tree::new();
+    let bin = copy_into(&t, "race_meta");
+    std::fs::write(t.ws.join("ok.txt"), "harmless\n").unwrap();
+    std::fs::create_dir(t.ws.join("sub")).unwrap();
+    let secret = t.outside.join("secret");
+    let set = |path: &std::path::Path| {
+        let p = std::ffi::CString::new(path.to_str().unwrap()).unwrap();
+        // SAFETY: NUL-terminated strings and a 6-byte value.
+        let r = unsafe { libc::setxattr(p.as_ptr(), c"user.marker".as_ptr(), c"secret".as_ptr().cast(), 6, 0) };
+        assert_eq!(r, 0, "user xattrs on {}: {}", path.display(), std::io::Error::last_os_error());
+    };
+    set(&secret);
+    let p = |p: &std::path::Path| p.to_str().unwrap().to_owned();
+    let (ok, missing, sub) = (p(&t.ws.join("ok.txt")), p(&t.ws.join("missing")), p(&t.ws.join("sub")));
+    // /proc/1 (outside the sandbox, so denied) lies on another type of file
+    // system than the workspace.
+    let routes: &[(&str, &str, String)] = &[
+        ("getxattr", &ok, p(&secret)),
+        ("listxattr", &ok, p(&secret)),
+        ("access", &missing, p(&secret)),
+        ("statfs", &ok, "/proc/1".into()),
+        ("opath", &ok, p(&secret)),
+        ("fstatfs", &ok, "/proc/1".into()),
+        ("chdir", &sub, p(&t.outside)),
+        ("inotify", &ok, p(&secret)),
+    ];
+    for (route, allowed, denied) in routes {
+        let args = [bin.to_str().unwrap(), route, allowed, denied, "5000"];
+        // Natively the race is won within a few tries even on a loaded
+        // machine (the flipping thread must run while the call does).
+        let native = (0..10).map(|_| Command::new(args[0]).args(&args[1..]).output().unwrap());
+        let mut native = native.map(|o| stdout(&o)).skip_while(|o| leaks(o) == 0);
+        assert!(native.next().is_some(), "{route}: the attack works natively");
+        for extra in [&["--no-landlock"][..], &[][..]] {
+            let o = t.command(extra, &args).output().unwrap();
+            assert_eq!(stdout(&o), "leaks=0 direct=0\n", "{route} {extra:?}: {}", stderr(&o));
+        }
+    }
+    // A watch is the content of a directory: decided in fast mode too.
+    let args = [bin.to_str().unwrap(), "inotify", &ok, &p(&secret), "5000"];
+    let o = t.command(&["--fast"], &args).output().unwrap();
+    assert_eq!(stdout(&o), "leaks=0 direct=1\n", "fast: {}", stderr(&o));
+}

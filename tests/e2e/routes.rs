@@ -312,3 +312,18 @@ fn a_unix_socket_server_sees_the_commands_own_user() {
     assert!(o.status.success(), "{}", stderr(&o));
     assert_eq!(peers.join().unwrap(), [65534, 65534], "SO_PEERCRED names the command's user, never interpose's");
 }
+
+/// fanotify marks report the names made in a directory (and, with
+/// privilege, in whole mounts) by file handle: refused in every mode, so
+/// programs fall back to inotify, whose watches are decided as reads.
+#[test]
+fn fanotify_is_refused() {
+    if !kernel_ok() || !root() {
+        return;
+    }
+    let t = Tree::new();
+    let outside = t.outside.to_str().unwrap();
+    assert!(escaped(&native(&t, &["fanotify", outside])), "{}", stdout(&native(&t, &["fanotify", outside])));
+    refused_in_both_modes(&t, &[], &["fanotify", outside]);
+    refused_in_both_modes(&t, &[], &["fanotify", t.ws.to_str().unwrap()]);
+}
