@@ -10,6 +10,8 @@ use crate::sys::fs::{self, Dir, OpenHow};
 use crate::sys::{mem, seccomp, Errno};
 use std::os::fd::{AsFd, OwnedFd};
 
+mod sockets;
+
 /// One path decision, for the counters and the audit trail.
 #[derive(Debug)]
 pub struct Check {
@@ -896,136 +898,6 @@ impl Cx<'_> {
             // UTIME_NOW, UTIME_OMIT and range errors are the kernel's to judge.
             TimeFormat::Timespec => [ts(word(0), word(1)), ts(word(2), word(3))],
         }))
-    }
-
-    /// An IPv4 or IPv6 connect under `--net connect=PORTS`: a TCP socket may
-    /// connect only to those ports (Landlock enforces the same list on the
-    /// kernel's side; deciding here records the refusals).
-    fn tcp_connect(&mut self, addr: &[u8], sockfd: i32) -> Result<Answer, Stop> {
-        let Some(ports) = self.sup.tcp_ports() else { return Ok(Answer::Continue) };
-        let port = u16::from_be_bytes([addr[2], addr[3]]);
-        let host = match (addr.len(), i32::from(u16::from_ne_bytes([addr[0], addr[1]]))) {
-            (l, libc::AF_INET) if l >= 8 => std::net::Ipv4Addr::new(addr[4], addr[5], addr[6], addr[7]).to_string(),
-            (l, libc::AF_INET6) if l >= 24 => {
-                std::net::Ipv6Addr::from(<[u8; 16]>::try_from(&addr[8..24]).expect("16 bytes")).to_string()
-            }
-            _ => "?".into(),
-        };
-        let sock = self.caller_fd(sockfd)?;
-        let stream = nix::sys::socket::getsockopt(&sock, nix::sys::socket::sockopt::SockType)
-            .is_ok_and(|t| t == nix::sys::socket::SockType::Stream);
-        if !stream {
-            return Ok(Answer::Continue);
-        }
-        let arg = PathArg { bytes: format!("tcp:{host}:{port}").into_bytes(), base: None };
-        if ports.contains(&port) {
-            let why = Why::Note("port allowed by --net connect=", RuleKind::Network);
-            self.push(&arg, None, AccessKind::Connect, Verdict::Allow, None, why);
-            Ok(Answer::Continue)
-        } else if self.sup.learn {
-            let why = Why::Note("port not in --net connect=", RuleKind::Network);
-            self.push(&arg, None, AccessKind::Connect, Verdict::WouldDeny, None, why);
-            Ok(Answer::Continue)
-        } else {
-            let why = Why::Note("port not in --net connect=", RuleKind::Network);
-            self.push(&arg, None, AccessKind::Connect, Verdict::Deny, Some(Errno::EACCES), why);
-            Err(Errno::EACCES.into())
-        }
-    }
-
-    /// The `msg_name` pointer and `msg_namelen` of the `struct msghdr` at
-    /// `at` in the caller.
-    fn msg_name(&self, at: u64) -> Result<(u64, u64), Stop> {
-        // struct msghdr: msg_name at 0, msg_namelen at 8.
-        let mut hdr = [0u8; 12];
-        if mem::read(self.notif.pid, at, &mut hdr)? != hdr.len() {
-            return Err(Errno::EFAULT.into());
-        }
-        let name = u64::from_ne_bytes(hdr[..8].try_into().expect("8 bytes"));
-        Ok((name, u64::from(u32::from_ne_bytes(hdr[8..12].try_into().expect("4 bytes")))))
-    }
-
-    /// connect, bind, sendto, sendmsg, sendmmsg: every pathname AF_UNIX
-    /// address is a file like any other, checked before the call goes on.
-    fn socket(&mut self) -> Result<Answer, Stop> {
-        let row = self.row;
-        let a = self.notif.data.args;
-        let x = row.extra.expect("socket rows name their address argument") as usize;
-        match row.op {
-            Op::Sendmsg => {
-                let (addr, len) = self.msg_name(a[x])?;
-                self.socket_address(addr, len)
-            }
-            Op::Sendmmsg => {
-                // struct mmsghdr: a msghdr (56 bytes) and msg_len, padded to
-                // 64; the kernel sends at most UIO_MAXIOV of them.
-                const MMSGHDR: u64 = 64;
-                let count = (a[x + 1] & 0xffff_ffff).min(1024);
-                for i in 0..count {
-                    let (addr, len) = self.msg_name(a[x].wrapping_add(i * MMSGHDR))?;
-                    self.socket_address(addr, len)?;
-                }
-                Ok(Answer::Continue)
-            }
-            _ => self.socket_address(a[x], a[x + 1]),
-        }
-    }
-
-    /// Decides (and for connect, performs) one socket address.
-    fn socket_address(&mut self, addr: u64, len: u64) -> Result<Answer, Stop> {
-        let row = self.row;
-        let a = self.notif.data.args;
-        let sun_path_max = 108usize;
-        if addr == 0 || len <= 2 {
-            return Ok(Answer::Continue);
-        }
-        let mut buf = [0u8; 110];
-        let len = (len as usize).min(2 + sun_path_max);
-        if mem::read(self.notif.pid, addr, &mut buf[..len])? != len {
-            return Err(Errno::EFAULT.into());
-        }
-        let family = u16::from_ne_bytes([buf[0], buf[1]]);
-        if row.op == Op::Connect && matches!(i32::from(family), libc::AF_INET | libc::AF_INET6) && len >= 4 {
-            return self.tcp_connect(&buf[..len], a[0] as i32);
-        }
-        let sun_path = &buf[2..len];
-        // Unnamed and abstract addresses name no file (and Landlock scopes
-        // abstract sockets to the sandbox).
-        if i32::from(family) != libc::AF_UNIX || sun_path[0] == 0 {
-            return Ok(Answer::Continue);
-        }
-        let end = sun_path.iter().position(|&c| c == 0).unwrap_or(sun_path.len());
-        let bytes = sun_path[..end].to_vec();
-        let base =
-            if bytes.first() == Some(&b'/') { None } else { Some((libc::AT_FDCWD, self.open_dir(libc::AT_FDCWD)?)) };
-        let arg = PathArg { bytes, base };
-        self.still_valid()?;
-        if row.op == Op::Bind {
-            let r = self.resolve(&arg, false, false, 0);
-            self.check(&arg, r, Access::Create)?;
-            return Ok(Answer::Continue);
-        }
-        let r = self.resolve(&arg, true, false, 0);
-        let r = self.check(&arg, r, Access::Write)?;
-        if row.op != Op::Connect {
-            return Ok(Answer::Continue);
-        }
-        let Target::Exists { fd: socket_file, mode } = r.target else {
-            return Err(Errno::ECONNREFUSED.into());
-        };
-        if mode & libc::S_IFMT != libc::S_IFSOCK {
-            return Err(Errno::ECONNREFUSED.into());
-        }
-        // Connect the caller's own socket (a duplicate of its descriptor
-        // shares the open file description) to the socket file we checked,
-        // named through our handle so no path can be swapped underneath.
-        let sock = self.caller_fd(a[0] as i32)?;
-        let path = super::resolve::Resolver::proc_path(socket_file.as_fd());
-        // The server sees the connecting thread's effective ids as the
-        // peer's: the caller's, never interpose's.
-        identity::with_callers_effective_ids(|| fs::connect_unix(sock.as_fd(), path.as_bytes()))
-            .map(|()| Answer::Value(0))
-            .map_err(Stop::Fail)
     }
 
     /// `open`, `creat`, `openat`, `openat2`: the supervisor opens the object

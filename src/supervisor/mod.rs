@@ -10,6 +10,7 @@
 
 mod handle;
 pub mod identity;
+mod later;
 pub mod procs;
 pub mod resolve;
 
@@ -35,6 +36,9 @@ pub enum Answer {
     Fail(Errno),
     /// Complete the call with this return value (the supervisor did it).
     Value(i64),
+    /// The call would block on something the sandbox controls (a full
+    /// backlog, a full socket queue): answered when a retry completes.
+    Later(later::Retry),
     /// Complete the call by installing this descriptor in the caller
     /// (`SECCOMP_IOCTL_NOTIF_ADDFD` with `SECCOMP_ADDFD_FLAG_SEND`).
     Install {
@@ -107,6 +111,9 @@ pub struct Supervisor {
     /// The first execs refused (denied, or failed before a decision), to
     /// explain a command that exits 126 or 127.
     exec_refusals: std::sync::Mutex<Vec<ExecRefusal>>,
+    /// Calls that would block on something the sandbox controls, retried
+    /// by a thread of their own so that no worker waits on them.
+    later: later::Later,
 }
 
 /// An exec the supervisor refused, kept to explain why a command did not run.
@@ -217,6 +224,9 @@ impl Supervisor {
             tcp_ports: std::sync::OnceLock::new(),
             isolated: std::sync::atomic::AtomicBool::new(false),
             exec_refusals: std::sync::Mutex::new(Vec::new()),
+            // Waiting calls hold descriptors; the command was started
+            // with its own limits already.
+            later: later::Later::new(crate::sys::process::raise_descriptor_limit().unwrap_or(1024)),
         }))
     }
 
@@ -367,8 +377,15 @@ impl Supervisor {
                 // name is re-read; bumped before the answer lets it happen.
                 self.exec_generation.fetch_add(1, Ordering::SeqCst);
             }
-            if let Some(answer) = outcome.answer {
-                self.answer(notif.id, answer);
+            // Kept before the answer: a command whose exec is refused may
+            // exit at once, and the explanation is read when it has.
+            for c in outcome.checks.iter().filter(|c| c.access == AccessKind::Exec && c.decision != Verdict::Allow) {
+                self.keep_exec_refusal(c);
+            }
+            match outcome.answer {
+                Some(Answer::Later(retry)) => self.answer_later(notif.id, retry),
+                Some(answer) => self.answer(notif.id, answer),
+                None => {}
             }
             self.record(&notif, outcome.checks, outcome.argv, context, who, (started, received_ns));
             self.idle.fetch_add(1, Ordering::SeqCst);
@@ -398,6 +415,14 @@ impl Supervisor {
         }
     }
 
+    /// Hands a call that would block to the retry queue; refuses it with
+    /// `EAGAIN` when as many calls wait already as the bound allows.
+    fn answer_later(self: &Arc<Self>, id: u64, retry: later::Retry) {
+        if self.later.wait(self, id, retry).is_err() {
+            self.answer(id, Answer::Fail(Errno::EAGAIN));
+        }
+    }
+
     fn answer(&self, id: u64, answer: Answer) {
         let listener = self.listener.as_fd();
         let result = match answer {
@@ -406,6 +431,8 @@ impl Supervisor {
             }
             Answer::Fail(e) => seccomp::send(listener, NotifResp { id, val: 0, error: -(e as i32), flags: 0 }),
             Answer::Value(val) => seccomp::send(listener, NotifResp { id, val, error: 0, flags: 0 }),
+            // Waiting calls go to `later` before this; never left unanswered.
+            Answer::Later(_) => seccomp::send(listener, NotifResp { id, val: 0, error: -libc::EAGAIN, flags: 0 }),
             Answer::Install { fd, cloexec } => match seccomp::addfd_send(listener, id, fd.as_fd(), cloexec) {
                 Ok(_) | Err(Errno::ENOENT) => Ok(()),
                 // Installing failed (the caller is out of descriptors, say):
@@ -528,9 +555,6 @@ impl Supervisor {
                 Verdict::WouldDeny => self.stats.would_deny.fetch_add(1, Ordering::Relaxed),
                 Verdict::Error => 0,
             };
-        }
-        for c in checks.iter().filter(|c| c.access == AccessKind::Exec && c.decision != Verdict::Allow) {
-            self.keep_exec_refusal(c);
         }
         let Some(sink) = &self.audit else { return };
         let handling_ns = started.elapsed().as_nanos() as u64;

@@ -212,6 +212,30 @@ pub fn connect_unix(sock: BorrowedFd<'_>, path: &[u8]) -> Result<(), Errno> {
         .map(drop)
 }
 
+/// Sets the file status flags of an open file description
+/// (`fcntl(F_SETFL)`).
+pub fn set_status_flags(fd: BorrowedFd<'_>, flags: i32) -> Result<(), Errno> {
+    // SAFETY: F_SETFL takes an int.
+    cvt(unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_SETFL, flags) } as libc::c_long).map(drop)
+}
+
+/// `sendmsg(2)` of one datagram on `sock`: to the pathname unix socket
+/// `to` (or the connected peer), carrying `data` and the descriptors
+/// `rights` (`SCM_RIGHTS`). Returns the bytes sent.
+pub fn send_unix(
+    sock: BorrowedFd<'_>,
+    to: Option<&[u8]>,
+    data: &[u8],
+    rights: &[RawFd],
+    flags: i32,
+) -> Result<usize, Errno> {
+    use nix::sys::socket::{sendmsg, ControlMessage, MsgFlags, UnixAddr};
+    let to = to.map(UnixAddr::new).transpose()?;
+    let cmsgs: &[ControlMessage<'_>] = if rights.is_empty() { &[] } else { &[ControlMessage::ScmRights(rights)] };
+    let iov = [std::io::IoSlice::new(data)];
+    sendmsg(sock.as_raw_fd(), &iov, cmsgs, MsgFlags::from_bits_retain(flags), to.as_ref())
+}
+
 /// `unlinkat(2)`: removes `name` from the directory `dir` (`AT_REMOVEDIR`
 /// in `flags` for a directory).
 pub fn unlinkat(dir: BorrowedFd<'_>, name: &CStr, flags: i32) -> Result<(), Errno> {

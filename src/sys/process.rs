@@ -458,3 +458,16 @@ pub fn umount_detach(target: &CStr) -> Result<(), Errno> {
     // SAFETY: `target` is NUL-terminated.
     cvt(unsafe { libc::umount2(target.as_ptr(), libc::MNT_DETACH) } as libc::c_long).map(drop)
 }
+
+/// Raises this process's soft limit on open descriptors to its hard limit
+/// and returns the new soft limit. Called by the supervisor after the
+/// command is started, so the command keeps the limits it was given.
+pub fn raise_descriptor_limit() -> Result<u64, Errno> {
+    let mut lim = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+    // SAFETY: getrlimit writes one rlimit.
+    cvt(unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) } as libc::c_long)?;
+    lim.rlim_cur = lim.rlim_max;
+    // SAFETY: setrlimit reads one rlimit.
+    cvt(unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &lim) } as libc::c_long)?;
+    Ok(lim.rlim_cur)
+}
