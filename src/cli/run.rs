@@ -427,6 +427,9 @@ pub fn run(args: &RunArgs) -> Result<i32, RunError> {
             )),
             None => None,
         },
+        // Where the session has a mount namespace, the command gets a PID
+        // namespace too: every process of it dies with interpose.
+        pid_namespace: namespace.can_mount(),
     };
 
     phase("landlock ruleset, environment, filter");
@@ -463,7 +466,8 @@ pub fn run(args: &RunArgs) -> Result<i32, RunError> {
         }
     };
     if let Some(sink) = &sink {
-        sink.send(session_start(args, &surface, &loaded, &dropped, mode_record(trapping, args.learn), &caches));
+        let record = session_start(args, &surface, &loaded, &dropped, mode_record(trapping, args.learn), &caches);
+        sink.send(with_namespace(record, &namespace));
     }
 
     process::set_child_subreaper().map_err(errno("PR_SET_CHILD_SUBREAPER"))?;
@@ -496,7 +500,7 @@ pub fn run(args: &RunArgs) -> Result<i32, RunError> {
     // against ~32 us without (tests/attacks-style C loop, 4 alternating runs).
     // (SECCOMP_IOCTL_NOTIF_SET_FLAGS, 0x40082104, takes the flag word as the
     // ioctl argument itself, not through a pointer.)
-    let sandbox::Started { pid, listener, channel } = started;
+    let sandbox::Started { pid, listener, channel, root } = started;
     if args.sync_wake_up {
         seccomp::set_listener_flags(std::os::fd::AsFd::as_fd(&listener), seccomp::USER_NOTIF_FD_SYNC_WAKE_UP)
             .map_err(errno("SECCOMP_IOCTL_NOTIF_SET_FLAGS"))?;
@@ -517,6 +521,9 @@ pub fn run(args: &RunArgs) -> Result<i32, RunError> {
     }
     if args.isolate {
         supervisor.resolve_in_callers_root();
+    }
+    if let Some(root) = root {
+        supervisor.command_has_pid_namespace(root).map_err(errno("opening the command's /proc"))?;
     }
     if let Some(exact) = continuable {
         supervisor.continue_where_landlock_is_exact(exact);
@@ -567,6 +574,22 @@ pub fn run(args: &RunArgs) -> Result<i32, RunError> {
     drop(session);
     phase("session directory removed");
     Ok(status)
+}
+
+/// Adds to the session record which namespaces the session got: the mount
+/// namespace (or why not) and whether the command has a PID namespace.
+fn with_namespace(mut record: audit::Record, namespace: &sandbox::namespace::Namespace) -> audit::Record {
+    if let audit::Record::SessionStart(start) = &mut record {
+        let detail = namespace.to_string();
+        start.features.insert("session_namespace".into(), audit::Feature { present: namespace.can_mount(), detail });
+        let detail = if namespace.can_mount() {
+            "the command runs under an init of its own, with its own /proc; every process dies with interpose".into()
+        } else {
+            "none without a mount namespace: processes the command leaves behind are killed when it exits, not if interpose is killed".into()
+        };
+        start.features.insert("pid_namespace".into(), audit::Feature { present: namespace.can_mount(), detail });
+    }
+    record
 }
 
 fn session_start(
@@ -732,53 +755,44 @@ async fn wait_for(pid: libc::pid_t, handled: nix::sys::signal::SigSet) -> Result
 }
 
 /// Kills whatever the command left running (it would run on unsupervised,
-/// with every trapped call failing) and reaps it.
+/// with every trapped call failing) and reaps it. With a PID namespace the
+/// init's exit has done so already. Otherwise interpose, a subreaper, kills
+/// its own children only, then reaps them, whose orphans then become its
+/// children, and so on: a child's pid cannot be reused by another process
+/// before its parent reaps it, so no signal can reach a process that merely
+/// took a recycled pid (as one sent to a pid read from `/proc` could).
 fn end_sandbox() {
     use nix::sys::wait::{waitpid, WaitPidFlag, WaitStatus};
     let me = std::process::id();
-    for _ in 0..64 {
-        // interpose is a subreaper that started only the command: with no
-        // child left (ECHILD), nothing of the sandbox is left either.
+    for _ in 0..4096 {
+        // With no child left (ECHILD), nothing of the sandbox is left.
         if waitpid(None, Some(WaitPidFlag::WNOHANG)) == Err(nix::errno::Errno::ECHILD) {
             return;
         }
-        // One pass over /proc for the parent of every process, then the
-        // descendants of interpose from that map.
-        let parents: std::collections::HashMap<u32, u32> = std::fs::read_dir("/proc")
+        let children: Vec<u32> = std::fs::read_dir("/proc")
             .into_iter()
             .flatten()
             .flatten()
             .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
-            .filter_map(|p| Some((p, crate::supervisor::procs::parent_of(p)?)))
+            .filter(|&p| crate::supervisor::procs::parent_of(p) == Some(me))
             .collect();
-        let inside: Vec<u32> = parents
-            .keys()
-            .copied()
-            .filter(|&p| {
-                let mut at = p;
-                for _ in 0..4096 {
-                    match parents.get(&at) {
-                        Some(&parent) if parent == me => return true,
-                        Some(&parent) if parent > 1 => at = parent,
-                        _ => return false,
-                    }
-                }
-                false
-            })
-            .collect();
-        if inside.is_empty() {
-            break;
-        }
-        for p in inside {
+        for &p in &children {
             let _ = process::kill(p as libc::pid_t, libc::SIGKILL);
         }
-        while let Ok(st) = waitpid(None, Some(WaitPidFlag::WNOHANG)) {
-            if st == WaitStatus::StillAlive {
-                std::thread::sleep(std::time::Duration::from_millis(1));
+        // Reap them all (their orphans are re-parented to us as they die).
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        let mut left = children.len();
+        while left > 0 && std::time::Instant::now() < deadline {
+            match waitpid(None, Some(WaitPidFlag::WNOHANG)) {
+                Ok(WaitStatus::StillAlive) => std::thread::sleep(std::time::Duration::from_millis(1)),
+                Ok(WaitStatus::Exited(p, _) | WaitStatus::Signaled(p, _, _)) => {
+                    left -= usize::from(children.contains(&(p.as_raw() as u32)));
+                }
+                Ok(_) => {}
+                Err(_) => break,
             }
         }
     }
-    while waitpid(None, Some(WaitPidFlag::WNOHANG)).is_ok_and(|s| s != WaitStatus::StillAlive) {}
 }
 
 /// `interpose debug landlock`: applies the surface's Landlock ruleset to this

@@ -251,9 +251,17 @@ pub struct Verdict {
 /// Answers whether a pid belongs to the sandbox. The supervisor implements it
 /// from `/proc`; tests implement it with a set.
 pub trait Processes {
-    /// Whether `pid` (a process or thread id) is the sandboxed command or one
-    /// of its descendants.
-    fn is_inside(&self, pid: u32) -> bool;
+    /// Whether `pid` (a process or thread id, numbered as the procfs
+    /// mounted at `mount` numbers it) is the sandboxed command or one of its
+    /// descendants.
+    fn is_inside(&self, mount: &Path, pid: u32) -> bool;
+
+    /// Whether the procfs at `mount` numbers processes as the command's own
+    /// PID namespace does (then `self` there is the caller's pid in that
+    /// namespace), rather than as the supervisor's.
+    fn numbers_as_the_command(&self, _mount: &Path) -> bool {
+        false
+    }
 }
 
 /// Nobody is inside the sandbox when nothing runs (`why`, `replay`, the
@@ -261,7 +269,7 @@ pub trait Processes {
 pub struct NoProcesses;
 
 impl Processes for NoProcesses {
-    fn is_inside(&self, _: u32) -> bool {
+    fn is_inside(&self, _: &Path, _: u32) -> bool {
         false
     }
 }
@@ -492,11 +500,16 @@ impl Surface {
 
     /// If `path` lies beneath a procfs mount, the rest of it after the mount.
     pub fn proc_relative<'p>(&self, path: &'p [u8]) -> Option<&'p [u8]> {
+        self.proc_mount_of(path).map(|(_, rest)| rest)
+    }
+
+    /// If `path` lies beneath a procfs mount, that mount and the rest of
+    /// the path after it.
+    pub fn proc_mount_of<'p>(&self, path: &'p [u8]) -> Option<(&Path, &'p [u8])> {
         use std::os::unix::ffi::OsStrExt;
         self.proc_mounts.iter().find_map(|m| {
-            let m = m.as_os_str().as_bytes();
-            let rest = path.strip_prefix(m)?;
-            (rest.is_empty() || rest[0] == b'/').then_some(rest)
+            let rest = path.strip_prefix(m.as_os_str().as_bytes())?;
+            (rest.is_empty() || rest[0] == b'/').then_some((m.as_path(), rest))
         })
     }
 
@@ -511,13 +524,13 @@ impl Surface {
     /// inside the sandbox and denied for every other process, whatever the
     /// trie says; the rest of procfs is decided by the trie like any path.
     pub fn decide(&self, path: &[u8], access: Access, procs: &dyn Processes) -> Verdict {
-        if let Some(rest) = self.proc_relative(path) {
+        if let Some((mount, rest)) = self.proc_mount_of(path) {
             let first = trie::components(rest).next().unwrap_or_default();
             if !first.is_empty() && first.iter().all(u8::is_ascii_digit) {
                 let covered = self.trie.lookup(path).is_some_and(|i| self.rules[i as usize].mode != Mode::Deny);
                 let pid = std::str::from_utf8(first).ok().and_then(|s| s.parse::<u32>().ok());
                 return match pid {
-                    Some(pid) if covered && procs.is_inside(pid) => {
+                    Some(pid) if covered && procs.is_inside(mount, pid) => {
                         Verdict { allowed: true, reason: Reason::ProcInside(pid) }
                     }
                     Some(pid) => Verdict { allowed: false, reason: Reason::ProcOutside(pid) },
@@ -655,7 +668,7 @@ mod tests {
 
     struct Set(HashSet<u32>);
     impl Processes for Set {
-        fn is_inside(&self, pid: u32) -> bool {
+        fn is_inside(&self, _: &Path, pid: u32) -> bool {
             self.0.contains(&pid)
         }
     }

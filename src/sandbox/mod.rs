@@ -53,6 +53,8 @@ pub enum Stage {
     Isolate = 13,
     /// An IPC namespace of its own.
     Ipc = 14,
+    /// A PID namespace of its own, with its own `/proc`.
+    PidNamespace = 15,
 }
 
 impl Stage {
@@ -60,6 +62,7 @@ impl Stage {
         use Stage::*;
         [
             SignalMask,
+            PidNamespace,
             Network,
             Ipc,
             Isolate,
@@ -84,6 +87,7 @@ impl Stage {
             Stage::SignalMask => "restoring the signal mask",
             Stage::Network => "creating a network namespace with loopback only (--net none needs root)",
             Stage::Ipc => "creating an IPC namespace of its own",
+            Stage::PidNamespace => "making the PID namespace's /proc and its init",
             Stage::Isolate => {
                 "building the isolated root (--isolate needs root here: unprivileged user namespaces are not used)"
             }
@@ -148,6 +152,11 @@ pub struct Plan {
     pub new_ipc: bool,
     /// Give the command a root holding only the surface.
     pub isolate: Option<isolate::Isolation>,
+    /// Start the command in a PID namespace of its own, under an init that
+    /// dies with interpose (and the kernel then kills every process of the
+    /// namespace), with a `/proc` of that namespace in a mount namespace of
+    /// its own.
+    pub pid_namespace: bool,
 }
 
 /// The capabilities a (root) command keeps: those a container runtime grants
@@ -184,6 +193,10 @@ pub struct Started {
     /// The parent's end of the set-up channel: end-of-stream once the
     /// command has exec'd, or an `Exec` failure report.
     pub channel: OwnedFd,
+    /// With a PID namespace: the command's root directory (that of its
+    /// mount namespace, whose `/proc` is the namespace's), from which the
+    /// supervisor resolves the command's paths.
+    pub root: Option<OwnedFd>,
 }
 
 const TAG_LISTENER: u8 = b'L';
@@ -215,15 +228,20 @@ pub fn start(
     let argv = ptrs(&plan.argv);
     let envp = ptrs(&plan.env);
     let parent = std::process::id() as libc::pid_t;
+    let every_signal = nix::sys::signal::SigSet::all();
 
-    match process::fork().map_err(parent_err("fork"))? {
+    let forked = if plan.pid_namespace { process::clone_process(libc::CLONE_NEWPID) } else { process::fork() };
+    match forked.map_err(parent_err("fork"))? {
         Fork::Child => {
             drop(ours);
-            child(plan, child_mask, theirs, parent, &argv, &envp)
+            let masks = Masks { command: child_mask, every_signal: every_signal.as_ref() };
+            child(plan, masks, theirs, parent, &argv, &envp)
         }
         Fork::Parent(pid) => {
             drop(theirs);
+            // The child waits for our go: it is killed, not only reaped.
             let fail = |e| {
+                let _ = process::kill(pid, libc::SIGKILL);
                 reap(pid);
                 e
             };
@@ -243,12 +261,33 @@ pub fn start(
                 .map_err(|errno| {
                     fail(SpawnError::Parent { what: "taking the seccomp listener (pidfd_getfd)", errno })
                 })?;
+            // The child has made its mount namespace and /proc by now.
+            let root = match plan.pid_namespace {
+                true => Some(command_root(pid).map_err(|errno| {
+                    fail(SpawnError::Parent { what: "opening the command's root (/proc/<pid>/root)", errno })
+                })?),
+                false => None,
+            };
             before_exec(pid).map_err(fail)?;
             process::write_all(ours.as_fd(), &[TAG_GO])
                 .map_err(|errno| fail(SpawnError::Parent { what: "releasing the child", errno }))?;
-            Ok(Started { pid, listener, channel: ours })
+            Ok(Started { pid, listener, channel: ours, root })
         }
     }
+}
+
+/// The root directory of process `pid`, as a handle.
+fn command_root(pid: libc::pid_t) -> Result<OwnedFd, Errno> {
+    let path = CString::new(format!("/proc/{pid}/root")).expect("no NUL in a number");
+    crate::sys::fs::openat(crate::sys::fs::Dir::Cwd, &path, libc::O_PATH | libc::O_DIRECTORY, 0)
+}
+
+/// The signal masks of the child: the command's, and the init's (every
+/// signal blocked, each taken with `sigwaitinfo`).
+#[derive(Clone, Copy)]
+struct Masks<'a> {
+    command: &'a libc::sigset_t,
+    every_signal: &'a libc::sigset_t,
 }
 
 fn reap(pid: libc::pid_t) {
@@ -276,7 +315,7 @@ pub fn exec_result(channel: &OwnedFd) -> Result<(), Errno> {
 /// The child's side. Raw syscalls only; never returns.
 fn child(
     plan: &Plan,
-    mask: &libc::sigset_t,
+    masks: Masks<'_>,
     channel: OwnedFd,
     parent: libc::pid_t,
     argv: &[*const libc::c_char],
@@ -302,6 +341,9 @@ fn child(
     if let Err(e) = process::default_signal(libc::SIGPIPE) {
         report(Stage::SignalMask, e);
     }
+    // The init of a PID namespace takes every signal with sigwaitinfo; the
+    // command gets the mask it was started with.
+    let mask = if plan.pid_namespace { masks.every_signal } else { masks.command };
     if let Err(e) = process::set_signal_mask(mask) {
         report(Stage::SignalMask, e);
     }
@@ -315,9 +357,16 @@ fn child(
         report(Stage::DeathSignal, e);
     }
     // If interpose died before the line above, the death signal will never
-    // come: stop here rather than run unsupervised.
-    if process::parent_pid() != parent {
+    // come: stop here rather than run unsupervised. (In a PID namespace the
+    // parent is outside it, and getppid says 0; there the wait for the
+    // parent's go below ends at once if it has died.)
+    if process::parent_pid() != if plan.pid_namespace { 0 } else { parent } {
         report(Stage::ParentGone, Errno::ESRCH);
+    }
+    if plan.pid_namespace {
+        if let Err(e) = pid_namespace_proc() {
+            report(Stage::PidNamespace, e);
+        }
     }
     if plan.no_network {
         if let Err(e) = process::unshare(libc::CLONE_NEWNET).and_then(|()| process::loopback_up()) {
@@ -375,8 +424,71 @@ fn child(
     // The command must not hold its own listener: it could answer its own
     // notifications.
     drop(listener);
+    if plan.pid_namespace {
+        // The init holds a copy of interpose's memory and environment: once
+        // the supervisor has taken what it needs from it (the listener, its
+        // root), its /proc entries belong to root and no process of the
+        // command's may read them.
+        if let Err(e) = process::set_dumpable(false) {
+            report(Stage::PidNamespace, e);
+        }
+        // This process is the namespace's init: the command runs as its
+        // child, and when this init dies (with interpose, by its death
+        // signal) the kernel kills every process of the namespace.
+        match process::clone_process(0) {
+            Ok(Fork::Child) => {
+                // Dumpable again (exec would make it so anyway): the
+                // supervisor reads the command's memory from its first
+                // call on, the exec itself.
+                if let Err(e) = process::set_signal_mask(masks.command).and_then(|_| process::set_dumpable(true)) {
+                    report(Stage::SignalMask, e);
+                }
+                let errno = process::execve(&plan.program, argv, envp);
+                report(Stage::Exec, errno)
+            }
+            Ok(Fork::Parent(command)) => {
+                // The command holds the channel until it execs; the init
+                // needs no descriptor (the Landlock ruleset is still open).
+                drop(channel);
+                let _ = process::close_fds_except(&[]);
+                init(command, masks.every_signal)
+            }
+            Err(e) => report(Stage::PidNamespace, e),
+        }
+    }
     let errno = process::execve(&plan.program, argv, envp);
     report(Stage::Exec, errno)
+}
+
+/// In the new PID namespace: a mount namespace of its own (a slave of the
+/// session's, so nothing mounted here leaks out) with a `/proc` that shows
+/// the namespace's processes, numbered as the command sees them.
+fn pid_namespace_proc() -> Result<(), Errno> {
+    process::unshare(libc::CLONE_NEWNS)?;
+    process::mount(None, c"/", None, libc::MS_REC | libc::MS_SLAVE, None)?;
+    process::mount(Some(c"proc"), c"/proc", Some(c"proc"), libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC, None)
+}
+
+/// The PID namespace's init: reaps every orphan, passes on the signals
+/// interpose sends (from outside the namespace; a terminal's signals
+/// reach the command's process group by themselves, and signals from
+/// inside the namespace are dropped), and exits with the command's status
+/// when the command ends, which ends every other process of the namespace.
+fn init(command: libc::pid_t, every_signal: &libc::sigset_t) -> ! {
+    loop {
+        let (sig, code, from) = process::wait_signal(every_signal);
+        if sig == libc::SIGCHLD {
+            while let Some((pid, status)) = process::reap_any() {
+                if pid == command {
+                    let code =
+                        if libc::WIFEXITED(status) { libc::WEXITSTATUS(status) } else { 128 + libc::WTERMSIG(status) };
+                    process::exit_now(code)
+                }
+            }
+        } else if from == 0 && code != libc::SI_KERNEL {
+            let _ = process::kill(command, sig);
+        }
+    }
 }
 
 #[cfg(test)]

@@ -1,7 +1,7 @@
 //! Deciding one notification: read its paths, resolve, check, answer.
 
 use super::identity;
-use super::resolve::{Caller, Request, ResolveError, Resolved, Target};
+use super::resolve::{Caller, ProcEntry, Request, ResolveError, Resolved, Target};
 use super::{Answer, Supervisor};
 use crate::audit::{AccessKind, RuleKind, Verdict};
 use crate::policy::syscalls::{Follow, Op, Syscall};
@@ -114,8 +114,16 @@ pub fn handle(sup: &Supervisor, notif: &seccomp::Notif) -> Outcome {
             return Outcome { answer: Some(Answer::Fail(Errno::EPERM)), checks: Vec::new(), argv: None };
         }
     }
-    let mut cx =
-        Cx { sup, notif, row, checks: Vec::new(), tgid: std::cell::OnceCell::new(), argv: None, decided_by: None };
+    let mut cx = Cx {
+        sup,
+        notif,
+        row,
+        checks: Vec::new(),
+        tgid: std::cell::OnceCell::new(),
+        own_ids: std::cell::OnceCell::new(),
+        argv: None,
+        decided_by: None,
+    };
     let answer = match cx.run() {
         Ok(a) => Some(a),
         Err(Stop::Fail(e)) => Some(Answer::Fail(e)),
@@ -145,12 +153,31 @@ struct PathArg {
     base: Option<(i32, OwnedFd)>,
 }
 
+/// A root to resolve absolute paths from.
+enum Root<'a> {
+    /// The caller's own, opened for this call.
+    Own(OwnedFd),
+    /// The command's, held by the supervisor.
+    Shared(std::os::fd::BorrowedFd<'a>),
+}
+
+impl Root<'_> {
+    fn as_fd(&self) -> std::os::fd::BorrowedFd<'_> {
+        match self {
+            Root::Own(fd) => fd.as_fd(),
+            Root::Shared(fd) => *fd,
+        }
+    }
+}
+
 struct Cx<'a> {
     sup: &'a Supervisor,
     notif: &'a seccomp::Notif,
     row: &'static Syscall,
     checks: Vec<Check>,
     tgid: std::cell::OnceCell<u32>,
+    /// The caller's ids in its own PID namespace.
+    own_ids: std::cell::OnceCell<(u32, u32)>,
     argv: Option<(Vec<Vec<u8>>, bool)>,
     /// What allowed the last access checked.
     decided_by: Option<Reason>,
@@ -230,18 +257,48 @@ impl Cx<'_> {
         }
     }
 
-    fn resolve(&self, arg: &PathArg, follow: bool, empty_path: bool, resolve: u64) -> Result<Resolved, ResolveError> {
-        // In --isolate, absolute paths mean the caller's own root: without
-        // it, resolving from the supervisor's would decide on other objects.
-        let root = if self.sup.isolated() { Some(self.caller_root().ok_or(Errno::ESRCH)?) } else { None };
-        let caller = Caller {
+    /// The root absolute paths start from, when it is not the
+    /// supervisor's: in `--isolate` the caller's own (read per call), else
+    /// the command's (a mount namespace of its own, whose `/proc` is its PID
+    /// namespace's). Without it, resolving from the supervisor's root would
+    /// decide on other objects: fails closed.
+    fn root(&self) -> Result<Option<Root<'_>>, Errno> {
+        if self.sup.isolated() {
+            return self.caller_root().map(|r| Some(Root::Own(r))).ok_or(Errno::ESRCH);
+        }
+        Ok(self.sup.command_root().map(Root::Shared))
+    }
+
+    fn caller<'c>(&'c self, arg: &'c PathArg, root: Option<&'c Root<'c>>) -> Caller<'c> {
+        Caller {
             tid: self.notif.pid,
             tgid: &self.tgid,
             base: arg.base.as_ref().map(|(_, b)| b.as_fd()),
-            root: root.as_ref().map(|r| r.as_fd()),
-        };
+            root: root.map(Root::as_fd),
+            own_ids: &self.own_ids,
+        }
+    }
+
+    fn resolve(&self, arg: &PathArg, follow: bool, empty_path: bool, resolve: u64) -> Result<Resolved, ResolveError> {
+        let root = self.root()?;
         let req = Request { path: &arg.bytes, follow, empty_path, resolve };
-        self.sup.resolver.resolve(&self.sup.surface, &self.sup.procs, &caller, req)
+        self.sup.resolver.resolve(&self.sup.surface, &self.sup.procs, &self.caller(arg, root.as_ref()), req)
+    }
+
+    /// Whose `/proc` the canonical `path` lies in, for this caller.
+    fn proc_entry(&self, path: &[u8]) -> ProcEntry {
+        let no_base = PathArg { bytes: Vec::new(), base: None };
+        let caller = self.caller(&no_base, None);
+        self.sup.resolver.proc_entry(&self.sup.surface, &self.sup.procs, &caller, path)
+    }
+
+    /// Runs `f`, which acts on an object in procfs for the caller: with the
+    /// caller's credentials alone when the object is another process's.
+    fn on_behalf<T>(&self, proc: ProcEntry, f: impl FnOnce() -> Result<T, Errno>) -> Result<T, Errno> {
+        match proc {
+            ProcEntry::Other => identity::without_ptrace(f),
+            _ => f(),
+        }
     }
 
     /// Decides `access` to what `arg` resolved to and records the decision.
@@ -323,14 +380,9 @@ impl Cx<'_> {
     /// `None` for `.`, `..` and `/`, which calls acting on a name refuse by
     /// themselves (the kernel is left to say how).
     fn parent(&mut self, arg: &PathArg, access: Access) -> Result<Option<super::resolve::Parent>, Stop> {
-        let root = if self.sup.isolated() { Some(self.caller_root().ok_or(Stop::Gone)?) } else { None };
-        let caller = Caller {
-            tid: self.notif.pid,
-            tgid: &self.tgid,
-            base: arg.base.as_ref().map(|(_, b)| b.as_fd()),
-            root: root.as_ref().map(|r| r.as_fd()),
-        };
+        let root = self.root().map_err(|_| Stop::Gone)?;
         let req = Request { path: &arg.bytes, follow: false, empty_path: false, resolve: 0 };
+        let caller = self.caller(arg, root.as_ref());
         match self.sup.resolver.resolve_parent(&self.sup.surface, &self.sup.procs, &caller, req) {
             Ok(p) => Ok(p),
             // Recorded (and refused) as any resolution failure is.
@@ -731,7 +783,8 @@ impl Cx<'_> {
                     return Err(Errno::EINVAL.into());
                 }
                 let mut buf = vec![0u8; mem::PATH_MAX + 1];
-                let n = fs::readlinkat(Dir::Fd(fd.as_fd()), c"", &mut buf)?;
+                let proc = path.as_deref().map_or(ProcEntry::NotProc, |p| self.proc_entry(p));
+                let n = self.on_behalf(proc, || fs::readlinkat(Dir::Fd(fd.as_fd()), c"", &mut buf))?;
                 let n = n.min(size as usize);
                 mem::write(pid, a[x], &buf[..n])?;
                 Ok(Answer::Value(n as i64))
@@ -949,7 +1002,11 @@ impl Cx<'_> {
         // open the file itself: a path swapped in after the check reaches
         // nothing the surface refuses, and CONTINUE costs far less than
         // opening here and injecting the descriptor.
-        let exact = matches!(self.decided_by, Some(Reason::Rule(i)) if self.sup.landlock_exact(i));
+        // Never in procfs: the command's /proc may be its PID namespace's,
+        // which the ruleset (built on the supervisor's) does not name.
+        let proc = self.proc_entry(&r.path);
+        let exact = matches!(self.decided_by, Some(Reason::Rule(i)) if self.sup.landlock_exact(i))
+            && proc == ProcEntry::NotProc;
         if o_path {
             // SECCOMP_IOCTL_NOTIF_ADDFD takes its descriptor with fget(),
             // which refuses O_PATH files, so the kernel opens it again. A
@@ -991,7 +1048,7 @@ impl Cx<'_> {
                     let reopen =
                         flags & !(libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW | libc::O_CLOEXEC) | libc::O_NOCTTY;
                     let mode = if tmpfile { mode & !self.umask()? & 0o7777 } else { 0 };
-                    let fd = self.sup.resolver.reopen(fd.as_fd(), reopen, mode)?;
+                    let fd = self.on_behalf(proc, || self.sup.resolver.reopen(fd.as_fd(), reopen, mode))?;
                     Ok(Answer::Install { fd, cloexec })
                 }
                 // Devices, FIFOs and sockets: opening them from here could

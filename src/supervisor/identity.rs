@@ -194,6 +194,29 @@ pub fn with_callers_effective_ids<T>(f: impl FnOnce() -> T) -> T {
     result
 }
 
+/// Runs `f` with the caller's effective capabilities alone, without the
+/// `CAP_SYS_PTRACE` the worker keeps for its own access to the caller: for
+/// what the supervisor opens or reads in another process's `/proc/<pid>`
+/// on the caller's behalf (its memory, environment, descriptors), where
+/// that capability would let the caller see what the kernel keeps from it
+/// (a process that made itself non-dumpable, such as ssh-agent).
+pub fn without_ptrace<T>(f: impl FnOnce() -> Result<T, Errno>) -> Result<T, Errno> {
+    let Some(taken) = TAKEN.with_borrow(Clone::clone) else { return f() };
+    if taken.effective & CAP_SYS_PTRACE != 0 {
+        return f();
+    }
+    let groups = GROUPS.with(std::cell::Cell::get);
+    TAKEN.with_borrow_mut(|t| *t = None);
+    let groups_arg = groups.then_some(taken.groups.as_slice());
+    let result =
+        process::take_identity_in_this_thread(taken.fsuid, taken.fsgid, groups_arg, taken.effective).and_then(|()| f());
+    match apply(&taken, groups) {
+        Ok(()) => TAKEN.with_borrow_mut(|t| *t = Some(taken)),
+        Err(_) => tracing::error!("taking the caller's credentials back after a /proc access failed"),
+    }
+    result
+}
+
 /// Runs `f` with the credentials `access(2)` checks with: the caller's
 /// real uid and gid as file-system ids, and no effective capability unless
 /// its real uid is 0 (then its permitted ones), as the kernel's

@@ -16,9 +16,10 @@ pub mod resolve;
 
 use crate::audit::{self, AccessKind, RuleKind, Sink, Verdict};
 use crate::policy::Surface;
+use crate::sys::fs::{self, Dir};
 use crate::sys::seccomp::{self, NotifResp};
 use crate::sys::Errno;
-use procs::ProcTree;
+use procs::Membership;
 use resolve::Resolver;
 use std::os::fd::{AsFd, OwnedFd};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -80,7 +81,7 @@ fn rule_kind(surface: &Surface, reason: crate::policy::Reason) -> RuleKind {
 pub struct Supervisor {
     listener: OwnedFd,
     surface: Surface,
-    procs: ProcTree,
+    procs: Membership,
     resolver: Resolver,
     audit: Option<Sink>,
     /// Counters.
@@ -111,6 +112,8 @@ pub struct Supervisor {
     /// The first execs refused (denied, or failed before a decision), to
     /// explain a command that exits 126 or 127.
     exec_refusals: std::sync::Mutex<Vec<ExecRefusal>>,
+    /// The command's root, when it has a mount namespace of its own.
+    command_root: std::sync::OnceLock<OwnedFd>,
     /// Calls that would block on something the sandbox controls, retried
     /// by a thread of their own so that no worker waits on them.
     later: later::Later,
@@ -209,7 +212,8 @@ impl Supervisor {
         Ok(Arc::new(Self {
             listener,
             surface,
-            procs: ProcTree { supervisor: std::process::id() },
+            procs: Membership::new(std::process::id()),
+            command_root: std::sync::OnceLock::new(),
             resolver: Resolver::new()?,
             audit,
             stats: Stats::default(),
@@ -263,6 +267,23 @@ impl Supervisor {
     /// about to change its own).
     pub fn credentials_change(&self) {
         self.exec_generation.fetch_add(1, Ordering::SeqCst);
+    }
+
+    /// The command runs in a PID namespace of its own, in a mount
+    /// namespace whose root is `root` and whose `/proc` is that PID
+    /// namespace's: absolute paths are resolved from `root`, and `/proc` is
+    /// decided by presence there (every process it shows is the command's
+    /// init or one of its descendants).
+    pub fn command_has_pid_namespace(&self, root: OwnedFd) -> Result<(), Errno> {
+        let proc = fs::openat(Dir::Fd(root.as_fd()), c"proc", libc::O_PATH | libc::O_DIRECTORY, 0)?;
+        self.procs.command_namespace("/proc".into(), proc);
+        let _ = self.command_root.set(root);
+        Ok(())
+    }
+
+    /// The command's root, when it differs from the supervisor's.
+    pub fn command_root(&self) -> Option<std::os::fd::BorrowedFd<'_>> {
+        self.command_root.get().map(AsFd::as_fd)
     }
 
     /// Whether paths are resolved from the caller's root.
@@ -459,9 +480,15 @@ impl Supervisor {
         let me = std::process::id();
         let mut ancestors = Vec::new();
         let mut at = self.process_of(tid, None).0;
+        let init_shim = self.command_root.get().is_some();
         while at > 1 && at != me && ancestors.len() < 64 {
             // One read of /proc/<pid>/stat gives the name and the parent.
             let Some((name, parent)) = procs::name_and_parent(at) else { break };
+            if init_shim && parent == me {
+                // The PID namespace's init, a copy of interpose: not a
+                // program of the command's.
+                break;
+            }
             ancestors.push((at, name));
             at = parent;
         }

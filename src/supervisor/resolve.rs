@@ -131,15 +131,28 @@ pub struct Caller<'a> {
     /// or dirfd), opened through `/proc/<tid>`.
     pub base: Option<BorrowedFd<'a>>,
     /// The caller's root directory when it differs from the supervisor's
-    /// (`--isolate`): absolute paths are resolved from it, so they name
-    /// what the caller sees.
+    /// (`--isolate`, or a mount namespace of the command's own with its
+    /// PID namespace's `/proc`): absolute paths are resolved from it, so
+    /// they name what the caller sees.
     pub root: Option<BorrowedFd<'a>>,
+    /// The caller's process and thread ids in its own PID namespace, looked
+    /// up when first needed.
+    pub own_ids: &'a std::cell::OnceCell<(u32, u32)>,
 }
 
 impl Caller<'_> {
     /// The caller's process id (`Tgid` in `/proc/<tid>/status`).
     pub fn tgid(&self) -> u32 {
         *self.tgid.get_or_init(|| proc_status_field(self.tid, "Tgid:").and_then(|v| v.parse().ok()).unwrap_or(self.tid))
+    }
+
+    /// The caller's process and thread ids as its own PID namespace numbers
+    /// them (the last of `NStgid` and `NSpid` in `/proc/<tid>/status`).
+    pub fn ids_in_own_namespace(&self) -> (u32, u32) {
+        *self.own_ids.get_or_init(|| {
+            let last = |field| proc_status_field(self.tid, field)?.split_whitespace().last()?.parse().ok();
+            (last("NStgid:").unwrap_or_else(|| self.tgid()), last("NSpid:").unwrap_or(self.tid))
+        })
     }
 }
 
@@ -423,30 +436,45 @@ impl Resolver {
                 cur.fd = fd;
                 continue;
             }
-            let in_proc_root = surface.proc_relative(&cur.path).is_some_and(|r| r.iter().all(|&c| c == b'/'));
-            if in_proc_root && name == b"self" {
-                name = fs::decimal(caller.tgid().into(), &mut name_buf).to_bytes().to_vec();
-            } else if in_proc_root && name == b"thread-self" {
-                name = fs::decimal(caller.tgid().into(), &mut name_buf).to_bytes().to_vec();
-                queue.push_front(fs::decimal(caller.tid.into(), &mut name_buf).to_bytes().to_vec());
-                queue.push_front(b"task".to_vec());
-            }
-            if in_proc_root && name.iter().all(u8::is_ascii_digit) {
-                let pid = std::str::from_utf8(&name).ok().and_then(|s| s.parse::<u32>().ok());
-                if !pid.is_some_and(|p| procs.is_inside(p)) {
-                    let mut p = cur.path.clone();
-                    push_component(&mut p, &name);
-                    return Err(ResolveError::OutsideProc(p));
+            // At the root of a procfs: `self` is the caller, numbered as
+            // that procfs numbers it, and `/proc/<pid>` is entered only for
+            // a process of the sandbox.
+            let proc_root = surface.proc_mount_of(&cur.path).filter(|(_, r)| r.iter().all(|&c| c == b'/'));
+            if let Some((mount, _)) = proc_root {
+                let (tgid, tid) = match procs.numbers_as_the_command(mount) {
+                    true => caller.ids_in_own_namespace(),
+                    false => (caller.tgid(), caller.tid),
+                };
+                if name == b"self" {
+                    name = fs::decimal(tgid.into(), &mut name_buf).to_bytes().to_vec();
+                } else if name == b"thread-self" {
+                    name = fs::decimal(tgid.into(), &mut name_buf).to_bytes().to_vec();
+                    queue.push_front(fs::decimal(tid.into(), &mut name_buf).to_bytes().to_vec());
+                    queue.push_front(b"task".to_vec());
+                }
+                if name.iter().all(u8::is_ascii_digit) {
+                    let pid = std::str::from_utf8(&name).ok().and_then(|s| s.parse::<u32>().ok());
+                    if !pid.is_some_and(|p| procs.is_inside(mount, p)) {
+                        let mut p = cur.path.clone();
+                        push_component(&mut p, &name);
+                        return Err(ResolveError::OutsideProc(p));
+                    }
                 }
             }
             let cname = CString::new(name.clone()).map_err(|_| Errno::EINVAL)?;
             let lookup = || fs::openat(Dir::Fd(cur.fd.as_fd()), &cname, libc::O_PATH | libc::O_NOFOLLOW, 0);
-            // Inside /proc/<pid> of a sandboxed process (membership was
-            // checked above), entries of one that changed its credentials
-            // belong to root: the supervisor looks them up itself. The
-            // object is still opened later with the caller's credentials.
-            let in_proc = surface.proc_relative(&cur.path).is_some();
-            let looked_up = if in_proc { super::identity::retry_as_supervisor(lookup) } else { lookup() };
+            // In procfs, the caller's own /proc/<pid> may belong to root
+            // (after it changed its credentials), which never stops a
+            // process from reading its own: the supervisor looks there
+            // itself. Another process's (membership was checked above) is
+            // looked up with the caller's credentials alone, as the kernel
+            // would for it.
+            let proc_entry = self.proc_entry(surface, procs, caller, &cur.path);
+            let looked_up = match proc_entry {
+                ProcEntry::Other => super::identity::without_ptrace(lookup),
+                ProcEntry::Own | ProcEntry::Shared => super::identity::retry_as_supervisor(lookup),
+                ProcEntry::NotProc => lookup(),
+            };
             let fd = match looked_up {
                 Ok(fd) => fd,
                 Err(Errno::ENOENT) if last => {
@@ -470,9 +498,11 @@ impl Resolver {
                     if no_magic {
                         return Err(Errno::ELOOP.into());
                     }
-                    let obj = super::identity::retry_as_supervisor(|| {
-                        fs::openat(Dir::Fd(cur.fd.as_fd()), &cname, libc::O_PATH, 0)
-                    })?;
+                    let jump = || fs::openat(Dir::Fd(cur.fd.as_fd()), &cname, libc::O_PATH, 0);
+                    let obj = match proc_entry {
+                        ProcEntry::Other => super::identity::without_ptrace(jump),
+                        _ => super::identity::retry_as_supervisor(jump),
+                    }?;
                     let mut path = Vec::new();
                     self.fd_path(obj.as_fd(), &mut path)?;
                     if path.first() != Some(&b'/') {
@@ -513,6 +543,37 @@ impl Resolver {
         }
         let mode = fs::fstat(cur.fd.as_fd())?.st_mode;
         Ok(Resolved { target: Target::Exists { fd: cur.fd, mode }, path: cur.path })
+    }
+}
+
+/// Whose `/proc` a path lies in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ProcEntry {
+    /// Not in procfs.
+    NotProc,
+    /// In procfs, outside any `/proc/<pid>` (`/proc/sys`, `/proc/meminfo`).
+    Shared,
+    /// In the caller's own `/proc/<pid>`.
+    Own,
+    /// In another process's `/proc/<pid>`.
+    Other,
+}
+
+impl Resolver {
+    /// Whose `/proc` the canonical `path` lies in, for the caller.
+    pub fn proc_entry(&self, surface: &Surface, procs: &dyn Processes, caller: &Caller<'_>, path: &[u8]) -> ProcEntry {
+        let Some((mount, rest)) = surface.proc_mount_of(path) else { return ProcEntry::NotProc };
+        let first = rest.split(|&c| c == b'/').find(|c| !c.is_empty()).unwrap_or_default();
+        let Some(pid) = std::str::from_utf8(first).ok().filter(|f| !f.is_empty()).and_then(|f| f.parse::<u32>().ok())
+        else {
+            return ProcEntry::Shared;
+        };
+        let own = if procs.numbers_as_the_command(mount) { caller.ids_in_own_namespace().0 } else { caller.tgid() };
+        if pid == own {
+            ProcEntry::Own
+        } else {
+            ProcEntry::Other
+        }
     }
 }
 
@@ -682,8 +743,8 @@ mod differential {
             random_tree(&mut rng, &root);
             let base =
                 fs::openat(Dir::Cwd, &CString::new(root.as_os_str().as_bytes()).unwrap(), libc::O_PATH, 0).unwrap();
-            let tgid = std::cell::OnceCell::new();
-            let caller = Caller { tid, tgid: &tgid, base: Some(base.as_fd()), root: None };
+            let (tgid, own_ids) = (std::cell::OnceCell::new(), std::cell::OnceCell::new());
+            let caller = Caller { tid, tgid: &tgid, base: Some(base.as_fd()), root: None, own_ids: &own_ids };
             for _ in 0..200 {
                 let depth = 1 + rng.next() % 4;
                 let rel: Vec<&str> =

@@ -29,6 +29,61 @@ pub fn fork() -> Result<Fork, Errno> {
     Ok(if pid == 0 { Fork::Child } else { Fork::Parent(pid as libc::pid_t) })
 }
 
+/// `clone(2)` with only `flags` and `SIGCHLD`, like `fork` otherwise: with
+/// `CLONE_NEWPID` the child is pid 1 of a new PID namespace. The raw
+/// syscall runs no `atfork` handler, so the child may only make raw
+/// syscalls until it execs or exits (as after [`fork`]).
+pub fn clone_process(flags: libc::c_int) -> Result<Fork, Errno> {
+    // SAFETY: without CLONE_VM the child gets a copy of the address space
+    // and runs on from here like a forked child; the stack and TLS pointers
+    // are not passed (0), as fork does.
+    let pid = cvt(unsafe {
+        libc::syscall(libc::SYS_clone, (flags | libc::SIGCHLD) as libc::c_ulong, 0usize, 0usize, 0usize, 0usize)
+    })?;
+    Ok(if pid == 0 { Fork::Child } else { Fork::Parent(pid as libc::pid_t) })
+}
+
+/// `prctl(PR_SET_DUMPABLE, dumpable)`: a process that is not dumpable has
+/// its `/proc` entries owned by root, and other processes of its user may
+/// not read its memory or environment. Async-signal-safe.
+pub fn set_dumpable(dumpable: bool) -> Result<(), Errno> {
+    // SAFETY: prctl with integer arguments only.
+    cvt(unsafe { libc::prctl(libc::PR_SET_DUMPABLE, libc::c_ulong::from(dumpable), 0, 0, 0) } as libc::c_long).map(drop)
+}
+
+/// Waits for any signal in `set` (`sigwaitinfo(2)`, retrying on `EINTR`)
+/// and returns its number, its `si_code` and the sender's pid as this
+/// process sees it (0 when the sender is in an ancestor PID namespace).
+/// Async-signal-safe.
+pub fn wait_signal(set: &libc::sigset_t) -> (i32, i32, libc::pid_t) {
+    loop {
+        // SAFETY: siginfo_t is plain data; the kernel fills it.
+        let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+        // SAFETY: both pointers are valid for the call.
+        let sig = unsafe { libc::sigwaitinfo(set, &mut info) };
+        if sig > 0 {
+            // SAFETY: for any signal si_pid is readable (0 where unset).
+            return (sig, info.si_code, unsafe { info.si_pid() });
+        }
+    }
+}
+
+/// Reaps one exited child without waiting (`wait4(-1, WNOHANG)`): its pid
+/// and wait status, or `None` when no child has exited. Async-signal-safe.
+pub fn reap_any() -> Option<(libc::pid_t, i32)> {
+    let mut status = 0;
+    loop {
+        // SAFETY: `status` is a valid int; no rusage is asked for.
+        let pid = unsafe { libc::wait4(-1, &mut status, libc::WNOHANG, std::ptr::null_mut()) };
+        match pid {
+            0 => return None,
+            p if p > 0 => return Some((p, status)),
+            _ if Errno::last() == Errno::EINTR => continue,
+            _ => return None,
+        }
+    }
+}
+
 /// `close_range(2)` for every descriptor from 3 up except those in `keep`
 /// (which must be sorted).
 pub fn close_fds_except(keep: &[RawFd]) -> Result<(), Errno> {

@@ -141,3 +141,41 @@ pub fn attack(name: &str) -> PathBuf {
     }
     out
 }
+
+/// The pids (as this test sees them) of every process descended from
+/// `ancestor`: interpose and the sandbox's processes, whose own pids, in
+/// their PID namespace, mean nothing here.
+pub fn descendants(ancestor: u32) -> Vec<u32> {
+    let parent_of = |pid: u32| -> Option<u32> {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+        stat[stat.rfind(')')? + 1..].split_whitespace().nth(1)?.parse().ok()
+    };
+    let all: Vec<u32> =
+        std::fs::read_dir("/proc").unwrap().flatten().filter_map(|e| e.file_name().to_str()?.parse().ok()).collect();
+    all.into_iter()
+        .filter(|&p| {
+            let mut at = p;
+            for _ in 0..64 {
+                match parent_of(at) {
+                    Some(parent) if parent == ancestor => return true,
+                    Some(parent) if parent > 1 => at = parent,
+                    _ => return false,
+                }
+            }
+            false
+        })
+        .collect()
+}
+
+/// The pid, as this test sees it, of the sandboxed process under
+/// `interpose` whose pid in its own namespace is `inner`.
+pub fn host_pid(interpose: u32, inner: u32) -> Option<u32> {
+    descendants(interpose).into_iter().find(|p| {
+        std::fs::read_to_string(format!("/proc/{p}/status")).is_ok_and(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("NSpid:"))
+                .and_then(|v| v.split_whitespace().last()?.parse::<u32>().ok())
+                == Some(inner)
+        })
+    })
+}

@@ -101,13 +101,23 @@ fn proc_does_not_lead_out() {
     }
     denied("proc-self-root", "cat /proc/self/root$OUT/secret", secret_intact);
     denied("proc-thread-self-root", "cat /proc/thread-self/root/etc/shadow", |_| {});
-    // $PPID of the shell is interpose itself.
-    denied("proc-interpose-environ", "cat /proc/$PPID/environ", |_| {});
-    denied("proc-interpose-cmdline", "cat /proc/$PPID/cmdline", |_| {});
-    denied("proc-interpose-fd", "ls /proc/$PPID/fd/", |_| {});
-    denied("proc-init", "cat /proc/1/status", |_| {});
+    // $PPID of the shell is the PID namespace's init, a copy of interpose:
+    // its environment and descriptors are root's (it is not dumpable).
+    denied("proc-init-environ", "cat /proc/$PPID/environ", |_| {});
+    denied("proc-init-fd", "ls -l /proc/$PPID/fd/", |_| {});
+    denied("proc-init-mem", "head -c1 /proc/1/mem", |_| {});
     denied("proc-kmsg", "head -c 1 /proc/kmsg", |_| {});
     denied("proc-self-cwd-escape", "cd $OUT 2>/dev/null; cat /proc/self/cwd/../outside/secret", |_| {});
+    // No process outside the sandbox is there to name: interpose, this
+    // test, the host's init are not in the command's /proc.
+    let t = Tree::new();
+    let me = std::process::id();
+    let o = t.sh(&format!("ls /proc | grep -cx '[0-9]*'; cat /proc/{me}/status; cat /proc/1/status | head -1"));
+    let out = stdout(&o);
+    let listed: u32 = out.lines().next().unwrap().parse().unwrap();
+    assert!(listed <= 5, "only the sandbox's processes: {out}");
+    assert!(!out.contains(&format!("Pid:\t{me}")), "{out}");
+    assert!(out.ends_with("Name:\tinterpose\n"), "pid 1 is the namespace's init: {out}");
 }
 
 #[test]

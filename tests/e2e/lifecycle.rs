@@ -123,3 +123,29 @@ fn a_panic_while_handling_a_call_refuses_that_call_and_nothing_else() {
     assert!(stdout(&o).ends_with("after\n"), "{}", stdout(&o));
     assert_eq!(o.status.code(), Some(0));
 }
+
+/// What the command leaves running when it exits is killed, with a PID
+/// namespace (its init's exit ends the namespace) and without one
+/// (`--no-namespace`: interpose kills its children, then their orphans).
+#[test]
+fn processes_left_behind_are_killed_when_the_command_exits() {
+    if !kernel_ok() {
+        return;
+    }
+    let t = Tree::new();
+    for (mode, marker) in [(&[][..], "271828"), (&["--no-namespace"][..], "314159")] {
+        let script = format!("setsid sleep {marker} & sleep {marker} & echo started");
+        let o = t.command(mode, &["/bin/sh", "-c", &script]).output().unwrap();
+        assert_eq!(stdout(&o), "started\n", "{mode:?}: {}", stderr(&o));
+        let left = || {
+            std::fs::read_dir("/proc")
+                .unwrap()
+                .flatten()
+                .filter(|e| {
+                    std::fs::read(e.path().join("cmdline")).is_ok_and(|c| c == format!("sleep\0{marker}\0").as_bytes())
+                })
+                .count()
+        };
+        wait_until(&format!("{mode:?}: the sleepers outlived the command"), 10, || left() == 0);
+    }
+}

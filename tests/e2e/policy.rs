@@ -254,7 +254,8 @@ fn the_session_home_is_removed_when_the_command_is_killed() {
     wait_until("the command to start", 10, || {
         pid_file().is_some_and(|p| std::fs::read_to_string(p).unwrap().ends_with('\n'))
     });
-    let pid: i32 = std::fs::read_to_string(pid_file().unwrap()).unwrap().trim().parse().unwrap();
+    let inner: u32 = std::fs::read_to_string(pid_file().unwrap()).unwrap().trim().parse().unwrap();
+    let pid = host_pid(child.id(), inner).expect("the command's pid as seen from here") as i32;
     nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), nix::sys::signal::Signal::SIGKILL).unwrap();
     let o = child.wait_with_output().unwrap();
     assert_eq!(o.status.code(), Some(137));
