@@ -116,6 +116,10 @@ struct Mode {
     name: String,
     #[serde(skip)]
     prefix: Vec<OsString>,
+    /// A trail the mode writes: removed before every run, since interpose
+    /// never overwrites one.
+    #[serde(skip)]
+    trail: Option<PathBuf>,
 }
 
 /// What one (workload, mode) pair measured.
@@ -225,31 +229,47 @@ fn modes(exe: &Path, work: &Path, compare: &[String]) -> Vec<Mode> {
     let os = |s: &str| OsString::from(s);
     let surface = || vec![os("--rw"), work.as_os_str().to_owned(), os("--ro"), bin_dir.clone()];
     let exe = exe.as_os_str().to_owned();
+    let trail = work.join("audit.jsonl");
     let mut out = vec![
-        Mode { name: "native".into(), prefix: vec![] },
-        Mode { name: "seccomp-allow".into(), prefix: vec![exe.clone(), os("debug"), os("seccomp-allow"), os("--")] },
+        Mode { name: "native".into(), prefix: vec![], trail: None },
+        Mode {
+            name: "seccomp-allow".into(),
+            prefix: vec![exe.clone(), os("debug"), os("seccomp-allow"), os("--")],
+            trail: None,
+        },
         Mode {
             name: "landlock".into(),
             prefix: [vec![exe.clone(), os("debug"), os("landlock")], surface(), vec![os("--")]].concat(),
+            trail: None,
         },
-        Mode { name: "notify-floor".into(), prefix: vec![exe.clone(), os("run"), os("--bench-floor"), os("--")] },
-        Mode { name: "interpose".into(), prefix: [vec![exe.clone(), os("run")], surface(), vec![os("--")]].concat() },
+        Mode {
+            name: "notify-floor".into(),
+            prefix: vec![exe.clone(), os("run"), os("--bench-floor"), os("--")],
+            trail: None,
+        },
+        Mode {
+            name: "interpose".into(),
+            prefix: [vec![exe.clone(), os("run")], surface(), vec![os("--")]].concat(),
+            trail: None,
+        },
         Mode {
             name: "interpose --fast".into(),
             prefix: [vec![exe.clone(), os("run"), os("--fast")], surface(), vec![os("--")]].concat(),
+            trail: None,
         },
         Mode {
             name: "interpose+audit".into(),
             prefix: [
                 vec![exe.clone(), os("run")],
                 surface(),
-                vec![os("--audit"), work.join("audit.jsonl").into_os_string(), os("--")],
+                vec![os("--audit"), trail.clone().into_os_string(), os("--")],
             ]
             .concat(),
+            trail: Some(trail),
         },
     ];
     for c in compare {
-        out.push(Mode { name: c.clone(), prefix: c.split_whitespace().map(OsString::from).collect() });
+        out.push(Mode { name: c.clone(), prefix: c.split_whitespace().map(OsString::from).collect(), trail: None });
     }
     out
 }
@@ -257,8 +277,14 @@ fn modes(exe: &Path, work: &Path, compare: &[String]) -> Vec<Mode> {
 /// Runs `prefix + cmd` in `cwd`; its stdout, and the wall time in ms. Every
 /// mode gets the same environment: HOME and TMPDIR inside the workspace, so
 /// that no mode reads the real home's configuration or the host's /tmp.
-fn run_one(prefix: &[OsString], cmd: &[OsString], cwd: &Path) -> Result<(String, f64), String> {
-    let all: Vec<&OsString> = prefix.iter().chain(cmd).collect();
+fn run_one(mode: &Mode, cmd: &[OsString], cwd: &Path) -> Result<(String, f64), String> {
+    if let Some(trail) = &mode.trail {
+        match std::fs::remove_file(trail) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(format!("{}: {e}", trail.display())),
+            _ => {}
+        }
+    }
+    let all: Vec<&OsString> = mode.prefix.iter().chain(cmd).collect();
     let mut c = Command::new(all[0]);
     c.args(&all[1..]).current_dir(cwd).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
     c.env("HOME", cwd.join("home")).env("TMPDIR", cwd.join("tmp")).env_remove("LD_LIBRARY_PATH");
@@ -466,7 +492,7 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<i32> {
     // One untimed round of the commands first: caches warm for every mode.
     for (_, cmd) in &commands {
         for m in &modes {
-            let _ = run_one(&m.prefix, cmd, &fx.work);
+            let _ = run_one(m, cmd, &fx.work);
         }
     }
     for round in 0..rounds {
@@ -492,7 +518,7 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<i32> {
             for j in (0..modes.len()).map(|k| (k + round) % modes.len()) {
                 let m = &modes[j];
                 let c = &mut micro_rows[i].1[j].1;
-                match run_one(&m.prefix, &cmd, &fx.work).and_then(|(out, _)| parse_samples(&out)) {
+                match run_one(m, &cmd, &fx.work).and_then(|(out, _)| parse_samples(&out)) {
                     Ok((ns, _)) => c.samples.extend(ns),
                     Err(e) => c.error = Some(e),
                 }
@@ -502,7 +528,7 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<i32> {
             for j in (0..modes.len()).map(|k| (k + round) % modes.len()) {
                 let m = &modes[j];
                 let c = &mut command_rows[i].1[j].1;
-                match run_one(&m.prefix, cmd, &fx.work) {
+                match run_one(m, cmd, &fx.work) {
                     Ok((_, ms)) => c.samples.push(ms),
                     Err(e) => c.error = Some(e),
                 }
@@ -519,16 +545,15 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<i32> {
     let n = if args.quick { 300 } else { 5_000 };
     let one = format!("{} debug workload open {n} {}", exe.display(), fx.file.display());
     for m in modes.iter().filter(|m| ["notify-floor", "interpose"].contains(&m.name.as_str())) {
-        let single = run_one(&m.prefix, &[os("sh"), os("-c"), os(&one)], &fx.work)
+        let single = run_one(m, &[os("sh"), os("-c"), os(&one)], &fx.work)
             .and_then(|(out, _)| parse_samples(&out))
             .map(|(_, e)| n as f64 / e);
-        let pair = run_one(&m.prefix, &[os("sh"), os("-c"), os(&format!("{one} & {one}; wait"))], &fx.work).and_then(
-            |(out, _)| {
+        let pair =
+            run_one(m, &[os("sh"), os("-c"), os(&format!("{one} & {one}; wait"))], &fx.work).and_then(|(out, _)| {
                 let runs: Vec<(Vec<f64>, f64)> = out.lines().map(parse_samples).collect::<Result<_, _>>()?;
                 let longest = runs.iter().map(|(_, e)| *e).fold(0.0, f64::max);
                 Ok(2.0 * n as f64 / longest)
-            },
-        );
+            });
         if let (Ok(s), Ok(p)) = (single, pair) {
             parallel.push((m.name.clone(), p / s));
         }
@@ -562,10 +587,17 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<i32> {
         std::fs::write(dir.join("results.json"), serde_json::to_string_pretty(&results)?)?;
         std::fs::write(dir.join("table.txt"), &text)?;
     }
-    let failed = results.micro.iter().chain(&results.commands).flat_map(|(_, c)| c).any(|(m, c)| {
-        // A compared prefix may be missing here; our own modes may not fail.
-        c.error.is_some() && !args.compare.contains(m)
-    });
+    // A compared prefix may be missing here; our own modes may not fail,
+    // and each failure is named on stderr, which CI keeps.
+    let mut failed = false;
+    for (row, cells) in results.micro.iter().chain(&results.commands) {
+        for (m, c) in cells {
+            if let Some(e) = c.error.as_ref().filter(|_| !args.compare.contains(m)) {
+                eprintln!("interpose bench: {row} under {m} failed: {e}");
+                failed = true;
+            }
+        }
+    }
     Ok(if failed { 1 } else { 0 })
 }
 

@@ -149,3 +149,25 @@ fn processes_left_behind_are_killed_when_the_command_exits() {
         wait_until(&format!("{mode:?}: the sleepers outlived the command"), 10, || left() == 0);
     }
 }
+
+#[test]
+fn the_quick_benchmark_runs_every_mode_of_its_own() {
+    if !kernel_ok() {
+        return;
+    }
+    let o = Command::new(interpose()).args(["bench", "--quick", "--json"]).output().unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let r: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    let rows = r["micro"].as_array().unwrap().iter().chain(r["commands"].as_array().unwrap());
+    let mut cells = 0;
+    for row in rows {
+        for cell in row[1].as_array().unwrap() {
+            let (mode, c) = (&cell[0], &cell[1]);
+            assert!(c["error"].is_null(), "{} under {mode}: {}", row[0], c["error"]);
+            assert!(!c["samples"].as_array().unwrap().is_empty(), "{} under {mode}: no samples", row[0]);
+            cells += 1;
+        }
+    }
+    // Ten rows (five per-call, five commands) by seven modes, audit included.
+    assert_eq!(cells, 70);
+}
