@@ -181,6 +181,9 @@ pub enum RuleKind {
     /// An object a sandboxed process already holds (a pipe behind
     /// `/proc/self/fd/N`).
     Held,
+    /// A terminal (`/dev/pts/N`) no surface entry grants: allowed when the
+    /// command created it (through `/dev/ptmx`), never otherwise.
+    Terminal,
     /// A `--net connect=` port rule.
     Network,
     /// The call failed before a decision.

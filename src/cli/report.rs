@@ -138,6 +138,7 @@ fn build<R: std::io::BufRead>(reader: &mut Reader<R>) -> std::io::Result<(Report
                     g.allowed_by = match (d.rule_kind, d.access.access()) {
                         (RuleKind::CarveOut, _) => "nothing: a carve-out of the surface".into(),
                         (RuleKind::ProcOutside, _) => "nothing: /proc of a process outside the sandbox".into(),
+                        (RuleKind::Terminal, _) => "nothing: a terminal the command did not create".into(),
                         (_, None) => "--net connect= with the port".into(),
                         (_, Some(a)) => {
                             // Never the whole root: name the entry instead.

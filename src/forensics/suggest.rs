@@ -94,7 +94,7 @@ pub fn suggest<R: std::io::BufRead>(
             continue;
         }
         let subject = d.subject().lossy();
-        if matches!(d.rule_kind, RuleKind::CarveOut | RuleKind::ProcOutside) {
+        if matches!(d.rule_kind, RuleKind::CarveOut | RuleKind::ProcOutside | RuleKind::Terminal) {
             out.impossible.insert(sanitize(&subject), sanitize(&d.rule));
             continue;
         }

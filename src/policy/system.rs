@@ -2,7 +2,7 @@
 //! minus the host's secrets. Built once at start-up from the host's files.
 
 use super::{Mode, Origin, Rule, Surface};
-use std::os::unix::fs::MetadataExt;
+use std::os::unix::fs::{FileTypeExt, MetadataExt};
 use std::path::{Path, PathBuf};
 
 /// Read-only trees: programs, libraries and configuration.
@@ -24,9 +24,12 @@ const READ_ONLY: &[&str] = &[
     "/sys/kernel/mm/transparent_hugepage",
 ];
 
-/// Device nodes every program may read and write.
+/// Device nodes every program may read and write. Not `/dev/pts`: of the
+/// terminals there, the command gets the one interpose runs in
+/// ([`own_terminals`]) and those it creates through `/dev/ptmx` (the
+/// supervisor records them), never another user's or session's.
 const DEVICES: &[&str] =
-    &["/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty", "/dev/ptmx", "/dev/pts"];
+    &["/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty", "/dev/ptmx"];
 
 /// Secrets inside the read-only trees, denied whatever their permissions.
 const SECRETS: &[&str] = &[
@@ -73,6 +76,9 @@ pub fn add_system(surface: &mut Surface) -> Vec<Skipped> {
     for p in DEVICES {
         add(p, Mode::Rw, "standard devices", surface);
     }
+    for p in own_terminals() {
+        surface.add(Rule { path: p, mode: Mode::Rw, origin: Origin::System("the terminal interpose runs in") });
+    }
     // Files that /etc links to elsewhere, such as resolv.conf under /run.
     for target in etc_link_targets() {
         surface.add(Rule { path: target, mode: Mode::Ro, origin: Origin::System("target of a link in /etc") });
@@ -91,6 +97,29 @@ pub fn add_system(surface: &mut Surface) -> Vec<Skipped> {
         surface.add_proc_mount(m);
     }
     skipped
+}
+
+/// Whether `rdev` is a Unix98 pseudo-terminal slave (`/dev/pts/N`: majors
+/// 136 to 143).
+pub fn is_pty_slave(rdev: u64) -> bool {
+    (136..=143).contains(&libc::major(rdev))
+}
+
+/// The pseudo-terminals interpose's standard input, output and error are
+/// (the command inherits them), by their `/dev/pts` names.
+fn own_terminals() -> Vec<PathBuf> {
+    let mut out: Vec<PathBuf> = Vec::new();
+    for fd in 0..=2 {
+        let Ok(md) = std::fs::metadata(format!("/proc/self/fd/{fd}")) else { continue };
+        if !md.file_type().is_char_device() || !is_pty_slave(md.rdev()) {
+            continue;
+        }
+        let Ok(path) = std::fs::read_link(format!("/proc/self/fd/{fd}")) else { continue };
+        if path.starts_with("/dev/pts/") && !out.contains(&path) {
+            out.push(path);
+        }
+    }
+    out
 }
 
 fn etc_link_targets() -> Vec<PathBuf> {

@@ -348,9 +348,32 @@ impl Cx<'_> {
                 let why = Why::Note("object held by a sandboxed process", RuleKind::Held);
                 self.push(arg, Some(&r.path), name, Verdict::Allow, None, why);
             }
+            Target::Exists { fd, mode } if self.ungranted_terminal(fd.as_fd(), *mode, &r.path)? => {
+                // A terminal no surface entry grants (any /dev/pts/N but the
+                // one interpose runs in) is one the command created, or
+                // someone else's, refused even when learning: another
+                // session's terminal would give its keystrokes away.
+                if !self.sup.created_terminal(&fs::fstat(fd.as_fd())?) {
+                    let why = Why::Note("a terminal the command did not create", RuleKind::Terminal);
+                    self.push(arg, Some(&r.path), name, Verdict::Deny, Some(Errno::EACCES), why);
+                    return Err(Stop::Fail(Errno::EACCES));
+                }
+                let why = Why::Note("a terminal the command created", RuleKind::Terminal);
+                self.push(arg, Some(&r.path), name, Verdict::Allow, None, why);
+            }
             _ => self.decide(arg, &r.path, access)?,
         }
         Ok(r)
+    }
+
+    /// Whether the object `fd` (of `mode`, at `path`) is a pseudo-terminal
+    /// slave that no surface entry grants.
+    fn ungranted_terminal(&self, fd: std::os::fd::BorrowedFd<'_>, mode: u32, path: &[u8]) -> Result<bool, Stop> {
+        if mode & libc::S_IFMT != libc::S_IFCHR {
+            return Ok(false);
+        }
+        let slave = crate::policy::system::is_pty_slave(fs::fstat(fd)?.st_rdev);
+        Ok(slave && !self.sup.surface.decide(path, Access::Read, &self.sup.procs).allowed)
     }
 
     /// Decides `access` to the canonical `path` against the surface and
@@ -1050,6 +1073,27 @@ impl Cx<'_> {
                     let mode = if tmpfile { mode & !self.umask()? & 0o7777 } else { 0 };
                     let fd = self.on_behalf(proc, || self.sup.resolver.reopen(fd.as_fd(), reopen, mode))?;
                     Ok(Answer::Install { fd, cloexec })
+                }
+                // A terminal the command created (decided above): opened
+                // here, on the checked slave; the ruleset grants none.
+                libc::S_IFCHR if self.ungranted_terminal(fd.as_fd(), st_mode, &r.path)? => {
+                    let reopen =
+                        flags & !(libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW | libc::O_CLOEXEC) | libc::O_NOCTTY;
+                    let fd = self.sup.resolver.reopen(fd.as_fd(), reopen, 0)?;
+                    Ok(Answer::Install { fd, cloexec })
+                }
+                // The pseudo-terminal multiplexer: opened here, so that the
+                // terminal it makes is known to be the command's (its slave
+                // is granted to the command, no other).
+                libc::S_IFCHR if fs::fstat(fd.as_fd())?.st_rdev == libc::makedev(5, 2) => {
+                    let reopen =
+                        flags & !(libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW | libc::O_CLOEXEC) | libc::O_NOCTTY;
+                    let master = self.sup.resolver.reopen(fd.as_fd(), reopen, 0)?;
+                    let n = fs::pty_number(master.as_fd())?;
+                    let name = std::ffi::CString::new(format!("/dev/pts/{n}")).expect("no NUL in a number");
+                    let slave = fs::openat(Dir::Cwd, &name, libc::O_PATH | libc::O_NOFOLLOW, 0)?;
+                    self.sup.terminal_created(n, slave);
+                    Ok(Answer::Install { fd: master, cloexec })
                 }
                 // Devices, FIFOs and sockets: opening them from here could
                 // block the supervisor (a FIFO waits for its peer) or change

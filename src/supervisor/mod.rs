@@ -114,10 +114,18 @@ pub struct Supervisor {
     exec_refusals: std::sync::Mutex<Vec<ExecRefusal>>,
     /// The command's root, when it has a mount namespace of its own.
     command_root: std::sync::OnceLock<OwnedFd>,
+    /// The terminals the command created through `/dev/ptmx`: number ->
+    /// an `O_PATH` handle on the slave's inode. When the terminal goes, that
+    /// inode loses its link (a later terminal of the same number gets
+    /// another), so a live handle names the terminal the command made.
+    terminals: std::sync::Mutex<std::collections::HashMap<u32, OwnedFd>>,
     /// Calls that would block on something the sandbox controls, retried
     /// by a thread of their own so that no worker waits on them.
     later: later::Later,
 }
+
+/// How many created terminals are remembered at once.
+const MAX_TERMINALS: usize = 1024;
 
 /// An exec the supervisor refused, kept to explain why a command did not run.
 #[derive(Debug, Clone)]
@@ -214,6 +222,7 @@ impl Supervisor {
             surface,
             procs: Membership::new(std::process::id()),
             command_root: std::sync::OnceLock::new(),
+            terminals: std::sync::Mutex::default(),
             resolver: Resolver::new()?,
             audit,
             stats: Stats::default(),
@@ -279,6 +288,33 @@ impl Supervisor {
         self.procs.command_namespace("/proc".into(), proc);
         let _ = self.command_root.set(root);
         Ok(())
+    }
+
+    /// Records that the command created terminal `n`, whose slave `slave`
+    /// is a handle on.
+    pub fn terminal_created(&self, n: u32, slave: OwnedFd) {
+        let mut t = self.terminals.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if t.len() >= MAX_TERMINALS {
+            t.retain(|_, fd| fs::fstat(fd.as_fd()).is_ok_and(|st| st.st_nlink > 0));
+        }
+        if t.len() < MAX_TERMINALS {
+            // Beyond the bound, a terminal is not remembered: an open of its
+            // slave by name is then refused, never more allowed.
+            t.insert(n, slave);
+        }
+    }
+
+    /// Whether `slave` (the `/dev/pts/N` an open resolved to) is a terminal
+    /// the command created and that is still there.
+    pub fn created_terminal(&self, slave: &libc::stat) -> bool {
+        let n = (libc::major(slave.st_rdev) - 136) * 256 + libc::minor(slave.st_rdev);
+        let t = self.terminals.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        t.get(&n).and_then(|fd| fs::fstat(fd.as_fd()).ok()).is_some_and(|held| {
+            held.st_nlink > 0
+                && held.st_rdev == slave.st_rdev
+                && held.st_ino == slave.st_ino
+                && held.st_dev == slave.st_dev
+        })
     }
 
     /// The command's root, when it differs from the supervisor's.

@@ -212,6 +212,15 @@ pub fn connect_unix(sock: BorrowedFd<'_>, path: &[u8]) -> Result<(), Errno> {
         .map(drop)
 }
 
+/// The number `N` of the pseudo-terminal whose master `fd` is
+/// (`ioctl(TIOCGPTN)`): its slave is `/dev/pts/N`.
+pub fn pty_number(fd: BorrowedFd<'_>) -> Result<u32, Errno> {
+    let mut n: libc::c_uint = 0;
+    // SAFETY: TIOCGPTN writes one unsigned int.
+    cvt(unsafe { libc::ioctl(fd.as_raw_fd(), libc::TIOCGPTN, &mut n) } as libc::c_long)?;
+    Ok(n)
+}
+
 /// Sets the file status flags of an open file description
 /// (`fcntl(F_SETFL)`).
 pub fn set_status_flags(fd: BorrowedFd<'_>, flags: i32) -> Result<(), Errno> {

@@ -327,3 +327,60 @@ fn fanotify_is_refused() {
     refused_in_both_modes(&t, &[], &["fanotify", outside]);
     refused_in_both_modes(&t, &[], &["fanotify", t.ws.to_str().unwrap()]);
 }
+
+/// `/dev/pts` used to be granted whole: any terminal on the machine could
+/// be opened, its keystrokes read. Now the command gets the terminal
+/// interpose runs in and the ones it creates through `/dev/ptmx`; another
+/// session's is refused (open and stat), in full and in fast mode.
+#[test]
+fn only_the_commands_own_terminals_can_be_opened() {
+    if !kernel_ok() {
+        return;
+    }
+    let t = Tree::new();
+    let victim = nix::pty::openpty(None, None).unwrap();
+    let victim_name = nix::unistd::ttyname(&victim.slave).unwrap();
+    let own = nix::pty::openpty(None, None).unwrap();
+    let script = r#"
+import os, pty, sys
+victim = sys.argv[1]
+for what, f in [("open", lambda: os.open(victim, os.O_RDONLY)), ("stat", lambda: os.stat(victim))]:
+    try:
+        f()
+        print(what, "other terminal: opened")
+    except PermissionError:
+        print(what, "other terminal: refused")
+own = os.ttyname(0)
+os.close(os.open(own, os.O_RDWR))
+print("own terminal: opened")
+master, slave = pty.openpty()
+name = os.ttyname(slave)
+fd = os.open(name, os.O_RDWR)
+os.write(fd, b"typed\n")
+print("created terminal:", os.read(master, 64))
+"#;
+    let victim_arg = victim_name.to_str().unwrap();
+    let native = Command::new("/usr/bin/python3")
+        .args(["-c", script, victim_arg])
+        .stdin(Stdio::from(own.slave.try_clone().unwrap()))
+        .output()
+        .unwrap();
+    assert!(stdout(&native).starts_with("open other terminal: opened\n"), "{}{}", stdout(&native), stderr(&native));
+    for mode in [&[][..], &["--fast"][..]] {
+        let o = t
+            .command(mode, &["/usr/bin/python3", "-c", script, victim_arg])
+            .stdin(Stdio::from(own.slave.try_clone().unwrap()))
+            .output()
+            .unwrap();
+        let stat = if mode.is_empty() { "refused" } else { "opened" };
+        assert_eq!(
+            stdout(&o),
+            format!(
+                "open other terminal: refused\nstat other terminal: {stat}\nown terminal: opened\ncreated terminal: b'typed\\r\\n'\n"
+            ),
+            "{mode:?}: {}",
+            stderr(&o)
+        );
+    }
+    let _ = (victim.master.as_raw_fd(), own.master.as_raw_fd());
+}
