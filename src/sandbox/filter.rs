@@ -114,7 +114,7 @@ fn refuse_when(
 /// The highest x86_64 syscall number interpose knows (`file_setattr`,
 /// Linux 6.17). Anything above it may be a path syscall from a newer kernel
 /// that the table cannot decide, so the filter answers `ENOSYS`.
-pub const HIGHEST_KNOWN_SYSCALL: u32 = 469;
+pub const HIGHEST_KNOWN_SYSCALL: u32 = crate::policy::table::HIGHEST;
 
 const AUDIT_ARCH_X86_64: u32 = 0xc000_003e;
 const X32_SYSCALL_BIT: u32 = 0x4000_0000;

@@ -18,11 +18,14 @@
  *   routes pagemap                   physical frame of a page of our own
  *   routes proc-stack                our own kernel stack
  *   routes fanotify DIR              a fanotify mark on DIR: names created there
+ *   routes syslog                    the size of the kernel log, then its tail
+ *   routes perf                      a CPU-clock counter on every process of CPU 0
  */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/fs.h>
+#include <linux/perf_event.h>
 #include <mqueue.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -82,6 +85,25 @@ int main(int argc, char **argv) {
         char sub = 6; /* TIOCL_GETSHIFTSTATE: harmless, but only the filter refuses it with EPERM */
         if (ioctl(0, TIOCLINUX, &sub) != 0 && errno == EPERM) return refused("TIOCLINUX");
         printf("escaped: the ioctl reached the terminal (%s)\n", strerror(errno));
+        return 0;
+    }
+    if (!strcmp(cmd, "syslog")) {
+        char buf[256];
+        long n = syscall(SYS_syslog, 3 /* SYSLOG_ACTION_READ_ALL */, buf, (int)sizeof buf - 1);
+        if (n < 0) return refused("syslog");
+        printf("escaped: %ld bytes of the kernel log\n", n);
+        return 0;
+    }
+    if (!strcmp(cmd, "perf")) {
+        struct perf_event_attr a;
+        memset(&a, 0, sizeof a);
+        a.type = PERF_TYPE_SOFTWARE;
+        a.size = sizeof a;
+        a.config = PERF_COUNT_SW_CPU_CLOCK;
+        /* pid -1, cpu 0: every process on the CPU, the host's included. */
+        long fd = syscall(SYS_perf_event_open, &a, -1, 0, -1, 0);
+        if (fd < 0) return refused("perf_event_open");
+        printf("escaped: a counter on every process of CPU 0\n");
         return 0;
     }
     if (!strcmp(cmd, "keyctl-read") && argc == 3) {

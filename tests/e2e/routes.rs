@@ -384,3 +384,19 @@ print("created terminal:", os.read(master, 64))
     }
     let _ = (victim.master.as_raw_fd(), own.master.as_raw_fd());
 }
+
+/// The kernel log and system-wide performance counters describe the host:
+/// root reads them natively; the filter refuses both, as container
+/// runtimes' default profiles do.
+#[test]
+fn the_kernel_log_and_system_wide_counters_are_refused() {
+    if !kernel_ok() || !root() {
+        return;
+    }
+    let t = Tree::new();
+    for route in ["syslog", "perf"] {
+        let native = native(&t, &[route]);
+        assert!(escaped(&native), "{route} natively: {}{}", stdout(&native), stderr(&native));
+        refused_in_both_modes(&t, &[], &[route]);
+    }
+}
