@@ -28,7 +28,7 @@ pub const PROFILES: &[(&str, &str, &str)] = &[
 
 /// A policy that cannot be used, and where.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{file}:{line}:{column}: {kind}")]
+#[error("{file}{}: {kind}", if *line == 0 { String::new() } else { format!(":{line}:{column}") })]
 pub struct PolicyError {
     /// The file (or `profile NAME`).
     pub file: String,
@@ -301,16 +301,57 @@ pub struct Resolved {
 }
 
 fn line_col(text: &str, offset: usize) -> (usize, usize) {
-    let before = &text[..offset.min(text.len())];
-    let line = before.matches('\n').count() + 1;
-    let column = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
-    (line, column)
+    Lines::new(text).line_col(text, offset)
+}
+
+/// Where each line of a text starts, and the last column worked out: a
+/// policy of 200,000 entries on one line is located in linear time, not by
+/// scanning from the start for every entry.
+struct Lines {
+    starts: Vec<usize>,
+    /// (offset, column) of the last lookup, for the next one on its line.
+    last: std::cell::Cell<(usize, usize)>,
+}
+
+impl Lines {
+    fn new(text: &str) -> Lines {
+        let starts = std::iter::once(0).chain(text.match_indices('\n').map(|(i, _)| i + 1)).collect();
+        Lines { starts, last: std::cell::Cell::new((0, 1)) }
+    }
+
+    fn line_col(&self, text: &str, offset: usize) -> (usize, usize) {
+        let mut offset = offset.min(text.len());
+        while !text.is_char_boundary(offset) {
+            offset -= 1;
+        }
+        let line = self.starts.partition_point(|&s| s <= offset);
+        let start = self.starts[line - 1];
+        let (last, col) = self.last.get();
+        let column = if last >= start && last <= offset {
+            col + text[last..offset].chars().count()
+        } else {
+            text[start..offset].chars().count() + 1
+        };
+        self.last.set((offset, column));
+        (line, column)
+    }
 }
 
 struct Source<'a> {
     name: String,
     text: &'a str,
     profile: Option<&'a str>,
+    lines: Lines,
+}
+
+impl<'a> Source<'a> {
+    fn new(name: String, text: &'a str, profile: Option<&'a str>) -> Source<'a> {
+        Source { name, text, profile, lines: Lines::new(text) }
+    }
+
+    fn line_col(&self, offset: usize) -> (usize, usize) {
+        self.lines.line_col(self.text, offset)
+    }
 }
 
 /// Parses one source's TOML.
@@ -323,12 +364,12 @@ fn parse(src: &Source<'_>) -> Result<Raw, PolicyError> {
 
 impl Source<'_> {
     fn error(&self, offset: usize, kind: ErrorKind) -> PolicyError {
-        let (line, column) = if offset == usize::MAX { (0, 0) } else { line_col(self.text, offset) };
+        let (line, column) = if offset == usize::MAX { (0, 0) } else { self.line_col(offset) };
         PolicyError { file: self.name.clone(), line, column, kind }
     }
 
     fn origin(&self, offset: usize) -> Origin {
-        let line = line_col(self.text, offset).0;
+        let line = self.line_col(offset).0;
         match self.profile {
             Some(name) => Origin::Profile { name: name.to_string(), line },
             None => Origin::File { file: self.name.clone(), line },
@@ -336,30 +377,27 @@ impl Source<'_> {
     }
 }
 
+/// The text of the policy file at `path` (`name` in errors); a byte that is
+/// not UTF-8 is pointed at by line and column.
+fn read_text(path: &Path, name: &str) -> Result<String, PolicyError> {
+    let error = |line, column, kind| PolicyError { file: name.to_string(), line, column, kind };
+    let bytes = std::fs::read(path).map_err(|e| error(0, 0, ErrorKind::Read(e.to_string())))?;
+    String::from_utf8(bytes).map_err(|e| {
+        let valid = &e.as_bytes()[..e.utf8_error().valid_up_to()];
+        let text = std::str::from_utf8(valid).expect("the valid prefix");
+        let (line, column) = line_col(text, text.len());
+        error(line, column, ErrorKind::Read("not UTF-8 text (a policy is a TOML file)".into()))
+    })
+}
+
 impl Policy {
     /// Loads the policy file at `path`, every profile it extends, and the
     /// defaults it does not opt out of (`system = false`, `tooling = false`).
     pub fn load(path: &Path) -> Result<Policy, PolicyError> {
         let name = path.display().to_string();
-        let read = |kind| PolicyError { file: name.clone(), line: 0, column: 0, kind };
-        let bytes = std::fs::read(path).map_err(|e| read(ErrorKind::Read(e.to_string())))?;
-        let text = match String::from_utf8(bytes) {
-            Ok(t) => t,
-            Err(e) => {
-                // Point at the first byte that is not UTF-8.
-                let valid = &e.as_bytes()[..e.utf8_error().valid_up_to()];
-                let text = std::str::from_utf8(valid).expect("the valid prefix");
-                let (line, column) = line_col(text, text.len());
-                return Err(PolicyError {
-                    file: name,
-                    line,
-                    column,
-                    kind: ErrorKind::Read("not UTF-8 text (a policy is a TOML file)".into()),
-                });
-            }
-        };
+        let text = read_text(path, &name)?;
         let mut policy = Policy { grants_workspace: true, ..Policy::default() };
-        policy.add_file(&Source { name, text: &text, profile: None })?;
+        policy.add_file(&Source::new(name, &text, None))?;
         Ok(policy)
     }
 
@@ -402,7 +440,7 @@ impl Policy {
                 kind: ErrorKind::UnknownProfile(name.into()),
             });
         };
-        let src = Source { name: format!("profile {n}"), text, profile: Some(n) };
+        let src = Source::new(format!("profile {n}"), text, Some(n));
         let raw = parse(&src)?;
         self.apply(&src, raw, depth)
     }
@@ -418,9 +456,8 @@ impl Policy {
         if self.sources.iter().any(|(n, _)| *n == key) {
             return Ok(());
         }
-        let text = std::fs::read_to_string(&canonical)
-            .map_err(|e| src.error(at, ErrorKind::Invalid(format!("extends {name:?}: {e}"))))?;
-        let extended = Source { name: key, text: &text, profile: None };
+        let text = read_text(&canonical, &key)?;
+        let extended = Source::new(key, &text, None);
         let raw = parse(&extended)?;
         if let Some(key) = raw.system.as_ref().or(raw.tooling.as_ref()) {
             return Err(extended.error(
@@ -547,6 +584,13 @@ impl Policy {
         if text.starts_with('~') && !(text == "~" || text.starts_with("~/")) {
             return Err(refuse(GlobError::Escape("`~` is only allowed as `~/` at the start (no `~user`)")));
         }
+        // `{a,b}` is shell syntax, not ours: taken as a literal name it
+        // would protect nothing the author meant (`deny = ["{a,b}.txt"]`).
+        if strip_templates(text).contains(['{', '}']) {
+            return Err(refuse(GlobError::Malformed(
+                "brace alternatives are not supported; write one entry per alternative",
+            )));
+        }
         if glob::is_glob(text) || field == Field::Writable {
             let allowed = matches!(field, Field::AdditionalWrites | Field::Writable | Field::Deny | Field::DenyWrites);
             if !allowed {
@@ -559,7 +603,7 @@ impl Policy {
             // the text with `${NAME}` taken as a plain component.
             glob::validate(&strip_templates(text), anchor).map_err(refuse)?;
         }
-        let column = line_col(src.text, at).1;
+        let column = src.line_col(at).1;
         self.entries.push(Entry { field, text: text.clone(), origin: src.origin(at), column, cache });
         Ok(())
     }
@@ -838,7 +882,7 @@ mod tests {
 
     fn parse(text: &str) -> Result<Policy, PolicyError> {
         let mut p = Policy::default();
-        p.add_file(&Source { name: "agent.toml".into(), text, profile: None })?;
+        p.add_file(&Source::new("agent.toml".into(), text, None))?;
         Ok(p)
     }
 
@@ -851,6 +895,40 @@ mod tests {
         assert_eq!(expand("${GOROOT}/src", &v).unwrap_err(), "$GOROOT is unset");
         assert_eq!(expand("$EMPTY/x", &v).unwrap_err(), "$EMPTY is empty");
         assert!(expand("a$/b", &v).is_err());
+    }
+
+    #[test]
+    fn a_policy_that_is_not_utf8_is_pointed_at() {
+        let dir = tempfile::tempdir().unwrap();
+        let (top, other) = (dir.path().join("top.toml"), dir.path().join("other.toml"));
+        std::fs::write(&top, b"cwd = \".\"\ndeny = [\"a\xffb\"]\n").unwrap();
+        let e = Policy::load(&top).unwrap_err();
+        assert_eq!((e.line, e.column), (2, 11), "{e}");
+        assert!(
+            e.to_string().ends_with("top.toml:2:11: cannot read the policy: not UTF-8 text (a policy is a TOML file)"),
+            "{e}"
+        );
+        std::fs::write(&top, b"extends = [\"other.toml\"]\n").unwrap();
+        std::fs::write(&other, b"\n\n  \xfe").unwrap();
+        let e = Policy::load(&top).unwrap_err();
+        assert!(e.file.ends_with("other.toml") && (e.line, e.column) == (3, 3), "{e}");
+        let e = Policy::load(&dir.path().join("missing.toml")).unwrap_err();
+        assert!(e.to_string().contains("missing.toml: cannot read"), "{e}");
+    }
+
+    #[test]
+    fn lines_and_columns_are_found_in_any_order() {
+        let text = "ab\ncé d\n\nxyz";
+        let lines = Lines::new(text);
+        let naive = |offset: usize| {
+            let before = &text[..offset];
+            let line = before.matches('\n').count() + 1;
+            (line, before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1)
+        };
+        let offsets: Vec<usize> = (0..=text.len()).filter(|&o| text.is_char_boundary(o)).collect();
+        for &o in offsets.iter().chain(offsets.iter().rev()).chain([6, 1, 9, 3].iter()) {
+            assert_eq!(lines.line_col(text, o), naive(o), "offset {o}");
+        }
     }
 
     #[test]
@@ -874,6 +952,11 @@ mod tests {
         assert!(matches!(e.kind, ErrorKind::Glob { error: GlobError::Escape(_), .. }), "{e}");
         let e = parse("writable = [\"src/{a,b}/**\"]").unwrap_err();
         assert!(matches!(e.kind, ErrorKind::Glob { error: GlobError::Malformed(_), .. }), "{e}");
+        // Braces without a wildcard are no literal name either: refused.
+        for field in ["deny", "deny_writes", "additional_reads", "additional_writes"] {
+            let e = parse(&format!("{field} = [\"{{a,b}}.txt\"]")).unwrap_err();
+            assert!(matches!(e.kind, ErrorKind::Glob { error: GlobError::Malformed(_), .. }), "{field}: {e}");
+        }
         let e = parse("tooling_paths = [\"~/.cargo/*\"]").unwrap_err();
         assert!(matches!(e.kind, ErrorKind::Glob { error: GlobError::Malformed(_), .. }), "{e}");
         let e = parse("writable = []").unwrap_err();
