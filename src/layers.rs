@@ -49,41 +49,289 @@ pub enum Agent {
     Gemini,
 }
 
-/// The path arguments of a tool call that the hook checks, with the access
-/// each needs; `None` for a tool the hook does not judge (a shell command:
-/// the OS layer decides what it does).
-fn tool_paths(agent: Agent, tool: &str, input: &serde_json::Value) -> Option<Vec<(String, Access)>> {
-    let s = |k: &str| input.get(k).and_then(serde_json::Value::as_str).map(str::to_string);
-    let read = |k: &str| vec![(s(k).unwrap_or_else(|| ".".into()), Access::Read)];
-    let needed = |k: &str, access| s(k).map(|p| vec![(p, access)]).unwrap_or_default();
-    Some(match (agent, tool) {
-        (Agent::Claude, "Read") => needed("file_path", Access::Read),
-        (Agent::Claude, "Write" | "Edit" | "MultiEdit") => needed("file_path", Access::Write),
-        (Agent::Claude, "NotebookEdit") => needed("notebook_path", Access::Write),
-        (Agent::Claude, "Glob" | "Grep" | "LS") => read("path"),
-        (Agent::Gemini, "read_file") => needed("file_path", Access::Read),
-        (Agent::Gemini, "write_file" | "replace") => needed("file_path", Access::Write),
-        (Agent::Gemini, "glob" | "grep_search" | "list_directory") => read("dir_path"),
-        (Agent::Gemini, "read_many_files") => input
-            .get("include")
-            .and_then(serde_json::Value::as_array)
-            .map(|a| a.iter().filter_map(|v| v.as_str()).map(|p| (glob_base(p), Access::Read)).collect())
-            .unwrap_or_default(),
-        _ => return None,
-    })
+/// What a tool call's argument reaches.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Reach {
+    /// One path, with the access the tool needs.
+    Path(String, Access),
+    /// The files under `root` whose path matches `pattern` (relative to
+    /// `root`, or absolute): what a search or a glob reads.
+    Walk { root: String, pattern: String },
 }
 
-/// For a pattern, the literal directory it starts with (what it can reach).
-fn glob_base(pattern: &str) -> String {
-    if !crate::policy::glob::is_glob(pattern) {
-        return pattern.to_string();
+/// Argument names that hold a path in some agent's tools: an unknown tool
+/// that carries one is refused, since the hook cannot say what it touches.
+const PATH_KEYS: &[&str] =
+    &["file_path", "absolute_path", "notebook_path", "path", "paths", "dir_path", "directory", "include", "pattern"];
+
+/// What the arguments of a tool call reach; `None` for a tool the hook
+/// does not judge (a shell command: the OS layer decides what it does), an
+/// error naming the argument for an unknown tool that carries a path.
+fn tool_reach(agent: Agent, tool: &str, input: &serde_json::Value) -> Result<Option<Vec<Reach>>, String> {
+    let s = |k: &str| input.get(k).and_then(serde_json::Value::as_str).map(str::to_string);
+    let first = |keys: &[&str]| keys.iter().find_map(|k| s(k));
+    let path = |keys: &[&str], access| first(keys).map(|p| vec![Reach::Path(p, access)]).unwrap_or_default();
+    let root = |keys: &[&str]| first(keys).unwrap_or_else(|| ".".into());
+    // A search's file filter: `*.rs` (no `/`) matches the name at any depth,
+    // as ripgrep's --glob does; none means every file.
+    let filter = |g: Option<String>| match g {
+        Some(g) if g.contains('/') => g,
+        Some(g) => format!("**/{g}"),
+        None => "**/*".into(),
+    };
+    let walk = |root: String, pattern: String| vec![Reach::Walk { root, pattern }];
+    let strings = |k: &str| -> Vec<String> {
+        match input.get(k) {
+            Some(serde_json::Value::String(p)) => vec![p.clone()],
+            Some(serde_json::Value::Array(a)) => a.iter().filter_map(|v| v.as_str().map(str::to_string)).collect(),
+            _ => Vec::new(),
+        }
+    };
+    Ok(Some(match (agent, tool) {
+        (_, "Bash" | "run_shell_command") => return Ok(None),
+        (Agent::Claude, "Read") => path(&["file_path"], Access::Read),
+        (Agent::Claude, "Write" | "Edit" | "MultiEdit") => path(&["file_path"], Access::Write),
+        (Agent::Claude, "NotebookEdit") => path(&["notebook_path"], Access::Write),
+        (Agent::Claude, "LS") => vec![Reach::Path(root(&["path"]), Access::Read)],
+        (Agent::Claude, "Glob") => first(&["pattern"]).map(|p| walk(root(&["path"]), p)).unwrap_or_default(),
+        (Agent::Claude, "Grep") => walk(root(&["path"]), filter(s("glob"))),
+        (Agent::Gemini, "read_file") => path(&["file_path", "absolute_path", "path"], Access::Read),
+        (Agent::Gemini, "write_file" | "replace") => path(&["file_path", "absolute_path"], Access::Write),
+        (Agent::Gemini, "list_directory") => vec![Reach::Path(root(&["dir_path", "path"]), Access::Read)],
+        (Agent::Gemini, "glob") => {
+            first(&["pattern"]).map(|p| walk(root(&["dir_path", "path"]), p)).unwrap_or_default()
+        }
+        (Agent::Gemini, "grep_search" | "search_file_content") => {
+            walk(root(&["dir_path", "path"]), filter(s("include")))
+        }
+        (Agent::Gemini, "read_many_files") => strings("paths")
+            .into_iter()
+            .chain(strings("include"))
+            .map(|p| Reach::Walk { root: ".".into(), pattern: p })
+            .collect(),
+        _ => {
+            let keys = input.as_object().map(|o| o.keys().cloned().collect::<Vec<_>>()).unwrap_or_default();
+            let carries =
+                keys.iter().find(|k| PATH_KEYS.contains(&k.as_str()) || k.ends_with("_path") || k.ends_with("_dir"));
+            return match carries {
+                Some(k) => Err(format!(
+                    "interpose: {tool} is not a tool the hook knows, and its `{k}` may name files; refused"
+                )),
+                None => Ok(None),
+            };
+        }
+    }))
+}
+
+/// One character position of a glob component.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Token {
+    /// `*`: any run of characters.
+    Star,
+    /// `?` or a character class (taken as any character: the check may
+    /// say "overlaps" where the class would not, never the reverse).
+    One,
+    /// A literal character.
+    Lit(char),
+}
+
+fn tokens(component: &str) -> Vec<Token> {
+    let mut out = Vec::new();
+    let mut chars = component.chars();
+    while let Some(c) = chars.next() {
+        out.push(match c {
+            '*' => Token::Star,
+            '?' => Token::One,
+            '[' => {
+                // Up to the closing `]` (a `]` first is a member).
+                let mut first = true;
+                for c in chars.by_ref() {
+                    if c == ']' && !first {
+                        break;
+                    }
+                    first = false;
+                }
+                Token::One
+            }
+            '\\' => Token::Lit(chars.next().unwrap_or('\\')),
+            c => Token::Lit(c),
+        });
     }
-    let base = crate::policy::glob::static_prefix(Path::new(&format!("{pattern}/x")));
-    if base.as_os_str().is_empty() {
-        ".".into()
-    } else {
-        base.display().to_string()
+    out
+}
+
+/// Whether some name matches both component patterns.
+fn names_intersect(a: &[Token], b: &[Token]) -> bool {
+    let mut seen = std::collections::HashSet::new();
+    let mut stack = vec![(0, 0)];
+    while let Some((i, j)) = stack.pop() {
+        if !seen.insert((i, j)) {
+            continue;
+        }
+        if i == a.len() && j == b.len() {
+            return true;
+        }
+        let (x, y) = (a.get(i), b.get(j));
+        if x == Some(&Token::Star) {
+            stack.push((i + 1, j));
+            if y.is_some() {
+                stack.push((i, j + 1));
+            }
+        }
+        if y == Some(&Token::Star) {
+            stack.push((i, j + 1));
+            if x.is_some() {
+                stack.push((i + 1, j));
+            }
+        }
+        let compatible = match (x, y) {
+            (Some(Token::Lit(p)), Some(Token::Lit(q))) => p == q,
+            (Some(Token::Star), _) | (_, Some(Token::Star)) | (None, _) | (_, None) => false,
+            _ => true,
+        };
+        if compatible {
+            stack.push((i + 1, j + 1));
+        }
     }
+    false
+}
+
+/// Whether some path matches both absolute patterns (components; `**` is
+/// any number of components, a literal path is a pattern without
+/// wildcards).
+fn paths_intersect(a: &[Vec<Token>], b: &[Vec<Token>]) -> bool {
+    let deep = |c: &[Token]| c.len() == 2 && c.iter().all(|t| *t == Token::Star);
+    let mut seen = std::collections::HashSet::new();
+    let mut stack = vec![(0, 0)];
+    while let Some((i, j)) = stack.pop() {
+        if !seen.insert((i, j)) {
+            continue;
+        }
+        if i == a.len() && j == b.len() {
+            return true;
+        }
+        let (x, y) = (a.get(i), b.get(j));
+        if x.is_some_and(|c| deep(c)) {
+            stack.push((i + 1, j));
+            if y.is_some() {
+                stack.push((i, j + 1));
+            }
+        }
+        if y.is_some_and(|c| deep(c)) {
+            stack.push((i, j + 1));
+            if x.is_some() {
+                stack.push((i + 1, j));
+            }
+        }
+        if let (Some(x), Some(y)) = (x, y) {
+            if !deep(x) && !deep(y) && names_intersect(x, y) {
+                stack.push((i + 1, j + 1));
+            }
+        }
+    }
+    false
+}
+
+fn pattern_tokens(path: &Path) -> Vec<Vec<Token>> {
+    path.iter().skip(1).map(|c| tokens(&c.to_string_lossy())).collect()
+}
+
+/// Whether a walk matching `pattern` may reach `carved` (a literal path:
+/// the entry itself, or anything in it when it is a directory).
+fn may_reach(pattern: &[Vec<Token>], carved: &Path) -> bool {
+    let tokens = pattern_tokens(carved);
+    let inside = [tokens.clone(), vec![vec![Token::Star, Token::Star], vec![Token::Star]]].concat();
+    paths_intersect(pattern, &tokens) || (carved.is_dir() && paths_intersect(pattern, &inside))
+}
+
+/// The most entries a hook walks to look for carved-out files a search
+/// would reach; a bigger tree is refused (narrow the search).
+const WALK_BUDGET: usize = 200_000;
+
+/// Whether this process can read `path`: a carve-out the kernel refuses
+/// here (the hook runs inside the agent's sandbox, whose OS layer refuses
+/// it), or that does not exist, is out of a walk's reach. `access`, not
+/// `open`: it reads nothing.
+fn readable_here(path: &Path) -> bool {
+    nix::unistd::access(path, nix::unistd::AccessFlags::R_OK).is_ok()
+}
+
+/// Checks a walk: no `..` in the pattern, the directory it starts from
+/// readable, and no carved-out file it would reach that can be read from
+/// here (a carve-out the OS layer enforces, or one that does not exist,
+/// leaves the search alone). `Err` is the refusal.
+fn check_walk(surface: &Surface, cwd: &Path, root: &str, pattern: &str) -> Result<(), String> {
+    use crate::policy::glob;
+    if Path::new(pattern).components().any(|c| c == std::path::Component::ParentDir) {
+        return Err(format!("the pattern {pattern:?} climbs with `..`"));
+    }
+    let root = resolve_like_kernel(cwd, Path::new(root));
+    let absolute = root.join(pattern);
+    if !glob::is_glob(pattern) {
+        // A literal name: that file, or everything under that directory.
+        let (allowed, resolved, rule) = check(surface, cwd, &absolute, Access::Read);
+        if !allowed {
+            return Err(format!("{} is refused ({rule})", resolved.display()));
+        }
+        return if resolved.is_dir() { check_walk(surface, cwd, &resolved.to_string_lossy(), "**/*") } else { Ok(()) };
+    }
+    glob::validate(pattern, glob::Anchor::Anywhere).map_err(|e| format!("the pattern {pattern:?}: {e}"))?;
+    let start = glob::static_prefix(&absolute.join("x"));
+    let (allowed, resolved, rule) = check(surface, cwd, &start, Access::Read);
+    if !allowed {
+        return Err(format!("{} is refused ({rule})", resolved.display()));
+    }
+    let absolute = resolved.join(absolute.strip_prefix(&start).unwrap_or(Path::new("")));
+    let mine = pattern_tokens(&absolute);
+    for (i, r) in surface.effective_rules() {
+        if r.mode == Mode::Deny && may_reach(&mine, &r.path) && readable_here(&r.path) {
+            return Err(format!(
+                "it may reach {}, which is carved out ({}); search a narrower path or pattern",
+                r.path.display(),
+                surface.describe(crate::policy::Reason::Rule(i))
+            ));
+        }
+    }
+    // Deny patterns the walk's pattern overlaps: look for files both match.
+    let denied: Vec<(&crate::policy::GlobRule, globset::GlobMatcher)> = surface
+        .globs()
+        .iter()
+        .filter(|g| g.effect == GlobEffect::Deny && paths_intersect(&mine, &pattern_tokens(&g.pattern)))
+        .map(|g| glob::compile(&g.pattern).map(|m| (g, m)))
+        .collect::<Result<_, _>>()
+        .map_err(|e| format!("a deny pattern: {e}"))?;
+    if denied.is_empty() {
+        return Ok(());
+    }
+    let matcher = glob::compile(&absolute).map_err(|e| format!("the pattern {pattern:?}: {e}"))?;
+    let mut budget = WALK_BUDGET;
+    let mut dirs = vec![resolved.clone()];
+    while let Some(dir) = dirs.pop() {
+        let Ok(entries) = std::fs::read_dir(&dir) else { continue };
+        for entry in entries.flatten() {
+            budget = budget.checked_sub(1).ok_or_else(|| {
+                format!(
+                    "{} holds more than {WALK_BUDGET} entries to check against carve-outs; search a narrower path",
+                    resolved.display()
+                )
+            })?;
+            let path = entry.path();
+            // Searches do not follow symlinks to directories.
+            if entry.file_type().is_ok_and(|t| t.is_dir()) {
+                dirs.push(path.clone());
+            }
+            if let Some((g, _)) = denied.iter().find(|(_, m)| m.is_match(&path)) {
+                if matcher.is_match(&path) && readable_here(&path) {
+                    return Err(format!(
+                        "it would reach {}, which is carved out ({}); search a narrower path or pattern",
+                        path.display(),
+                        g.pattern.display()
+                    ));
+                }
+            }
+        }
+    }
+    Ok(())
 }
 
 /// What the hook answers.
@@ -105,18 +353,31 @@ pub fn hook_decision(agent: Agent, surface: &Surface, input: &str) -> HookAnswer
     let (Some(tool), Some(cwd)) = (v["tool_name"].as_str(), v["cwd"].as_str()) else {
         return HookAnswer::Deny("interpose: hook input without tool_name or cwd; refused".into());
     };
-    let Some(paths) = tool_paths(agent, tool, &v["tool_input"]) else { return HookAnswer::Allow };
-    if paths.is_empty() {
+    let reach = match tool_reach(agent, tool, &v["tool_input"]) {
+        Ok(Some(reach)) => reach,
+        Ok(None) => return HookAnswer::Allow,
+        Err(why) => return HookAnswer::Deny(why),
+    };
+    if reach.is_empty() {
         return HookAnswer::Deny(format!("interpose: {tool} without a path argument; refused"));
     }
-    for (path, access) in paths {
-        let (allowed, resolved, rule) = check(surface, Path::new(cwd), Path::new(&path), access);
-        if !allowed {
-            let what = if access == Access::Read { "read" } else { "write" };
-            return HookAnswer::Deny(format!(
-                "interpose: {tool} may not {what} {}; the sandbox surface refuses it ({rule})",
-                resolved.display()
-            ));
+    for r in reach {
+        match r {
+            Reach::Path(path, access) => {
+                let (allowed, resolved, rule) = check(surface, Path::new(cwd), Path::new(&path), access);
+                if !allowed {
+                    let what = if access == Access::Read { "read" } else { "write" };
+                    return HookAnswer::Deny(format!(
+                        "interpose: {tool} may not {what} {}; the sandbox surface refuses it ({rule})",
+                        resolved.display()
+                    ));
+                }
+            }
+            Reach::Walk { root, pattern } => {
+                if let Err(why) = check_walk(surface, Path::new(cwd), &root, &pattern) {
+                    return HookAnswer::Deny(format!("interpose: {tool} refused: {why}"));
+                }
+            }
         }
     }
     HookAnswer::Allow
@@ -336,6 +597,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let root = dir.path().canonicalize().unwrap();
         std::fs::create_dir_all(root.join("ws")).unwrap();
+        std::fs::write(root.join("ws/.env"), "TOKEN=1").unwrap();
         let s = surface(&root);
         let ws = root.join("ws");
         let input = |tool: &str, key: &str, path: &str| {
@@ -360,6 +622,69 @@ mod tests {
         assert!(
             matches!(hook_decision(Agent::Gemini, &s, &many.to_string()), HookAnswer::Deny(r) if r.contains("/root"))
         );
+    }
+
+    /// Patterns are checked for what they may reach: `..`, a start outside
+    /// the surface, and walks over a carve-out (a literal one or a deny
+    /// pattern) are refused; unknown tools that carry a path are refused.
+    #[test]
+    fn hooks_check_patterns_and_unknown_tools() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        std::fs::create_dir_all(root.join("ws/src")).unwrap();
+        std::fs::write(root.join("ws/.env"), "TOKEN=1").unwrap();
+        let mut s = surface(&root);
+        s.add_glob(&root.join("ws/**/*.key"), GlobEffect::Deny, Origin::Flag("test".into())).unwrap();
+        let ws = root.join("ws");
+        let call = |agent, tool: &str, input: serde_json::Value| {
+            hook_decision(
+                agent,
+                &s,
+                &serde_json::json!({"cwd": ws, "tool_name": tool, "tool_input": input}).to_string(),
+            )
+        };
+        let allowed = |agent, tool: &str, input: serde_json::Value| {
+            let answer = call(agent, tool, input.clone());
+            assert_eq!(answer, HookAnswer::Allow, "{tool} {input}");
+        };
+        let refused = |agent, tool: &str, input: serde_json::Value, why: &str| {
+            let answer = call(agent, tool, input.clone());
+            assert!(matches!(&answer, HookAnswer::Deny(r) if r.contains(why)), "{tool} {input}: {answer:?}");
+        };
+        use serde_json::json;
+        let c = Agent::Claude;
+        allowed(c, "Glob", json!({"pattern": "**/*.rs"}));
+        allowed(c, "Glob", json!({"pattern": "src/*.rs", "path": ws}));
+        refused(c, "Glob", json!({"pattern": "*/../.env"}), "`..`");
+        refused(c, "Glob", json!({"pattern": "**/*"}), ".env");
+        refused(c, "Glob", json!({"pattern": ".env*"}), ".env");
+        refused(c, "Glob", json!({"pattern": "/etc/*"}), "/etc");
+        refused(c, "Glob", json!({"pattern": "*", "path": "/root"}), "/root");
+        allowed(c, "Glob", json!({"pattern": "**/id.*"}));
+        allowed(c, "Grep", json!({"pattern": "TODO", "glob": "*.rs"}));
+        // A deny pattern refuses a search only where a file it carves out
+        // exists and can be read from here.
+        allowed(c, "Grep", json!({"pattern": "TODO", "path": "src"}));
+        std::fs::write(ws.join("src/id.key"), "k").unwrap();
+        refused(c, "Grep", json!({"pattern": "TODO", "path": "src"}), "src/id.key");
+        allowed(c, "Grep", json!({"pattern": "TODO", "path": "src", "glob": "*.rs"}));
+        std::fs::remove_file(ws.join("src/id.key")).unwrap();
+        refused(c, "Grep", json!({"pattern": "TOKEN"}), ".env");
+        std::fs::write(ws.join("a.key"), "k").unwrap();
+        refused(c, "Grep", json!({"pattern": "x", "glob": "*.key"}), "a.key");
+        refused(c, "Glob", json!({"pattern": "**/?.*"}), "a.key");
+        refused(c, "Grep", json!({"pattern": "x", "glob": "../*"}), "`..`");
+        refused(c, "Grep", json!({"pattern": "x", "path": "../lib", "glob": "{a,b}"}), "brace");
+        let g = Agent::Gemini;
+        allowed(g, "grep_search", json!({"pattern": "x", "include": "*.rs"}));
+        refused(g, "grep_search", json!({"pattern": "x", "include": "*.env"}), ".env");
+        refused(g, "glob", json!({"pattern": "**/.e?v"}), ".env");
+        allowed(g, "read_many_files", json!({"paths": ["src/main.rs", "src/**/*.rs"]}));
+        refused(g, "read_many_files", json!({"paths": ["."]}), ".env");
+        // An unknown tool: refused if it may name files, left alone if not.
+        refused(c, "SuperRead", json!({"file_path": ".env"}), "`file_path`");
+        refused(g, "mcp_fs_read", json!({"target_dir": "/"}), "`target_dir`");
+        allowed(c, "WebFetch", json!({"url": "https://example.org", "prompt": "x"}));
     }
 
     #[test]

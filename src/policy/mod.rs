@@ -216,8 +216,8 @@ impl GlobRule {
     }
 }
 
-/// `path` made absolute and canonical as far as it exists, with the missing
-/// rest appended as written (`..` in the missing rest is refused by callers).
+/// `path` made absolute and canonical as far as it exists (and may be looked
+/// at), with the missing rest appended as written (`..` in the missing rest is refused by callers).
 pub fn canonical_lenient(path: &Path) -> std::io::Result<PathBuf> {
     let path = if path.is_absolute() { path.to_path_buf() } else { std::env::current_dir()?.join(path) };
     let mut existing = path.as_path();
@@ -229,7 +229,10 @@ pub fn canonical_lenient(path: &Path) -> std::io::Result<PathBuf> {
                 out.extend(rest.iter().rev());
                 return Ok(out);
             }
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            // A name that cannot be looked at (a carve-out seen from inside
+            // the sandbox, where the hook loads its policy) is taken as
+            // written, like one that does not exist.
+            Err(e) if matches!(e.kind(), std::io::ErrorKind::NotFound | std::io::ErrorKind::PermissionDenied) => {
                 let (Some(parent), Some(name)) = (existing.parent(), existing.file_name()) else { return Err(e) };
                 rest.push(name.to_os_string());
                 existing = parent;

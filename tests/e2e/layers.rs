@@ -166,3 +166,54 @@ fn agent_config_registers_the_hook() {
     child.stdin.take().unwrap().write_all(json.to_string().as_bytes()).unwrap();
     assert!(stdout(&child.wait_with_output().unwrap()).contains("\"decision\":\"deny\""));
 }
+
+/// A search over a tree holding a carve-out: refused by the hook where the
+/// carved-out file can be read (the hook used on its own), allowed inside
+/// interpose, where the OS layer refuses the file to the search itself.
+#[test]
+fn hooks_refuse_searches_that_would_read_a_carve_out() {
+    if !kernel_ok() {
+        return;
+    }
+    let f = fixture();
+    let grep = serde_json::json!({
+        "session_id": "s1", "cwd": f.root.join("ws"), "hook_event_name": "x",
+        "tool_name": "Grep", "tool_input": { "pattern": "SECRET" },
+    })
+    .to_string();
+    let (outside, _) = f.run(&["hook", "claude"], &grep);
+    assert!(outside.contains("\"deny\"") && outside.contains(".env"), "{outside}");
+    let glob = grep.replace("\"Grep\"", "\"Glob\"").replace("\"SECRET\"", "\"*/../.env\"");
+    assert!(f.run(&["hook", "claude"], &glob).0.contains("`..`"));
+    // Inside interpose, with the same policy: the hook allows the search,
+    // and the search itself cannot read .env.
+    let trail = f.root.join("trail.jsonl");
+    let policy = f.policy.to_str().unwrap();
+    let script = format!(
+        "printf '%s' '{grep}' | {} hook claude --policy {policy}; cd ws && grep -r SECRET . ; true",
+        interpose()
+    );
+    let o = Command::new(interpose())
+        .args([
+            "run",
+            "--policy",
+            policy,
+            "--ro",
+            policy,
+            "--ro",
+            Path::new(interpose()).parent().unwrap().to_str().unwrap(),
+        ])
+        .arg("--audit")
+        .arg(&trail)
+        .args(["--", "sh", "-c", &script])
+        .current_dir(&f.root)
+        .env("HOME", f.root.join("home"))
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(!stdout(&o).contains("deny") && !stdout(&o).contains("SECRET=1"), "{}", stdout(&o));
+    let trail = std::fs::read_to_string(&trail).unwrap();
+    let env: Vec<&str> =
+        trail.lines().filter(|l| l.contains("\"decision\":\"deny\"") && l.contains("ws/.env")).collect();
+    assert!(env.iter().any(|l| l.contains("\"comm\":\"grep\"")), "grep's open of .env is refused: {env:#?}");
+}
