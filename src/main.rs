@@ -51,8 +51,10 @@ fn main() -> ExitCode {
     match result {
         Ok(code) => ExitCode::from(u8::try_from(code).unwrap_or(INTERPOSE_FAILED)),
         Err(e) => {
-            // Every error message already includes its cause.
-            eprintln!("interpose: error: {e}");
+            // Every error message already includes its cause. stderr may
+            // be gone (`--audit -` read by a process that left): no panic.
+            use std::io::Write;
+            let _ = writeln!(std::io::stderr().lock(), "interpose: error: {e}");
             ExitCode::from(INTERPOSE_FAILED)
         }
     }

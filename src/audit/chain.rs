@@ -6,7 +6,7 @@
 //! record into the types of [`super::schema`], and checks the chain as it
 //! goes; readers show what is there and say whether it is intact.
 
-use super::schema::{Record, SessionStart, SCHEMA};
+use super::schema::{Anchor, Record, SessionStart, SCHEMA};
 use std::io::BufRead;
 
 /// The `prev` value of the first record.
@@ -58,6 +58,31 @@ pub enum ChainError {
         /// Lines read.
         lines: usize,
     },
+    /// No anchor after `session_end`: nothing shows that interpose, not
+    /// somebody who could write the file, made the chain.
+    #[error("the trail has no anchor after its session_end record: its chain may have been written by anyone")]
+    Unanchored,
+    /// The anchor was not made with the key, or for another chain.
+    #[error("the anchor does not verify with key {key} ({path}): the trail was rewritten, or signed with another key")]
+    BadAnchor {
+        /// The key's id.
+        key: String,
+        /// Where the key was read from.
+        path: String,
+    },
+    /// The key to check the anchor with cannot be read.
+    #[error("the anchor cannot be checked: {0}; pass the key with --audit-key")]
+    NoKey(String),
+    /// The anchor names another key than the one given.
+    #[error("the trail is anchored with key {found}, not with {key} ({path}); pass that key with --audit-key")]
+    OtherKey {
+        /// The anchor's key id.
+        found: String,
+        /// The given key's id.
+        key: String,
+        /// Where the given key was read from.
+        path: String,
+    },
 }
 
 /// Why a file cannot be read as a trail at all.
@@ -84,6 +109,8 @@ pub struct Reader<R> {
     prev: String,
     line: usize,
     last_was_end: bool,
+    /// The anchor after `session_end`, and the hash it signs.
+    anchor: Option<(Anchor, String)>,
     /// The first thing found wrong with the chain, if any.
     problem: Option<ChainError>,
     /// The session record (the first line).
@@ -113,6 +140,7 @@ impl<R: BufRead> Reader<R> {
             prev: CHAIN_START.to_string(),
             line: 0,
             last_was_end: false,
+            anchor: None,
             problem: None,
             start: empty_start(),
         };
@@ -175,8 +203,18 @@ impl<R: BufRead> Reader<R> {
             Ok(_) => self.flag(ChainError::Broken { line }),
             Err(_) => self.flag(ChainError::Malformed { line, why: "no `prev` field".into() }),
         }
-        self.prev = line_hash(&self.buf);
+        let signed = std::mem::replace(&mut self.prev, line_hash(&self.buf));
+        if self.anchor.is_some() {
+            self.flag(ChainError::Malformed { line, why: "a line after the anchor".into() });
+        }
         match serde_json::from_slice::<Record>(&self.buf) {
+            Ok(Record::Anchor(a)) => {
+                if !self.last_was_end {
+                    self.flag(ChainError::Malformed { line, why: "an anchor before session_end".into() });
+                }
+                self.anchor = Some((a.clone(), signed));
+                Some(Record::Anchor(a))
+            }
             Ok(record) => {
                 self.last_was_end = matches!(record, Record::SessionEnd(_));
                 Some(record)
@@ -197,6 +235,27 @@ impl<R: BufRead> Reader<R> {
             None if !self.last_was_end => Err(ChainError::Truncated { lines: self.line }),
             None => Ok(self.line),
         }
+    }
+
+    /// [`Self::integrity`], and the anchor checked with `key`: the proof
+    /// that interpose wrote this chain. Without a key only the chain is
+    /// checked (anyone who could write the file could have made it).
+    pub fn verified(&self, key: &super::TrailKey) -> Result<usize, ChainError> {
+        let lines = self.integrity()?;
+        let Some((anchor, signed)) = &self.anchor else { return Err(ChainError::Unanchored) };
+        let path = key.path.display().to_string();
+        if anchor.key_id != key.id {
+            return Err(ChainError::OtherKey { found: anchor.key_id.clone(), key: key.id.clone(), path });
+        }
+        if !key.verifies(anchor, signed) {
+            return Err(ChainError::BadAnchor { key: key.id.clone(), path });
+        }
+        Ok(lines)
+    }
+
+    /// The anchor's key id, if the trail has an anchor.
+    pub fn anchor_key(&self) -> Option<&str> {
+        self.anchor.as_ref().map(|(a, _)| a.key_id.as_str())
     }
 }
 

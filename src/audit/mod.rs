@@ -10,9 +10,11 @@
 //! [`chain`] reads a trail back and checks its hash chain.
 
 pub mod chain;
+pub mod key;
 pub mod schema;
 
 pub use chain::{line_hash, ChainError, Reader};
+pub use key::TrailKey;
 pub use schema::*;
 
 use chain::{chained_line, CHAIN_START};
@@ -41,12 +43,40 @@ struct Queue {
     room: Condvar,
 }
 
+/// Where the trail goes.
+pub enum Output {
+    /// A regular file (or a device or FIFO): a write that fails part-way
+    /// is cut back to the last whole record where the file allows it.
+    File(std::fs::File),
+    /// A stream (stderr, a unix socket).
+    Stream(Box<dyn Write + Send>),
+}
+
+/// What the writer does when the trail cannot be written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum OnFailure {
+    /// Kill the command: nothing runs unrecorded (the default).
+    #[default]
+    Stop,
+    /// Let the command run on unrecorded; interpose still exits 125.
+    Continue,
+}
+
+/// Why the trail could not be written, once it could not.
+#[derive(Default)]
+struct Failure {
+    why: Mutex<Option<String>>,
+    /// The process to kill on failure (`OnFailure::Stop`), once known.
+    stop: std::sync::atomic::AtomicI32,
+}
+
 /// The sending side, shared by the workers.
 #[derive(Clone)]
 pub struct Sink {
     queue: Arc<Queue>,
     dropped: Arc<AtomicU64>,
     seq: Arc<AtomicU64>,
+    failure: Arc<Failure>,
 }
 
 /// Wall-clock nanoseconds since the Unix epoch.
@@ -55,19 +85,36 @@ pub fn now_ns() -> u64 {
 }
 
 impl Sink {
-    /// Starts the writer thread on `out`.
-    pub fn start(out: Box<dyn Write + Send>) -> Sink {
+    /// Starts the writer thread on `out`. With a `key`, the trail ends
+    /// with an anchor: a MAC of its last hash that only the key's holder
+    /// can make.
+    pub fn start(out: Output, key: Option<TrailKey>) -> Sink {
         let queue = Arc::new(Queue {
             items: Mutex::new(Vec::with_capacity(BATCH)),
             ready: Condvar::new(),
             room: Condvar::new(),
         });
-        let q = Arc::clone(&queue);
+        let failure = Arc::new(Failure::default());
+        let (q, f) = (Arc::clone(&queue), Arc::clone(&failure));
         std::thread::Builder::new()
             .name("interpose-audit".into())
-            .spawn(move || writer(&q, out))
+            .spawn(move || writer(&q, out, key.as_ref(), &f))
             .expect("spawning the audit writer");
-        Sink { queue, dropped: Arc::new(AtomicU64::new(0)), seq: Arc::new(AtomicU64::new(0)) }
+        Sink { queue, dropped: Arc::new(AtomicU64::new(0)), seq: Arc::new(AtomicU64::new(0)), failure }
+    }
+
+    /// Kill `pid` (with SIGKILL) as soon as the trail cannot be written;
+    /// if it already could not, at once.
+    pub fn stop_on_failure(&self, pid: libc::pid_t) {
+        self.failure.stop.store(pid, Ordering::SeqCst);
+        if self.failure().is_some() {
+            let _ = crate::sys::process::kill(pid, libc::SIGKILL);
+        }
+    }
+
+    /// Why the trail could not be written, if it could not.
+    pub fn failure(&self) -> Option<String> {
+        self.failure.why.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone()
     }
 
     /// The next sequence number.
@@ -116,11 +163,53 @@ impl Sink {
     }
 }
 
-fn writer(queue: &Queue, out: Box<dyn Write + Send>) {
+/// The length of `file` up to and including its last newline: a record cut
+/// short by a failed write is removed from the end.
+fn last_whole_record(file: &std::fs::File) -> std::io::Result<u64> {
+    use std::os::unix::fs::FileExt;
+    let len = file.metadata()?.len();
+    let mut end = len;
+    let mut buf = vec![0u8; 64 * 1024];
+    while end > 0 {
+        let start = end.saturating_sub(buf.len() as u64);
+        let chunk = &mut buf[..(end - start) as usize];
+        file.read_exact_at(chunk, start)?;
+        if let Some(i) = chunk.iter().rposition(|&b| b == b'\n') {
+            return Ok(start + i as u64 + 1);
+        }
+        end = start;
+    }
+    Ok(0)
+}
+
+fn writer(queue: &Queue, out: Output, key: Option<&TrailKey>, failure: &Failure) {
+    let (file, out): (Option<std::fs::File>, Box<dyn Write + Send>) = match out {
+        Output::File(f) => (f.try_clone().ok(), Box::new(f)),
+        Output::Stream(s) => (None, s),
+    };
     let mut out = std::io::BufWriter::with_capacity(64 * 1024, out);
     let mut failed = false;
     let mut prev = CHAIN_START.to_string();
     let mut batch = Vec::with_capacity(BATCH);
+    let fail = |e: std::io::Error, out: &mut std::io::BufWriter<Box<dyn Write + Send>>| {
+        let why = format!("writing the audit trail failed: {e}");
+        // stderr may be the trail itself, gone with its reader: a warning
+        // that cannot be written is dropped, never a panic.
+        let _ = writeln!(std::io::stderr().lock(), "interpose: {why}");
+        *failure.why.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(why);
+        let pid = failure.stop.load(Ordering::SeqCst);
+        if pid > 0 {
+            let _ = crate::sys::process::kill(pid, libc::SIGKILL);
+        }
+        // What the buffer still holds is lost; a regular file is cut back
+        // to its last whole record.
+        let _ = std::mem::replace(out, std::io::BufWriter::new(Box::new(std::io::sink())));
+        if let Some(f) = file.as_ref().filter(|f| f.metadata().is_ok_and(|m| m.is_file())) {
+            if let Ok(len) = last_whole_record(f) {
+                let _ = f.set_len(len);
+            }
+        }
+    };
     loop {
         {
             let mut items = queue.items.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
@@ -133,23 +222,42 @@ fn writer(queue: &Queue, out: Box<dyn Write + Send>) {
         for msg in batch.drain(..) {
             match msg {
                 Msg::Record(r) if !failed => {
-                    let ok = match chained_line(&r, &prev) {
-                        Ok(line) => {
-                            prev = line_hash(line.as_bytes());
-                            out.write_all(line.as_bytes()).and_then(|()| out.write_all(b"\n")).is_ok()
-                        }
-                        Err(_) => false,
+                    let end = matches!(*r, Record::SessionEnd(_));
+                    let mut write = |r: &Record, prev: &mut String| -> std::io::Result<()> {
+                        let line = chained_line(r, prev).map_err(std::io::Error::other)?;
+                        *prev = line_hash(line.as_bytes());
+                        out.write_all(line.as_bytes())?;
+                        out.write_all(b"\n")
                     };
-                    if !ok {
+                    let mut result = write(&r, &mut prev);
+                    if let (Ok(()), true, Some(key)) = (&result, end, key) {
+                        let anchor = Record::Anchor(key.anchor(&prev));
+                        result = write(&anchor, &mut prev);
+                    }
+                    if let Err(e) = result {
                         failed = true;
-                        eprintln!("interpose: writing the audit trail failed; further records are lost");
+                        fail(e, &mut out);
                     }
                 }
                 Msg::Record(_) => {}
                 Msg::Flush(ack) => {
-                    let _ = out.flush();
+                    if !failed {
+                        if let Err(e) = out.flush() {
+                            failed = true;
+                            fail(e, &mut out);
+                        }
+                    }
                     let _ = ack.send(());
                 }
+            }
+        }
+        // Each batch reaches the file (one write per batch, not per
+        // record): a trail that cannot be written is known within
+        // milliseconds, not when the buffer fills or the run ends.
+        if !failed {
+            if let Err(e) = out.flush() {
+                failed = true;
+                fail(e, &mut out);
             }
         }
     }
@@ -239,6 +347,127 @@ mod tests {
         assert!(matches!(Reader::new(&b"not json"[..]), Err(chain::ReadError::NotATrail(_))));
         let other = good.replacen(&format!("\"schema\":{SCHEMA}"), "\"schema\":1", 1);
         assert!(matches!(Reader::new(other.as_bytes()), Err(chain::ReadError::Schema { found: 1 })));
+    }
+
+    #[test]
+    fn only_an_anchor_made_with_the_key_proves_the_trail() {
+        let dir = tempfile::tempdir().unwrap();
+        let key = TrailKey::load_or_create(&dir.path().join("k")).unwrap();
+        let anchored = |text: &str, key: &TrailKey| {
+            let prev = line_hash(text.lines().last().unwrap().as_bytes());
+            let line = chained_line(&Record::Anchor(key.anchor(&prev)), &prev).unwrap();
+            format!("{text}{line}\n")
+        };
+        let check = |text: &str| {
+            let mut r = Reader::new(text.as_bytes()).unwrap();
+            for record in r.by_ref() {
+                record.unwrap();
+            }
+            r.verified(&key)
+        };
+        let good = trail(4);
+        assert_eq!(check(&anchored(&good, &key)), Ok(5));
+        assert_eq!(check(&good), Err(ChainError::Unanchored), "a chain anybody could have made");
+        // A forger rewrites a record and the chain after it, and keeps the
+        // old anchor, or anchors with a key of their own.
+        let forged = {
+            let mut prev = CHAIN_START.to_string();
+            let mut out = String::new();
+            for line in good.replacen("cmd1", "cmdX", 1).lines() {
+                let record: Record = serde_json::from_str(line).unwrap();
+                let line = chained_line(&record, &prev).unwrap();
+                prev = line_hash(line.as_bytes());
+                out.push_str(&line);
+                out.push('\n');
+            }
+            out
+        };
+        assert_eq!(verify(&forged), Ok(4), "the chain alone is intact");
+        let old_anchor = anchored(&good, &key).lines().last().unwrap().to_string();
+        let prev = line_hash(forged.lines().last().unwrap().as_bytes());
+        let mut reanchored: serde_json::Value = serde_json::from_str(&old_anchor).unwrap();
+        reanchored["prev"] = prev.into();
+        assert!(matches!(check(&format!("{forged}{reanchored}\n")), Err(ChainError::BadAnchor { .. })));
+        let theirs = TrailKey::load_or_create(&dir.path().join("theirs")).unwrap();
+        assert!(matches!(check(&anchored(&forged, &theirs)), Err(ChainError::OtherKey { .. })));
+        // Nothing may follow the anchor.
+        let extra = anchored(&good, &key) + good.lines().nth(1).unwrap() + "\n";
+        assert!(matches!(check(&extra), Err(ChainError::Broken { .. } | ChainError::Malformed { .. })));
+    }
+
+    /// A writer that falls behind: allows are dropped and counted;
+    /// would-be refusals (what `--suggest` is made from) and refusals wait
+    /// for room and all arrive.
+    #[test]
+    fn under_back_pressure_only_allows_are_dropped() {
+        type Gate = Arc<(Mutex<bool>, Condvar)>;
+        /// Blocks every write until the gate opens.
+        struct Gated(Arc<Mutex<Vec<u8>>>, Gate);
+        impl Write for Gated {
+            fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+                let (open, cv) = &*self.1;
+                let mut g = open.lock().unwrap();
+                while !*g {
+                    g = cv.wait(g).unwrap();
+                }
+                self.0.lock().unwrap().extend_from_slice(buf);
+                Ok(buf.len())
+            }
+            fn flush(&mut self) -> std::io::Result<()> {
+                Ok(())
+            }
+        }
+        let written = Arc::new(Mutex::new(Vec::new()));
+        let gate: Gate = Arc::new((Mutex::new(false), Condvar::new()));
+        let sink = Sink::start(Output::Stream(Box::new(Gated(Arc::clone(&written), Arc::clone(&gate)))), None);
+        let decision = |verdict: Verdict| {
+            Record::Decision(Box::new(Decision {
+                seq: sink.next_seq(),
+                time_ns: 0,
+                pid: 1,
+                tid: 1,
+                comm: "c".into(),
+                syscall: "openat".into(),
+                nr: 257,
+                path: Bytes(b"/x".to_vec()),
+                dirfd: None,
+                dirfd_path: None,
+                resolved: None,
+                access: AccessKind::Read,
+                decision: verdict,
+                errno: None,
+                rule: "r".into(),
+                rule_kind: RuleKind::Entry,
+                handling_ns: 0,
+                context: None,
+            }))
+        };
+        // The writer is stuck: past one queue's worth, allows are dropped.
+        let allows = 3 * CAPACITY;
+        for _ in 0..allows {
+            sink.send(decision(Verdict::Allow));
+        }
+        assert!(sink.dropped() >= CAPACITY as u64, "dropped {}", sink.dropped());
+        // Refusals wait for room, which the writer makes once unstuck.
+        let opener = {
+            let gate = Arc::clone(&gate);
+            std::thread::spawn(move || {
+                std::thread::sleep(std::time::Duration::from_millis(100));
+                *gate.0.lock().unwrap() = true;
+                gate.1.notify_all();
+            })
+        };
+        let refusals = 2 * CAPACITY;
+        for i in 0..refusals {
+            sink.send(decision(if i % 2 == 0 { Verdict::WouldDeny } else { Verdict::Deny }));
+        }
+        sink.flush();
+        opener.join().unwrap();
+        let text = String::from_utf8(written.lock().unwrap().clone()).unwrap();
+        let count = |what: &str| text.lines().filter(|l| l.contains(what)).count();
+        assert_eq!(count("\"decision\":\"would_deny\""), CAPACITY);
+        assert_eq!(count("\"decision\":\"deny\""), CAPACITY);
+        assert_eq!(count("\"decision\":\"allow\"") as u64 + sink.dropped(), allows as u64);
     }
 
     #[test]

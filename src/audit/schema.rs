@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 
 /// Version of the record schema in `docs/audit.md`. Readers refuse trails
 /// of another version with a message saying which.
-pub const SCHEMA: u32 = 2;
+pub const SCHEMA: u32 = 3;
 
 /// Bytes that are written as a string when they are UTF-8 and as
 /// `{"bytes": "<base64>"}` when not, so no path is ever lost or mangled.
@@ -435,6 +435,21 @@ pub enum Record {
     Exec(Box<Exec>),
     /// The run ended.
     SessionEnd(SessionEnd),
+    /// The last line: the trail's final hash, signed with interpose's key.
+    Anchor(Anchor),
+}
+
+/// The anchor, written after `session_end`: its `prev` is the hash of the
+/// `session_end` line, which through the chain covers every line before,
+/// and `mac` is HMAC-SHA-256 of that hash under a key the sandboxed command
+/// cannot read. Anyone can recompute the chain; only the key's holder can
+/// make the anchor.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Anchor {
+    /// Which key: the first 16 hex digits of its SHA-256.
+    pub key_id: String,
+    /// HMAC-SHA-256(key, prev), in hex.
+    pub mac: String,
 }
 
 #[cfg(test)]
@@ -513,6 +528,7 @@ mod tests {
             Record::Decision(Box::new(decision)),
             Record::Exec(Box::new(exec)),
             Record::SessionEnd(end),
+            Record::Anchor(Anchor { key_id: "k".into(), mac: "m".into() }),
         ]
     }
 

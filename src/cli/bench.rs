@@ -230,6 +230,7 @@ fn modes(exe: &Path, work: &Path, compare: &[String]) -> Vec<Mode> {
     let surface = || vec![os("--rw"), work.as_os_str().to_owned(), os("--ro"), bin_dir.clone()];
     let exe = exe.as_os_str().to_owned();
     let trail = work.join("audit.jsonl");
+    let key = work.parent().unwrap_or(work).join("audit.key");
     let mut out = vec![
         Mode { name: "native".into(), prefix: vec![], trail: None },
         Mode {
@@ -262,7 +263,9 @@ fn modes(exe: &Path, work: &Path, compare: &[String]) -> Vec<Mode> {
             prefix: [
                 vec![exe.clone(), os("run")],
                 surface(),
-                vec![os("--audit"), trail.clone().into_os_string(), os("--")],
+                // The key outside the workspace: a carve-out inside it would
+                // make every open emulated and measure something else.
+                vec![os("--audit"), trail.clone().into_os_string(), os("--audit-key"), key.into_os_string(), os("--")],
             ]
             .concat(),
             trail: Some(trail),

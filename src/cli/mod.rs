@@ -291,6 +291,16 @@ pub struct RunArgs {
     /// Which decisions `--audit` records: `all`, or `deny` for denials only.
     #[arg(long, value_enum, default_value_t = crate::supervisor::AuditLevel::All, requires = "audit")]
     pub audit_level: crate::supervisor::AuditLevel,
+    /// The key that signs the trail's anchor (made if missing; default
+    /// `$XDG_STATE_HOME/interpose/audit.key` or
+    /// `~/.local/state/interpose/audit.key`). It is carved out of the surface.
+    #[arg(long, value_name = "FILE", requires = "audit")]
+    pub audit_key: Option<PathBuf>,
+    /// When the trail cannot be written: `stop` kills the command (the
+    /// default), `continue` lets it run on unrecorded; either way interpose
+    /// says so and exits 125.
+    #[arg(long, value_enum, default_value_t = crate::audit::OnFailure::Stop, requires = "audit")]
+    pub audit_failure: crate::audit::OnFailure,
     /// Run the command as this user (needs root): a numeric `UID[:GID]` or a
     /// user name. The supervisor then performs the command's file operations
     /// with that user's file-system credentials, never its own.
@@ -396,9 +406,14 @@ pub fn parse_net(s: &str) -> Result<Net, String> {
 pub struct ReportArgs {
     /// The audit trail (JSON Lines) to read.
     pub file: PathBuf,
-    /// Only check the hash chain; exit 1 if it is broken or truncated.
+    /// Only check the hash chain and its anchor; exit 1 if it is broken,
+    /// truncated or not anchored with the key.
     #[arg(long)]
     pub verify: bool,
+    /// With --verify: the key the trail was anchored with (default: the
+    /// one `run` uses).
+    #[arg(long, value_name = "FILE", requires = "verify")]
+    pub audit_key: Option<PathBuf>,
     /// Print the narrowest policy (or, with `--as flags`, `--ro`/`--rw`
     /// flags) under which the recorded run would have had no denials
     /// (credential locations only as commented warnings, unless

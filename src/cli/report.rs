@@ -83,7 +83,7 @@ fn build<R: std::io::BufRead>(reader: &mut Reader<R>) -> std::io::Result<(Report
     let mut rows = Vec::new();
     for record in reader.by_ref() {
         match record? {
-            Record::SessionStart(_) => {}
+            Record::SessionStart(_) | Record::Anchor(_) => {}
             Record::SessionEnd(end) => r.exit_status = Some(end.exit_status),
             Record::Exec(e) => {
                 let p = r.processes.entry(e.pid).or_default();
@@ -162,8 +162,8 @@ fn build<R: std::io::BufRead>(reader: &mut Reader<R>) -> std::io::Result<(Report
             }
         }
     }
-    r.chain = match reader.integrity() {
-        Ok(n) => format!("intact ({n} records)"),
+    r.chain = match checked(reader, None) {
+        Ok(what) => what,
         Err(e) => format!("NOT INTACT: {e}"),
     };
     Ok((r, rows))
@@ -266,6 +266,26 @@ fn write_html(out: &std::path::Path, report: &Report, rows: &[Denial]) -> std::i
     std::fs::rename(&tmp, out)
 }
 
+/// The chain checked, and its anchor with the key at `key` (or the
+/// default key): what holds, in words, or what does not. Without a key
+/// file the anchor cannot be checked, which is an error too.
+pub fn checked<R: std::io::BufRead>(
+    reader: &Reader<R>,
+    key: Option<&std::path::Path>,
+) -> Result<String, crate::audit::ChainError> {
+    use crate::audit::{ChainError, TrailKey};
+    reader.integrity()?;
+    let path = key.map(std::path::Path::to_path_buf).or_else(crate::audit::key::default_path);
+    match path.as_deref().map(TrailKey::load) {
+        Some(Ok(key)) => {
+            reader.verified(&key).map(|n| format!("intact and anchored with key {} ({n} records)", key.id))
+        }
+        _ if reader.anchor_key().is_none() => Err(ChainError::Unanchored),
+        Some(Err(e)) => Err(ChainError::NoKey(format!("{}: {e}", path.unwrap_or_default().display()))),
+        None => Err(ChainError::NoKey("HOME is unset".into())),
+    }
+}
+
 /// Runs the verb; returns the exit code: 0, 1 for `--verify` of a trail
 /// that is not intact, 2 for a file that is not a trail.
 pub fn run(args: &ReportArgs) -> i32 {
@@ -287,9 +307,9 @@ pub fn run(args: &ReportArgs) -> i32 {
                 return failed(e);
             }
         }
-        return match reader.integrity() {
-            Ok(n) => {
-                println!("{name}: chain intact, {n} records");
+        return match checked(&reader, args.audit_key.as_deref()) {
+            Ok(what) => {
+                println!("{name}: {what}");
                 0
             }
             Err(e) => {

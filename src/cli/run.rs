@@ -49,6 +49,22 @@ pub enum RunError {
     /// Fast mode leaves most decisions to Landlock, so it cannot run without.
     #[error("--fast leaves decisions to Landlock: it cannot be combined with --no-landlock, --learn or a kernel without Landlock")]
     FastNeedsLandlock,
+    /// The trail's key cannot be read or made.
+    #[error("--audit-key {}: {err}; name a key file interpose can create or read", .path.display())]
+    TrailKey {
+        /// The key file.
+        path: PathBuf,
+        /// What went wrong.
+        err: std::io::Error,
+    },
+    /// The trail could not be written.
+    #[error("{why}{}", if *.stopped { "; the command was stopped (--audit-failure continue lets it run on unrecorded)" } else { "; the command ran on unrecorded" })]
+    TrailFailed {
+        /// What failed.
+        why: String,
+        /// Whether the command was stopped for it.
+        stopped: bool,
+    },
     /// `--audit FILE` names something that exists.
     #[error("--audit {}: exists; a trail is never overwritten or appended to: name a new file", .0.display())]
     TrailExists(PathBuf),
@@ -333,6 +349,8 @@ pub fn run(args: &RunArgs) -> Result<i32, RunError> {
     }
     phase("caches");
 
+    let trail = open_trail(args, &mut surface)?;
+    phase("audit trail");
     if args.learn {
         eprintln!("interpose: learning mode: nothing is enforced; what would be denied is recorded as would_deny");
     }
@@ -433,38 +451,7 @@ pub fn run(args: &RunArgs) -> Result<i32, RunError> {
     };
 
     phase("landlock ruleset, environment, filter");
-    let sink = match &args.audit {
-        None => None,
-        Some(p) if p.as_os_str() == "-" => Some(Sink::start(Box::new(std::io::stderr()))),
-        Some(p) if p.as_os_str().as_bytes().starts_with(b"unix:") => {
-            let socket = Path::new(std::ffi::OsStr::from_bytes(&p.as_os_str().as_bytes()[5..]));
-            let stream = std::os::unix::net::UnixStream::connect(socket)
-                .map_err(io(format!("--audit: connecting to {}", socket.display())))?;
-            Some(Sink::start(Box::new(stream)))
-        }
-        Some(p) => {
-            // A trail is never destroyed: an existing file (or a symlink
-            // planted in its place) is refused, never truncated or followed.
-            // A device or a FIFO (/dev/null, a pipe to a collector) holds no
-            // trail to lose.
-            use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
-            let mut open = std::fs::OpenOptions::new();
-            open.write(true).mode(0o600).custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC);
-            let f = match open.clone().create_new(true).open(p) {
-                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
-                    let stream = std::fs::symlink_metadata(p)
-                        .is_ok_and(|m| m.file_type().is_char_device() || m.file_type().is_fifo());
-                    if !stream {
-                        return Err(RunError::TrailExists(p.clone()));
-                    }
-                    open.open(p)
-                }
-                other => other,
-            }
-            .map_err(io(format!("--audit {}", p.display())))?;
-            Some(Sink::start(Box::new(f)))
-        }
-    };
+    let sink = trail.map(|(out, key)| Sink::start(out, Some(key)));
     if let Some(sink) = &sink {
         let record = session_start(args, &surface, &loaded, &dropped, mode_record(trapping, args.learn), &caches);
         sink.send(with_namespace(record, &namespace));
@@ -501,6 +488,9 @@ pub fn run(args: &RunArgs) -> Result<i32, RunError> {
     // (SECCOMP_IOCTL_NOTIF_SET_FLAGS, 0x40082104, takes the flag word as the
     // ioctl argument itself, not through a pointer.)
     let sandbox::Started { pid, listener, channel, root } = started;
+    if let (Some(sink), audit::OnFailure::Stop) = (&sink, args.audit_failure) {
+        sink.stop_on_failure(pid);
+    }
     if args.sync_wake_up {
         seccomp::set_listener_flags(std::os::fd::AsFd::as_fd(&listener), seccomp::USER_NOTIF_FD_SYNC_WAKE_UP)
             .map_err(errno("SECCOMP_IOCTL_NOTIF_SET_FLAGS"))?;
@@ -569,11 +559,71 @@ pub fn run(args: &RunArgs) -> Result<i32, RunError> {
             time_ns: audit::now_ns(),
         }));
         sink.flush();
+        if let Some(why) = sink.failure() {
+            return Err(RunError::TrailFailed { why, stopped: args.audit_failure == audit::OnFailure::Stop });
+        }
     }
     drop(caches);
     drop(session);
     phase("session directory removed");
     Ok(status)
+}
+
+/// Opens where `--audit` writes, and the key that anchors it; a trail file
+/// and the key are carved out of the surface wherever it reaches them, so
+/// the command can neither read, replace nor remove them.
+fn open_trail(args: &RunArgs, surface: &mut Surface) -> Result<Option<(audit::Output, audit::TrailKey)>, RunError> {
+    let Some(p) = &args.audit else { return Ok(None) };
+    let key_path = match args.audit_key.clone().or_else(audit::key::default_path) {
+        Some(k) => k,
+        None => {
+            let (path, err) = ("$HOME/.local/state/interpose/audit.key".into(), std::io::Error::other("HOME is unset"));
+            return Err(RunError::TrailKey { path, err });
+        }
+    };
+    let key =
+        audit::TrailKey::load_or_create(&key_path).map_err(|err| RunError::TrailKey { path: key_path.clone(), err })?;
+    let mut carve = |path: &Path, what: &'static str| {
+        if let Ok(canonical) = std::fs::canonicalize(path) {
+            surface.add(Rule { path: canonical, mode: Mode::Deny, origin: Origin::Trail(what) });
+        }
+    };
+    carve(&key_path, "the audit trail's key");
+    let out = if p.as_os_str() == "-" {
+        audit::Output::Stream(Box::new(std::io::stderr()))
+    } else if let Some(socket) = p.as_os_str().as_bytes().strip_prefix(b"unix:") {
+        let socket = Path::new(OsStr::from_bytes(socket));
+        let stream = std::os::unix::net::UnixStream::connect(socket)
+            .map_err(io(format!("--audit: connecting to {}", socket.display())))?;
+        audit::Output::Stream(Box::new(stream))
+    } else {
+        // A trail is never destroyed: an existing file (or a symlink
+        // planted in its place) is refused, never truncated or followed.
+        // A device or a FIFO (/dev/null, a pipe to a collector) holds no
+        // trail to lose.
+        use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+        let mut open = std::fs::OpenOptions::new();
+        // Readable too: a record cut short by a failed write is found and
+        // removed from the end.
+        open.read(true).write(true).mode(0o600).custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC);
+        let f = match open.clone().create_new(true).open(p) {
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                let stream = std::fs::symlink_metadata(p)
+                    .is_ok_and(|m| m.file_type().is_char_device() || m.file_type().is_fifo());
+                if !stream {
+                    return Err(RunError::TrailExists(p.clone()));
+                }
+                open.open(p)
+            }
+            other => other,
+        }
+        .map_err(io(format!("--audit {}", p.display())))?;
+        if f.metadata().is_ok_and(|m| m.is_file()) {
+            carve(p, "the audit trail");
+        }
+        audit::Output::File(f)
+    };
+    Ok(Some((out, key)))
 }
 
 /// Adds to the session record which namespaces the session got: the mount

@@ -109,13 +109,16 @@ pub enum Origin {
     SessionCache(String),
     /// A policy's workspace taken from where interpose runs (no `cwd` key).
     Workspace,
+    /// This run's audit trail, or the key that anchors trails: carved out
+    /// so the command cannot reach them.
+    Trail(&'static str),
 }
 
 impl Origin {
     /// Whether the entry is one interpose made for this session only (its
     /// private TMPDIR, HOME or caches), whose path differs from run to run.
     pub fn is_session(&self) -> bool {
-        matches!(self, Origin::TmpDir | Origin::SessionHome | Origin::SessionCache(_))
+        matches!(self, Origin::TmpDir | Origin::SessionHome | Origin::SessionCache(_) | Origin::Trail(_))
     }
 
     /// Whether the entry is the user's own (a flag, the policy file, its
@@ -137,6 +140,7 @@ impl std::fmt::Display for Origin {
             Origin::SessionHome => f.write_str("session HOME"),
             Origin::SessionCache(of) => write!(f, "private cache for {of}"),
             Origin::Workspace => f.write_str("workspace: the directory interpose runs in"),
+            Origin::Trail(what) => f.write_str(what),
         }
     }
 }

@@ -63,7 +63,11 @@ fn verify_catches_deleted_edited_and_truncated_trails() {
     assert!(out.contains("line 3: the chain is broken"), "{out}");
     let edited = good.replacen("/etc/shadow", "/etc/hosts!", 1);
     assert_eq!(verify(&edited).0, Some(1));
-    let truncated = lines[..lines.len() - 1].join("\n") + "\n";
+    let unanchored = lines[..lines.len() - 1].join("\n") + "\n";
+    let (code, out) = verify(&unanchored);
+    assert_eq!(code, Some(1));
+    assert!(out.contains("no anchor"), "{out}");
+    let truncated = lines[..lines.len() - 2].join("\n") + "\n";
     let (code, out) = verify(&truncated);
     assert_eq!(code, Some(1));
     assert!(out.contains("without a session_end"), "{out}");
@@ -135,7 +139,7 @@ fn audit_level_deny_keeps_only_denials() {
     assert!(o.status.success());
     let all = records(&trail);
     let kinds: Vec<&str> = all.iter().map(|r| r["type"].as_str().unwrap()).collect();
-    assert_eq!(kinds, ["session_start", "decision", "session_end"], "{all:?}");
+    assert_eq!(kinds, ["session_start", "decision", "session_end", "anchor"], "{all:?}");
     assert_eq!(all[1]["path"], "/etc/shadow");
 }
 
@@ -155,8 +159,10 @@ fn a_command_killed_by_sigkill_still_leaves_a_complete_trail() {
         .unwrap();
     assert_eq!(o.status.code(), Some(128 + 9));
     let all = records(&trail);
-    assert_eq!(all.last().unwrap()["type"], "session_end");
-    assert_eq!(all.last().unwrap()["exit_status"], 137);
+    assert_eq!(all.last().unwrap()["type"], "anchor");
+    let end = &all[all.len() - 2];
+    assert_eq!(end["type"], "session_end");
+    assert_eq!(end["exit_status"], 137);
     assert!(all.iter().any(|r| r["path"] == "/etc/shadow" && r["decision"] == "deny"));
     let v = Command::new(interpose()).args(["report", "--verify"]).arg(&trail).output().unwrap();
     assert_eq!(v.status.code(), Some(0), "{}", stdout(&v));
@@ -287,7 +293,8 @@ fn the_trail_streams_to_a_unix_socket() {
     let text = reader.join().unwrap();
     let lines: Vec<serde_json::Value> = text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
     assert_eq!(lines.first().unwrap()["type"], "session_start");
-    assert_eq!(lines.last().unwrap()["type"], "session_end");
+    assert_eq!(lines[lines.len() - 2]["type"], "session_end");
+    assert_eq!(lines.last().unwrap()["type"], "anchor");
     assert!(lines.iter().any(|r| r["path"] == "/etc/shadow" && r["decision"] == "deny"));
 }
 
@@ -384,4 +391,103 @@ fn the_html_report_renders_in_chromium() {
     browse(&["--window-size=1100,1300", &format!("--screenshot={}", shot.display())]);
     let png = std::fs::read(&shot).unwrap();
     assert!(png.starts_with(b"\x89PNG") && png.len() > 20_000, "screenshot of {} bytes", png.len());
+}
+
+/// A trail inside the writable workspace, and the key that anchors it (here
+/// in the workspace too, through XDG_STATE_HOME): the command can neither
+/// read, replace, rename, link nor remove them, and a chain it writes
+/// itself does not verify.
+#[test]
+fn the_command_cannot_reach_its_trail_or_forge_one() {
+    if !kernel_ok() {
+        return;
+    }
+    let t = Tree::new();
+    let trail = t.ws.join("trail.jsonl");
+    let key = t.ws.join("state/interpose/audit.key");
+    let script = "for f in trail.jsonl state/interpose/audit.key; do \
+                    cat $f >/dev/null 2>&1 && echo read $f; \
+                    rm -f $f 2>/dev/null && echo removed $f; \
+                    mv $f moved 2>/dev/null && echo renamed $f; \
+                    ln $f linked 2>/dev/null && echo linked $f; \
+                    echo forged 2>/dev/null > $f && echo wrote $f; \
+                  done; mv state elsewhere 2>/dev/null && echo moved the directory; true";
+    let o = t
+        .command(&["--audit", trail.to_str().unwrap()], &["/bin/sh", "-c", script])
+        .env("XDG_STATE_HOME", t.ws.join("state"))
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(stdout(&o), "", "the command reached the trail or its key");
+    assert!(key.exists());
+    let verify = |file: &std::path::Path| {
+        let o = Command::new(interpose())
+            .args(["report", "--verify", "--audit-key", key.to_str().unwrap(), file.to_str().unwrap()])
+            .output()
+            .unwrap();
+        (o.status.code(), stdout(&o))
+    };
+    let (code, out) = verify(&trail);
+    assert_eq!(code, Some(0), "{out}");
+    assert!(out.contains("anchored with key"), "{out}");
+    // What a program that could write the file would do: edit a record and
+    // rebuild the chain after it (without the key, the anchor cannot be).
+    use interpose::audit::{chain::chained_line, line_hash, Record};
+    let text = std::fs::read_to_string(&trail).unwrap();
+    let mut prev = "0".repeat(64);
+    let mut forged = String::new();
+    for line in text.replace("/etc/ld.so.cache", "/etc/ld.so.cach!").lines() {
+        let record: Record = serde_json::from_str(line).unwrap();
+        let line = chained_line(&record, &prev).unwrap();
+        prev = line_hash(line.as_bytes());
+        forged.push_str(&line);
+        forged.push('\n');
+    }
+    let copy = t.outside.join("forged.jsonl");
+    std::fs::write(&copy, &forged).unwrap();
+    let (code, out) = verify(&copy);
+    assert_eq!(code, Some(1), "{out}");
+    assert!(out.contains("does not verify"), "{out}");
+}
+
+/// File names and process names come from the sandboxed program: with an
+/// escape sequence and a newline in them, `report` prints no control
+/// character and `report --suggest` writes no line the program chose (a
+/// newline in a comment would start an active grant).
+#[test]
+fn names_from_the_sandbox_reach_no_terminal_or_policy_raw() {
+    if !kernel_ok() {
+        return;
+    }
+    let t = Tree::new();
+    let trail = t.outside.join("names.jsonl");
+    let body = r##"
+import ctypes
+ctypes.CDLL(None).prctl(15, ctypes.c_char_p(b'e\n]\n"~"#\x1b'), 0, 0, 0)
+try:
+    open(__import__('os').environ['RO'] + '/\x1b]0;pwned\x07x"]\nadditional_writes = ["~"]\n#', 'w')
+except PermissionError:
+    print("refused")
+"##;
+    let o = t.command(&["--audit", trail.to_str().unwrap()], &["/usr/bin/python3", "-c", body]).output().unwrap();
+    assert_eq!(stdout(&o), "refused\n", "{}", stderr(&o));
+    let run = |args: &[&str]| {
+        let o = Command::new(interpose()).args(args).arg(&trail).output().unwrap();
+        assert!(o.status.success(), "{args:?}: {}", stderr(&o));
+        o.stdout
+    };
+    let report = run(&["report"]);
+    assert!(!report.contains(&0x1b) && !report.contains(&0x07), "{}", String::from_utf8_lossy(&report));
+    assert!(String::from_utf8_lossy(&report).contains("pwned"), "the name is shown, escaped");
+    let suggested = run(&["report", "--suggest"]);
+    assert!(!suggested.contains(&0x1b));
+    let text = String::from_utf8(suggested).unwrap();
+    let active: Vec<&str> =
+        text.lines().map(|l| l.split('#').next().unwrap().trim()).filter(|l| !l.is_empty()).collect();
+    assert!(active.iter().all(|l| !l.contains("\"~\"")), "the program wrote a grant: {text}");
+    assert!(active.iter().any(|l| l.contains(t.ro.to_str().unwrap())), "{text}");
+    let policy = t.outside.join("suggested.toml");
+    std::fs::write(&policy, &text).unwrap();
+    let check = Command::new(interpose()).args(["policy", "check"]).arg(&policy).output().unwrap();
+    assert!(check.status.success(), "{}", stderr(&check));
 }

@@ -72,8 +72,9 @@ fn the_audit_trail_records_each_decision() {
     let records: Vec<serde_json::Value> =
         std::fs::read_to_string(&trail).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
     assert_eq!(records.first().unwrap()["type"], "session_start");
-    assert_eq!(records.last().unwrap()["type"], "session_end");
-    assert_eq!(records.last().unwrap()["exit_status"], 0);
+    assert_eq!(records.last().unwrap()["type"], "anchor");
+    assert_eq!(records[records.len() - 2]["type"], "session_end");
+    assert_eq!(records[records.len() - 2]["exit_status"], 0);
     let shadow = records.iter().find(|r| r["path"] == "/etc/shadow").expect("a record for /etc/shadow");
     assert_eq!(shadow["type"], "decision");
     assert_eq!(shadow["syscall"], "openat");
@@ -170,4 +171,79 @@ fn the_quick_benchmark_runs_every_mode_of_its_own() {
     }
     // Ten rows (five per-call, five commands) by seven modes, audit included.
     assert_eq!(cells, 70);
+}
+
+/// A trail that cannot be written is an error the user sees: a message at
+/// once, exit 125, and by default the command stopped (`--audit-failure
+/// continue` lets it run on). `--audit -` whose reader goes away ends the
+/// same way, promptly, instead of wedging interpose and the command.
+#[test]
+fn a_trail_that_cannot_be_written_stops_the_command_and_says_so() {
+    if !kernel_ok() {
+        return;
+    }
+    let t = Tree::new();
+    let marker = t.ws.join("ran-to-the-end");
+    let script = "sleep 1; touch ran-to-the-end";
+    for (extra, runs_on) in [(&[][..], false), (&["--audit-failure", "continue"][..], true)] {
+        let _ = std::fs::remove_file(&marker);
+        let o = t.command(&[&["--audit", "/dev/full"], extra].concat(), &["/bin/sh", "-c", script]).output().unwrap();
+        assert_eq!(o.status.code(), Some(125), "{extra:?}: {}", stderr(&o));
+        assert!(stderr(&o).contains("writing the audit trail failed: No space left on device"), "{}", stderr(&o));
+        assert_eq!(marker.exists(), runs_on, "{extra:?}");
+    }
+    // `--audit -`: the reader takes the first bytes and leaves.
+    let mut child = t
+        .command(&["--audit", "-"], &["/bin/sh", "-c", "while :; do cat /dev/null; done"])
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut first = [0u8; 100];
+    std::io::Read::read_exact(child.stderr.as_mut().unwrap(), &mut first).unwrap();
+    drop(child.stderr.take());
+    let started = std::time::Instant::now();
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        if started.elapsed() > std::time::Duration::from_secs(30) {
+            let _ = child.kill();
+            panic!("interpose did not end after the trail's reader went away");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    assert_eq!(status.code(), Some(125));
+}
+
+/// On a file system that fills up, the trail is cut back to its last whole
+/// record: it never ends mid-line, and `report --verify` calls it truncated.
+#[test]
+fn a_full_file_system_leaves_a_trail_of_whole_records() {
+    if !kernel_ok() || !nix::unistd::geteuid().is_root() {
+        assert!(std::env::var_os("INTERPOSE_REQUIRE_KERNEL").is_none(), "CI runs this as root");
+        return;
+    }
+    let t = Tree::new();
+    let small = t.outside.join("small");
+    std::fs::create_dir(&small).unwrap();
+    let mounted = Command::new("mount").args(["-t", "tmpfs", "-o", "size=64k", "tmpfs"]).arg(&small).status().unwrap();
+    assert!(mounted.success());
+    let trail = small.join("trail.jsonl");
+    let o = t
+        .command(
+            &["--audit", trail.to_str().unwrap()],
+            &["/bin/sh", "-c", "for i in $(seq 400); do cat $RO/data.txt; done"],
+        )
+        .output()
+        .unwrap();
+    let text = std::fs::read(&trail).unwrap();
+    let _ = Command::new("umount").arg(&small).status();
+    assert_eq!(o.status.code(), Some(125), "{}", stderr(&o));
+    assert!(stderr(&o).contains("No space left on device"), "{}", stderr(&o));
+    assert!(!text.is_empty() && text.ends_with(b"\n"), "the trail ends mid-record");
+    let copy = t.outside.join("copy.jsonl");
+    std::fs::write(&copy, &text).unwrap();
+    let v = Command::new(interpose()).args(["report", "--verify"]).arg(&copy).output().unwrap();
+    assert_eq!(v.status.code(), Some(1));
+    assert!(stdout(&v).contains("without a session_end"), "{}", stdout(&v));
 }

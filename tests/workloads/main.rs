@@ -221,7 +221,10 @@ fn unexpected(w: &Workload, env: &Env, trail: &Path) -> Result<Vec<String>, Stri
             out.push(line);
         }
     }
-    reader.integrity().map_err(|e| format!("the trail is not intact: {e}"))?;
+    // Anchored with the key `run` made in the workload's home.
+    let key = audit::TrailKey::load(&env.home.join(".local/state/interpose/audit.key"))
+        .map_err(|e| format!("the trail's key: {e}"))?;
+    reader.verified(&key).map_err(|e| format!("the trail is not intact: {e}"))?;
     Ok(out)
 }
 
@@ -337,8 +340,7 @@ fn execute(w: &Workload) -> Verdict {
         // trail once the command it forwarded the hang-up to is gone.
         let deadline = Instant::now() + Duration::from_secs(20);
         let ended = || {
-            std::fs::read_to_string(&trail)
-                .is_ok_and(|t| t.lines().last().is_some_and(|l| l.contains("\"session_end\"")))
+            std::fs::read_to_string(&trail).is_ok_and(|t| t.lines().last().is_some_and(|l| l.contains("\"anchor\"")))
         };
         while !ended() && Instant::now() < deadline {
             std::thread::sleep(Duration::from_millis(50));
