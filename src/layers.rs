@@ -1,4 +1,4 @@
-//! The other enforcement layers of the seeds, each rendered from the one
+//! The enforcement layers besides the OS one, each rendered from the one
 //! resolved [`Surface`]: the agent CLI's pre-tool-use hook, a prompt
 //! preamble, and container bind mounts. None of them is a boundary on its
 //! own (a model can ignore a preamble, a hook runs in the agent's process);

@@ -44,3 +44,4 @@ pub mod policy;
 pub mod sandbox;
 pub mod supervisor;
 pub mod sys;
+pub mod syscalls;

@@ -1,5 +1,5 @@
 //! The crate as a library for agent frameworks that run tools in-process
-//! (seed 002): [`Sandbox`] reads, writes, removes and globs files under the
+//! (README, "Library"): [`Sandbox`] reads, writes, removes and globs files under the
 //! same surface `interpose run` enforces, and runs commands under
 //! `interpose run` itself; the `safe_*` helpers resolve paths with
 //! `openat2(RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS)`,

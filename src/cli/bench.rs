@@ -564,7 +564,7 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<i32> {
     let (trie_ns, trie_bytes) = trie_figures();
     let (machine, kernel) = uname();
     let mut results = Results {
-        date: chrono_date(),
+        date: utc_date(),
         machine,
         kernel,
         cpus: std::thread::available_parallelism().map_or(0, usize::from),
@@ -605,7 +605,7 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<i32> {
 }
 
 /// Today's date (UTC) as `YYYY-MM-DD`.
-fn chrono_date() -> String {
+fn utc_date() -> String {
     let days = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs() / 86_400);
     // Howard Hinnant's days-to-civil.
     let z = days as i64 + 719_468;
@@ -630,7 +630,7 @@ mod tests {
         assert_eq!(percentile(&s, 50.0), 50.0);
         assert_eq!(percentile(&s, 99.0), 99.0);
         assert_eq!(percentile(&[3.0], 99.0), 3.0);
-        let d = chrono_date();
+        let d = utc_date();
         assert_eq!(d.len(), 10);
         assert!(d.starts_with("20"));
     }

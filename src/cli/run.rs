@@ -5,7 +5,7 @@ use super::RunArgs;
 use crate::audit::{self, Sink};
 use crate::policy::{Mode, Origin, Rule, Surface};
 use crate::sandbox::{self, filter, Plan};
-use crate::supervisor::Supervisor;
+use crate::supervisor::{self, Supervisor};
 use crate::sys::{process, seccomp, Errno};
 use std::ffi::{CString, OsStr, OsString};
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
@@ -381,11 +381,11 @@ pub fn run(args: &RunArgs) -> Result<i32, RunError> {
     }
     let fast = args.fast || policy.mode == Some(crate::policy::file::RunMode::Fast);
     let trapping = match (&landlock, fast) {
-        (_, false) => crate::policy::syscalls::Trapping::All,
+        (_, false) => crate::syscalls::Trapping::All,
         (None, true) => return Err(RunError::FastNeedsLandlock),
-        (Some(b), true) => crate::policy::syscalls::Trapping::Fast {
-            exact: sandbox::landlock::exact_rules(&surface, &b.rules).is_some(),
-        },
+        (Some(b), true) => {
+            crate::syscalls::Trapping::Fast { exact: sandbox::landlock::exact_rules(&surface, &b.rules).is_some() }
+        }
     };
     // The isolated root is built on an empty directory next to the session
     // directory (inside it, the session's own bind would contain it).
@@ -497,27 +497,22 @@ pub fn run(args: &RunArgs) -> Result<i32, RunError> {
     }
     let supervisor = Supervisor::new(
         listener,
-        surface,
-        sink.clone().map(|s| (s, args.audit_level)),
-        !namespace.unprivileged(),
-        args.learn,
+        supervisor::Config {
+            surface,
+            audit: sink.clone().map(|s| (s, args.audit_level)),
+            set_groups: !namespace.unprivileged(),
+            learn: args.learn,
+            floor: args.bench_floor,
+            landlock_exact: continuable.unwrap_or_default(),
+            tcp_ports: match &args.net {
+                super::Net::Connect(ports) => Some(ports.clone()),
+                _ => None,
+            },
+            isolated: args.isolate,
+            command_root: root,
+        },
     )
     .map_err(errno("starting the supervisor"))?;
-    if args.bench_floor {
-        supervisor.answer_everything_with_continue();
-    }
-    if let super::Net::Connect(ports) = &args.net {
-        supervisor.limit_tcp_connects(ports.clone());
-    }
-    if args.isolate {
-        supervisor.resolve_in_callers_root();
-    }
-    if let Some(root) = root {
-        supervisor.command_has_pid_namespace(root).map_err(errno("opening the command's /proc"))?;
-    }
-    if let Some(exact) = continuable {
-        supervisor.continue_where_landlock_is_exact(exact);
-    }
     supervisor.start(2);
     phase("sandbox started, supervisor running");
 
@@ -727,8 +722,8 @@ fn session_start(
 }
 
 /// What the session record says about the mode.
-fn mode_record(trapping: crate::policy::syscalls::Trapping, learn: bool) -> audit::ModeRecord {
-    use crate::policy::syscalls::Trapping;
+fn mode_record(trapping: crate::syscalls::Trapping, learn: bool) -> audit::ModeRecord {
+    use crate::syscalls::Trapping;
     let untrapped = trapping.untrapped().into_iter().map(String::from).collect();
     match trapping {
         _ if learn => audit::ModeRecord {

@@ -44,7 +44,7 @@ pub fn run(args: &WhyArgs) -> i32 {
 
 /// What each mode traps for this surface.
 fn print_modes(surface: &crate::policy::Surface) {
-    use crate::policy::syscalls::Trapping;
+    use crate::syscalls::Trapping;
     let exact = match crate::sandbox::landlock::build(surface) {
         Ok(b) => crate::sandbox::landlock::exact_rules(surface, &b.rules).is_some(),
         Err(e) => {

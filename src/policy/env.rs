@@ -1,4 +1,4 @@
-//! Layer 0: the environment the command sees (seed 003).
+//! Layer 0: the environment the command sees (README, "The environment").
 //!
 //! Variables that carry credentials, or point at them, are removed by
 //! default: an agent that cannot read `~/.ssh` should not be handed an SSH

@@ -1,4 +1,4 @@
-//! Policy files: the surface model of seed 000 in TOML, with templates,
+//! Policy files: the surface model (docs/design.md, "The surface") in TOML, with templates,
 //! globs, carve-outs, built-in profiles, the environment rules and the
 //! session home.
 //!

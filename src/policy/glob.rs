@@ -2,7 +2,7 @@
 //! (`src/**`, `*.lock`, `~/.claude.json.*`), matched when a call is decided,
 //! so that files created after start are covered too.
 //!
-//! Patterns are validated before anything runs, as in seed 002: a pattern
+//! Patterns are validated before anything runs (docs/design.md): a pattern
 //! that points outside where it may point is an [`GlobError::Escape`]; one
 //! that is not a pattern we accept is [`GlobError::Malformed`]. The two are
 //! distinct so that callers (and people reading the error) can tell an

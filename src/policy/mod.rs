@@ -7,9 +7,7 @@
 pub mod env;
 pub mod file;
 pub mod glob;
-pub mod syscalls;
 pub mod system;
-pub mod table;
 pub mod trie;
 
 use serde::Serialize;

@@ -5,8 +5,8 @@
 //! chooses the flags (`NEW_LISTENER | WAIT_KILLABLE_RECV`) whatever version
 //! of libseccomp the host has.
 
-use crate::policy::syscalls::{Action, Trapping, When};
-use crate::policy::table::TABLE;
+use crate::syscalls::table::TABLE;
+use crate::syscalls::{Action, Trapping, When};
 use libseccomp::{ScmpAction, ScmpArch, ScmpArgCompare, ScmpCompareOp, ScmpFilterContext, ScmpSyscall};
 use std::io::{Read, Seek};
 
@@ -114,7 +114,7 @@ fn refuse_when(
 /// The highest x86_64 syscall number interpose knows (`file_setattr`,
 /// Linux 6.17). Anything above it may be a path syscall from a newer kernel
 /// that the table cannot decide, so the filter answers `ENOSYS`.
-pub const HIGHEST_KNOWN_SYSCALL: u32 = crate::policy::table::HIGHEST;
+pub const HIGHEST_KNOWN_SYSCALL: u32 = crate::syscalls::table::HIGHEST;
 
 const AUDIT_ARCH_X86_64: u32 = 0xc000_003e;
 const X32_SYSCALL_BIT: u32 = 0x4000_0000;

@@ -3,10 +3,14 @@
 //!
 //! Everything that allocates (the BPF program, the Landlock ruleset, argv and
 //! the environment) is prepared in the parent; the child only makes raw
-//! syscalls between `fork` and `execve`, in the order the threat model needs:
-//! close inherited descriptors, die with the parent, drop capabilities,
-//! Landlock, no_new_privs,
-//! the seccomp filter with its listener, hand the listener over, exec.
+//! syscalls between `fork` and `execve`, in the order the threat model needs
+//! (the stages of [`Stage`], as `child` runs them): restore SIGPIPE and the
+//! signal mask, close inherited descriptors, die with the parent (and stop
+//! if it is already gone), the namespaces (PID's /proc, network, IPC, the
+//! isolated root), drop capabilities, switch user, no_new_privs, Landlock,
+//! the seccomp filter with its listener, hand the listener over and wait
+//! for the parent's go, then (with a PID namespace) become its init and
+//! start the command as its child, exec.
 
 pub mod caches;
 pub mod explain;
@@ -89,7 +93,7 @@ impl Stage {
             Stage::Ipc => "creating an IPC namespace of its own",
             Stage::PidNamespace => "making the PID namespace's /proc and its init",
             Stage::Isolate => {
-                "building the isolated root (--isolate needs root here: unprivileged user namespaces are not used)"
+                "building the isolated root (a mount namespace of the session's own, as root or in interpose's user namespace)"
             }
             Stage::CloseFds => "closing inherited file descriptors",
             Stage::DeathSignal => "setting the parent-death signal",
@@ -223,10 +227,8 @@ pub fn start(
     )
     .map_err(parent_err("creating the set-up channel"))?;
 
-    let ptrs =
-        |v: &[CString]| v.iter().map(|s| s.as_ptr()).chain(std::iter::once(std::ptr::null())).collect::<Vec<_>>();
-    let argv = ptrs(&plan.argv);
-    let envp = ptrs(&plan.env);
+    let argv = process::ExecArgs::new(&plan.argv);
+    let envp = process::ExecArgs::new(&plan.env);
     let parent = std::process::id() as libc::pid_t;
     let every_signal = nix::sys::signal::SigSet::all();
 
@@ -318,8 +320,8 @@ fn child(
     masks: Masks<'_>,
     channel: OwnedFd,
     parent: libc::pid_t,
-    argv: &[*const libc::c_char],
-    envp: &[*const libc::c_char],
+    argv: &process::ExecArgs<'_>,
+    envp: &process::ExecArgs<'_>,
 ) -> ! {
     let report = |stage: Stage, errno: Errno| -> ! {
         let mut msg = [0u8; 8];
@@ -499,7 +501,7 @@ mod tests {
         // and exits until the parent holds the listener: a trapped call
         // there would wait forever for an answer.
         for nr in [libc::SYS_write, libc::SYS_read, libc::SYS_close, libc::SYS_exit_group, libc::SYS_exit] {
-            let row = crate::policy::table::lookup(nr as i32);
+            let row = crate::syscalls::table::lookup(nr as i32);
             assert!(row.is_none(), "{row:?} is trapped");
         }
     }

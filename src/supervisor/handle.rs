@@ -4,10 +4,11 @@ use super::identity;
 use super::resolve::{Caller, ProcEntry, Request, ResolveError, Resolved, Target};
 use super::{Answer, Supervisor};
 use crate::audit::{AccessKind, RuleKind, Verdict};
-use crate::policy::syscalls::{Follow, Op, Syscall};
-use crate::policy::{table, Access, Reason};
+use crate::policy::{Access, Reason};
 use crate::sys::fs::{self, Dir, OpenHow};
 use crate::sys::{mem, seccomp, Errno};
+use crate::syscalls::table;
+use crate::syscalls::{Follow, Op, Syscall};
 use std::os::fd::{AsFd, OwnedFd};
 
 mod sockets;
@@ -114,7 +115,7 @@ pub fn handle(sup: &Supervisor, notif: &seccomp::Notif) -> Outcome {
             return Outcome { answer: Some(Answer::Fail(Errno::EPERM)), checks: Vec::new(), argv: None };
         }
     }
-    let mut cx = Cx {
+    let mut cx = Call {
         sup,
         notif,
         row,
@@ -170,7 +171,9 @@ impl Root<'_> {
     }
 }
 
-struct Cx<'a> {
+/// One trapped call being answered: the notification, its table row, and
+/// what has been learned and checked about it so far.
+struct Call<'a> {
     sup: &'a Supervisor,
     notif: &'a seccomp::Notif,
     row: &'static Syscall,
@@ -183,9 +186,18 @@ struct Cx<'a> {
     decided_by: Option<Reason>,
 }
 
-impl Cx<'_> {
+impl Call<'_> {
     fn arg(&self, i: Option<u8>) -> u64 {
         i.map_or(0, |i| self.notif.data.args[i as usize])
+    }
+
+    /// The `k`-th op-specific argument (a mode, an owner, a times or xattr
+    /// pointer, a result buffer), counted from the row's `extra` index:
+    /// every row whose op reads one names where they start.
+    fn op_arg(&self, k: usize) -> u64 {
+        let first =
+            self.row.extra.unwrap_or_else(|| panic!("{}: the table names no op-specific argument", self.row.name));
+        self.notif.data.args[first as usize + k]
     }
 
     /// Reads path argument `path` and opens its starting directory `dirfd`
@@ -476,10 +488,9 @@ impl Cx<'_> {
             }
             Op::Symlink => fs::symlinkat(target.as_deref().expect("read above"), dir, name),
             _ => {
-                let x = row.extra.expect("mknod rows name their mode argument") as usize;
-                let mode = a[x] as u32;
+                let mode = self.op_arg(0) as u32;
                 let kind = if mode & libc::S_IFMT == 0 { libc::S_IFREG } else { mode & libc::S_IFMT };
-                fs::mknodat(dir, name, kind | (mode & !self.umask()? & 0o7777), a[x + 1])
+                fs::mknodat(dir, name, kind | (mode & !self.umask()? & 0o7777), self.op_arg(1))
             }
         };
         done.map(|()| Answer::Value(0)).map_err(Stop::Fail)
@@ -678,24 +689,28 @@ impl Cx<'_> {
     fn metadata(&mut self) -> Result<Answer, Stop> {
         let row = self.row;
         let a = self.notif.data.args;
-        let x = row.extra.expect("metadata rows name their first op-specific argument") as usize;
         // What the call's own arguments must be, before anything is looked up.
         let request = match row.op {
             Op::Access => {
                 let flags = if row.flags.is_some() { self.arg(row.flags) } else { 0 };
                 let known = (libc::AT_EACCESS | libc::AT_SYMLINK_NOFOLLOW) as u64 | AT_EMPTY_PATH;
-                if flags & !known != 0 || a[x] & !0o7 != 0 {
+                if flags & !known != 0 || self.op_arg(0) & !0o7 != 0 {
                     return Err(Errno::EINVAL.into());
                 }
-                Asked::Access { mode: a[x] as u32, effective: flags & libc::AT_EACCESS as u64 != 0 }
+                Asked::Access { mode: self.op_arg(0) as u32, effective: flags & libc::AT_EACCESS as u64 != 0 }
             }
             Op::Getxattr => {
-                let name = self.read_xattr_name(a[x])?;
-                let (value, size) =
-                    if row.flags.is_some() { self.xattr_args(a[x + 1], a[x + 2])? } else { (a[x + 1], a[x + 2]) };
+                let name = self.read_xattr_name(self.op_arg(0))?;
+                let (value, size) = if row.flags.is_some() {
+                    self.xattr_args(self.op_arg(1), self.op_arg(2))?
+                } else {
+                    (self.op_arg(1), self.op_arg(2))
+                };
                 Asked::Getxattr { name, value, size: size.min(XATTR_SIZE_MAX) as usize }
             }
-            Op::Listxattr => Asked::Listxattr { list: a[x], size: a[x + 1].min(XATTR_SIZE_MAX) as usize },
+            Op::Listxattr => {
+                Asked::Listxattr { list: self.op_arg(0), size: self.op_arg(1).min(XATTR_SIZE_MAX) as usize }
+            }
             _ => Asked::Other,
         };
         if row.flags.is_some() && row.op != Op::Statx && row.op != Op::Access {
@@ -727,7 +742,7 @@ impl Cx<'_> {
         match (row.op, request) {
             (Op::Statbuf, _) => {
                 let st = fs::fstat(fd.as_fd())?;
-                mem::write(pid, a[x], fs::bytes_of(&st))?;
+                mem::write(pid, self.op_arg(0), fs::bytes_of(&st))?;
                 Ok(Answer::Value(0))
             }
             (Op::Statx, _) => {
@@ -735,12 +750,12 @@ impl Cx<'_> {
                 // something once the object is resolved.
                 let sync = a[2] as i32 & libc::AT_STATX_SYNC_TYPE;
                 let stx = fs::statx_fd(fd.as_fd(), sync, a[3] as u32)?;
-                mem::write(pid, a[x], fs::bytes_of(&stx))?;
+                mem::write(pid, self.op_arg(0), fs::bytes_of(&stx))?;
                 Ok(Answer::Value(0))
             }
             (Op::Statfs, _) => {
                 let st = fs::fstatfs(fd.as_fd())?;
-                mem::write(pid, a[x], fs::bytes_of(&st))?;
+                mem::write(pid, self.op_arg(0), fs::bytes_of(&st))?;
                 Ok(Answer::Value(0))
             }
             (_, Asked::Access { mode: bits, effective }) => {
@@ -801,7 +816,7 @@ impl Cx<'_> {
                 if !is_link {
                     return Err(Errno::EINVAL.into());
                 }
-                let size = a[x + 1] as i64;
+                let size = self.op_arg(1) as i64;
                 if size <= 0 {
                     return Err(Errno::EINVAL.into());
                 }
@@ -809,7 +824,7 @@ impl Cx<'_> {
                 let proc = path.as_deref().map_or(ProcEntry::NotProc, |p| self.proc_entry(p));
                 let n = self.on_behalf(proc, || fs::readlinkat(Dir::Fd(fd.as_fd()), c"", &mut buf))?;
                 let n = n.min(size as usize);
-                mem::write(pid, a[x], &buf[..n])?;
+                mem::write(pid, self.op_arg(0), &buf[..n])?;
                 Ok(Answer::Value(n as i64))
             }
         }
@@ -900,28 +915,26 @@ impl Cx<'_> {
             RemoveXattr(std::ffi::CString),
         }
         let row = self.row;
-        let x = row.extra.expect("attribute rows name their first argument") as usize;
-        let a = self.notif.data.args;
         let (arg, follow, empty) = self.target()?;
         let work = match row.op {
-            Op::Chmod => Work::Mode(a[x] as u32 & 0o7777),
-            Op::Chown => Work::Owner(a[x] as u32, a[x + 1] as u32),
-            Op::Utime => Work::Times(self.read_times(a[x], TimeFormat::Utimbuf)?),
-            Op::Utimes => Work::Times(self.read_times(a[x], TimeFormat::Timeval)?),
-            Op::Utimensat => Work::Times(self.read_times(a[x], TimeFormat::Timespec)?),
+            Op::Chmod => Work::Mode(self.op_arg(0) as u32 & 0o7777),
+            Op::Chown => Work::Owner(self.op_arg(0) as u32, self.op_arg(1) as u32),
+            Op::Utime => Work::Times(self.read_times(self.op_arg(0), TimeFormat::Utimbuf)?),
+            Op::Utimes => Work::Times(self.read_times(self.op_arg(0), TimeFormat::Timeval)?),
+            Op::Utimensat => Work::Times(self.read_times(self.op_arg(0), TimeFormat::Timespec)?),
             Op::Setxattr => {
-                let name = self.read_xattr_name(a[x])?;
-                let size = a[x + 2] as usize;
+                let name = self.read_xattr_name(self.op_arg(0))?;
+                let size = self.op_arg(2) as usize;
                 if size > 65536 {
                     return Err(Errno::E2BIG.into());
                 }
                 let mut value = vec![0u8; size];
-                if size > 0 && mem::read(self.notif.pid, a[x + 1], &mut value)? != size {
+                if size > 0 && mem::read(self.notif.pid, self.op_arg(1), &mut value)? != size {
                     return Err(Errno::EFAULT.into());
                 }
-                Work::SetXattr(name, value, a[x + 3] as i32)
+                Work::SetXattr(name, value, self.op_arg(3) as i32)
             }
-            _ => Work::RemoveXattr(self.read_xattr_name(a[x])?),
+            _ => Work::RemoveXattr(self.read_xattr_name(self.op_arg(0))?),
         };
         self.still_valid()?;
         let (fd, mode) = self.checked_object(&arg, follow, empty, Access::Write)?;

@@ -98,22 +98,22 @@ pub struct Supervisor {
     learn: bool,
     /// `interpose bench`'s notification floor: every notification is
     /// answered CONTINUE at once, nothing read or decided.
-    floor: std::sync::atomic::AtomicBool,
+    floor: bool,
     /// Per surface rule: whether Landlock enforces exactly that rule's
     /// answer, so an allowed open beneath it can be continued instead of
     /// emulated ([`crate::sandbox::landlock::exact_rules`]).
-    exact: std::sync::OnceLock<Vec<bool>>,
+    exact: Vec<bool>,
     /// Bumped at every allowed exec: cached process names go stale then.
     exec_generation: AtomicU64,
     /// With `--net connect=`, the TCP ports connects may go to.
-    tcp_ports: std::sync::OnceLock<Vec<u16>>,
+    tcp_ports: Option<Vec<u16>>,
     /// With `--isolate`: paths are resolved from the caller's own root.
-    isolated: std::sync::atomic::AtomicBool,
+    isolated: bool,
     /// The first execs refused (denied, or failed before a decision), to
     /// explain a command that exits 126 or 127.
     exec_refusals: std::sync::Mutex<Vec<ExecRefusal>>,
     /// The command's root, when it has a mount namespace of its own.
-    command_root: std::sync::OnceLock<OwnedFd>,
+    command_root: Option<OwnedFd>,
     /// The terminals the command created through `/dev/ptmx`: number ->
     /// an `O_PATH` handle on the slave's inode. When the terminal goes, that
     /// inode loses its link (a later terminal of the same number gets
@@ -203,25 +203,58 @@ fn code_location(pid: u32, tid: u32, ip: u64, generation: u64) -> String {
     found.unwrap_or_else(|| format!("{ip:#x}"))
 }
 
+/// Everything a supervisor is built with: complete when built, nothing set
+/// later.
+pub struct Config {
+    /// The surface every call is decided against.
+    pub surface: Surface,
+    /// Where decisions are recorded, and which.
+    pub audit: Option<(Sink, AuditLevel)>,
+    /// Whether workers set the caller's supplementary groups (not in an
+    /// unprivileged user namespace, where setgroups is refused).
+    pub set_groups: bool,
+    /// Learning mode: decisions are recorded but nothing is refused.
+    pub learn: bool,
+    /// `interpose bench`'s notification floor: every notification is
+    /// answered CONTINUE at once, nothing read or decided.
+    pub floor: bool,
+    /// Per surface rule: whether Landlock enforces exactly that rule's
+    /// answer, so an allowed open beneath it can be continued instead of
+    /// emulated ([`crate::sandbox::landlock::exact_rules`]); empty for none.
+    pub landlock_exact: Vec<bool>,
+    /// With `--net connect=`: the only TCP ports connects may go to
+    /// (Landlock enforces the same list; this makes refusals visible).
+    pub tcp_ports: Option<Vec<u16>>,
+    /// With `--isolate`: absolute paths are resolved from each caller's
+    /// own root.
+    pub isolated: bool,
+    /// With a PID namespace: the command's root directory, in a mount
+    /// namespace whose `/proc` is that PID namespace's. Absolute paths are
+    /// resolved from it, and `/proc` is decided by presence there (every
+    /// process it shows is the command's init or one of its descendants).
+    pub command_root: Option<OwnedFd>,
+}
+
 impl Supervisor {
     /// A supervisor for the listener of a sandbox started by this process.
-    pub fn new(
-        listener: OwnedFd,
-        surface: Surface,
-        audit: Option<(Sink, AuditLevel)>,
-        set_groups: bool,
-        learn: bool,
-    ) -> Result<Arc<Self>, Errno> {
+    pub fn new(listener: OwnedFd, config: Config) -> Result<Arc<Self>, Errno> {
+        let Config { surface, audit, set_groups, learn, floor, landlock_exact, tcp_ports, isolated, command_root } =
+            config;
         let (audit, audit_level) = match audit {
             Some((sink, level)) => (Some(sink), level),
             None => (None, AuditLevel::All),
         };
         identity::init();
+        let procs = Membership::new(std::process::id());
+        if let Some(root) = &command_root {
+            let proc = fs::openat(Dir::Fd(root.as_fd()), c"proc", libc::O_PATH | libc::O_DIRECTORY, 0)?;
+            procs.command_namespace("/proc".into(), proc);
+        }
         Ok(Arc::new(Self {
             listener,
             surface,
-            procs: Membership::new(std::process::id()),
-            command_root: std::sync::OnceLock::new(),
+            procs,
+            command_root,
             terminals: std::sync::Mutex::default(),
             resolver: Resolver::new()?,
             audit,
@@ -231,29 +264,16 @@ impl Supervisor {
             set_groups,
             audit_level,
             learn,
-            floor: std::sync::atomic::AtomicBool::new(false),
-            exact: std::sync::OnceLock::new(),
+            floor,
+            exact: landlock_exact,
             exec_generation: AtomicU64::new(0),
-            tcp_ports: std::sync::OnceLock::new(),
-            isolated: std::sync::atomic::AtomicBool::new(false),
+            tcp_ports,
+            isolated,
             exec_refusals: std::sync::Mutex::new(Vec::new()),
             // Waiting calls hold descriptors; the command was started
             // with its own limits already.
             later: later::Later::new(crate::sys::process::raise_descriptor_limit().unwrap_or(1024)),
         }))
-    }
-
-    /// Lets allowed opens beneath the rules marked `true` be answered with
-    /// CONTINUE: the Landlock ruleset in force enforces the same answer on
-    /// the kernel's own resolution. Call before [`Supervisor::start`].
-    pub fn continue_where_landlock_is_exact(&self, exact: Vec<bool>) {
-        let _ = self.exact.set(exact);
-    }
-
-    /// Resolves absolute paths from each caller's own root (`--isolate`).
-    /// Call before [`Supervisor::start`].
-    pub fn resolve_in_callers_root(&self) {
-        self.isolated.store(true, Ordering::SeqCst);
     }
 
     /// The surface every call is decided against.
@@ -276,18 +296,6 @@ impl Supervisor {
     /// about to change its own).
     pub fn credentials_change(&self) {
         self.exec_generation.fetch_add(1, Ordering::SeqCst);
-    }
-
-    /// The command runs in a PID namespace of its own, in a mount
-    /// namespace whose root is `root` and whose `/proc` is that PID
-    /// namespace's: absolute paths are resolved from `root`, and `/proc` is
-    /// decided by presence there (every process it shows is the command's
-    /// init or one of its descendants).
-    pub fn command_has_pid_namespace(&self, root: OwnedFd) -> Result<(), Errno> {
-        let proc = fs::openat(Dir::Fd(root.as_fd()), c"proc", libc::O_PATH | libc::O_DIRECTORY, 0)?;
-        self.procs.command_namespace("/proc".into(), proc);
-        let _ = self.command_root.set(root);
-        Ok(())
     }
 
     /// Records that the command created terminal `n`, whose slave `slave`
@@ -319,36 +327,22 @@ impl Supervisor {
 
     /// The command's root, when it differs from the supervisor's.
     pub fn command_root(&self) -> Option<std::os::fd::BorrowedFd<'_>> {
-        self.command_root.get().map(AsFd::as_fd)
+        self.command_root.as_ref().map(AsFd::as_fd)
     }
 
     /// Whether paths are resolved from the caller's root.
     pub fn isolated(&self) -> bool {
-        self.isolated.load(Ordering::Relaxed)
-    }
-
-    /// Decides (and records) TCP connects: only to `ports`. Landlock
-    /// enforces the same list; this makes the refusals visible. Call before
-    /// [`Supervisor::start`].
-    pub fn limit_tcp_connects(&self, ports: Vec<u16>) {
-        let _ = self.tcp_ports.set(ports);
+        self.isolated
     }
 
     /// The allowed TCP ports, if connects are limited.
     pub fn tcp_ports(&self) -> Option<&[u16]> {
-        self.tcp_ports.get().map(Vec::as_slice)
+        self.tcp_ports.as_deref()
     }
 
     /// Whether an access the rule with index `rule` allowed may be continued.
     pub fn landlock_exact(&self, rule: u32) -> bool {
-        self.exact.get().is_some_and(|e| e.get(rule as usize).copied().unwrap_or(false))
-    }
-
-    /// Turns this supervisor into the notification floor of `interpose
-    /// bench`: it answers CONTINUE to everything and enforces nothing. Call
-    /// before [`Supervisor::start`].
-    pub fn answer_everything_with_continue(&self) {
-        self.floor.store(true, Ordering::SeqCst);
+        self.exact.get(rule as usize).copied().unwrap_or(false)
     }
 
     /// Starts `n` worker threads (more are added on demand).
@@ -395,7 +389,7 @@ impl Supervisor {
                     return;
                 }
             };
-            if self.floor.load(Ordering::Relaxed) {
+            if self.floor {
                 self.answer(notif.id, Answer::Continue);
                 continue;
             }
@@ -516,7 +510,7 @@ impl Supervisor {
         let me = std::process::id();
         let mut ancestors = Vec::new();
         let mut at = self.process_of(tid, None).0;
-        let init_shim = self.command_root.get().is_some();
+        let init_shim = self.command_root.is_some();
         while at > 1 && at != me && ancestors.len() < 64 {
             // One read of /proc/<pid>/stat gives the name and the parent.
             let Some((name, parent)) = procs::name_and_parent(at) else { break };

@@ -314,10 +314,31 @@ pub fn statx_fd(fd: BorrowedFd<'_>, flags: i32, mask: u32) -> Result<libc::statx
     Ok(unsafe { stx.assume_init() })
 }
 
+/// A kernel structure whose every byte is a field (no padding on x86_64),
+/// so its bytes can be copied into another process as they are.
+pub trait Plain: Copy + private::Sealed {}
+
+mod private {
+    pub trait Sealed {}
+    impl Sealed for libc::stat {}
+    impl Sealed for libc::statx {}
+    impl Sealed for libc::statfs {}
+}
+
+impl Plain for libc::stat {}
+impl Plain for libc::statx {}
+impl Plain for libc::statfs {}
+
+// Their x86_64 sizes, which their fields fill exactly (the kernel's own
+// padding fields included): a libc with another layout fails to build.
+const _: () = assert!(std::mem::size_of::<libc::stat>() == 144);
+const _: () = assert!(std::mem::size_of::<libc::statx>() == 256);
+const _: () = assert!(std::mem::size_of::<libc::statfs>() == 120);
+
 /// The bytes of a plain-data kernel structure, to copy into another process.
-pub fn bytes_of<T: Copy>(value: &T) -> &[u8] {
-    // SAFETY: T is a plain C structure (stat, statx) with no padding the
-    // kernel would not also copy out; reading it as bytes is sound.
+pub fn bytes_of<T: Plain>(value: &T) -> &[u8] {
+    // SAFETY: T is one of the sealed `Plain` structures, every byte of
+    // which is a field (no padding), so reading it as bytes is sound.
     unsafe { std::slice::from_raw_parts((value as *const T).cast::<u8>(), std::mem::size_of::<T>()) }
 }
 

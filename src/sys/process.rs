@@ -211,11 +211,27 @@ pub fn write_all(fd: BorrowedFd<'_>, mut buf: &[u8]) -> Result<(), Errno> {
     Ok(())
 }
 
+/// A null-terminated array of pointers to C strings, for [`execve`]: made
+/// (and allocated) before a fork from strings it borrows, so the pointers
+/// stay valid for as long as it lives, and the array always ends with null.
+pub struct ExecArgs<'a> {
+    ptrs: Vec<*const libc::c_char>,
+    _strings: std::marker::PhantomData<&'a [std::ffi::CString]>,
+}
+
+impl<'a> ExecArgs<'a> {
+    /// Points at each of `strings`, then null.
+    pub fn new(strings: &'a [std::ffi::CString]) -> ExecArgs<'a> {
+        let ptrs = strings.iter().map(|s| s.as_ptr()).chain(std::iter::once(std::ptr::null())).collect();
+        ExecArgs { ptrs, _strings: std::marker::PhantomData }
+    }
+}
+
 /// `execve(2)`. Only returns on failure.
-pub fn execve(path: &CStr, argv: &[*const libc::c_char], envp: &[*const libc::c_char]) -> Errno {
-    debug_assert!(argv.last().is_some_and(|p| p.is_null()) && envp.last().is_some_and(|p| p.is_null()));
-    // SAFETY: both arrays are NULL-terminated arrays of pointers to
-    // NUL-terminated strings that the caller keeps alive.
+pub fn execve(path: &CStr, argv: &ExecArgs<'_>, envp: &ExecArgs<'_>) -> Errno {
+    let (argv, envp) = (&argv.ptrs, &envp.ptrs);
+    // SAFETY: `ExecArgs` holds null-terminated arrays of pointers into C
+    // strings it borrows, alive as long as it is (its lifetime).
     unsafe { libc::execve(path.as_ptr(), argv.as_ptr(), envp.as_ptr()) };
     Errno::last()
 }

@@ -9,15 +9,15 @@
 //! full backlog or a full receive queue hands the call to
 //! [`super::super::later`], which retries it without blocking.
 
-use super::{Cx, PathArg, Stop, Why};
+use super::{Call, PathArg, Stop, Why};
 use crate::audit::{AccessKind, RuleKind, Verdict};
-use crate::policy::syscalls::Op;
 use crate::policy::Access;
 use crate::supervisor::identity;
 use crate::supervisor::later::Retry;
 use crate::supervisor::resolve::{Resolver, Target};
 use crate::supervisor::Answer;
 use crate::sys::{fs, mem, Errno};
+use crate::syscalls::Op;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 
 /// `struct mmsghdr`: a `msghdr` (56 bytes) and `msg_len`, padded to 64.
@@ -57,7 +57,7 @@ struct Datagram {
     report: Option<u64>,
 }
 
-impl Cx<'_> {
+impl Call<'_> {
     /// connect, bind, sendto, sendmsg, sendmmsg.
     pub(super) fn socket(&mut self) -> Result<Answer, Stop> {
         let a = self.notif.data.args;
