@@ -42,6 +42,7 @@ pub mod layers;
 pub mod library;
 pub mod policy;
 pub mod sandbox;
+pub mod session;
 pub mod supervisor;
 pub mod sys;
 pub mod syscalls;

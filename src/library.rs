@@ -43,6 +43,9 @@ pub enum SandboxError {
     /// The policy file is invalid.
     #[error(transparent)]
     Policy(#[from] crate::policy::file::PolicyError),
+    /// The surface cannot be built from it.
+    #[error(transparent)]
+    Surface(#[from] crate::session::surface::SurfaceError),
     /// Any other failure.
     #[error(transparent)]
     Io(#[from] std::io::Error),
@@ -189,10 +192,9 @@ impl Sandbox {
     /// A sandbox from a policy file; the workspace is its `cwd` (default:
     /// the current directory).
     pub fn from_policy(policy: &Path) -> Result<Sandbox, SandboxError> {
-        let p = crate::policy::file::Policy::load(policy)?;
-        let (mut surface, resolved) =
-            p.surface(&crate::cli::env_vars(), &std::env::current_dir()?, crate::policy::file::Effects::None)?;
-        surface.prefer_user_grants();
+        // Assembled as `interpose run --policy` assembles it.
+        let spec = crate::session::surface::SurfaceSpec { policy: Some(policy.to_path_buf()), ..Default::default() };
+        let (surface, (_, resolved)) = spec.build_with_policy(crate::policy::file::Effects::None)?;
         Ok(Sandbox { surface, workspace: resolved.cwd, policy: Some(policy.canonicalize()?), interpose: None })
     }
 

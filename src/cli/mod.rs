@@ -193,88 +193,32 @@ pub struct SurfaceArgs {
     pub no_tooling: bool,
 }
 
-/// A path flag that names nothing usable.
-#[derive(Debug, thiserror::Error)]
-#[error("{flag} {path}: {source}")]
-pub struct BadPathFlag {
-    /// The flag (`--rw`, `--ro`).
-    pub flag: &'static str,
-    /// Its value.
-    pub path: String,
-    /// Why it cannot be used.
-    pub source: std::io::Error,
-}
-
-/// The surface cannot be built.
-#[derive(Debug, thiserror::Error)]
-pub enum SurfaceError {
-    /// A path flag names nothing usable.
-    #[error(transparent)]
-    Flag(#[from] BadPathFlag),
-    /// The policy file is invalid.
-    #[error(transparent)]
-    Policy(#[from] crate::policy::file::PolicyError),
-    /// The current directory is gone.
-    #[error("the current directory: {0}")]
-    Cwd(std::io::Error),
-}
-
-/// A policy (the file given, or the defaults of the flags) and what it
-/// resolved to on this host.
-pub type LoadedPolicy = (crate::policy::file::Policy, crate::policy::file::Resolved);
-
-/// The environment as UTF-8 pairs, for template expansion.
-pub fn env_vars() -> std::collections::HashMap<String, String> {
-    std::env::vars_os().filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?))).collect()
-}
+pub use crate::session::surface::{env_vars, BadPathFlag, LoadedPolicy, SurfaceError, SurfaceSpec};
 
 impl SurfaceArgs {
-    /// The surface these flags describe, changing nothing on the host.
-    pub fn build(&self) -> Result<crate::policy::Surface, SurfaceError> {
-        self.build_with_policy(crate::policy::file::Effects::None).map(|(s, _)| s)
+    /// The surface these flags describe, as a session takes it.
+    pub fn spec(&self) -> SurfaceSpec {
+        SurfaceSpec {
+            policy: self.policy.clone(),
+            rw: self.rw.clone(),
+            ro: self.ro.clone(),
+            deny: self.deny.clone(),
+            no_system: self.no_system,
+            no_tooling: self.no_tooling,
+        }
     }
 
-    /// The surface these flags describe: the policy file (or, without one,
-    /// the defaults: the system surface and the tooling profile), less what
-    /// `--no-system` and `--no-tooling` leave out, then every `--ro`, `--rw`
-    /// and `--deny`; the user's own grants win over the built-in entries
-    /// beneath them. With [`Effects::Create`](crate::policy::file::Effects)
-    /// the directories `run` needs are made.
+    /// The surface these flags describe, changing nothing on the host.
+    pub fn build(&self) -> Result<crate::policy::Surface, SurfaceError> {
+        self.spec().build()
+    }
+
+    /// [`SurfaceSpec::build_with_policy`] for these flags.
     pub fn build_with_policy(
         &self,
         effects: crate::policy::file::Effects,
     ) -> Result<(crate::policy::Surface, LoadedPolicy), SurfaceError> {
-        use crate::policy::file::Policy;
-        use crate::policy::{Mode, Origin};
-        let mut policy = match &self.policy {
-            Some(file) => Policy::load(file)?,
-            None => Policy::defaults(),
-        };
-        if self.no_system {
-            policy.without_system();
-        }
-        if self.no_tooling {
-            policy.without_tooling();
-        }
-        let cwd = std::env::current_dir().map_err(SurfaceError::Cwd)?;
-        let (mut surface, resolved) = policy.surface(&env_vars(), &cwd, effects)?;
-        for (flag, paths, mode) in
-            [("--ro", &self.ro, Mode::Ro), ("--rw", &self.rw, Mode::Rw), ("--deny", &self.deny, Mode::Deny)]
-        {
-            for p in paths {
-                let origin = Origin::Flag(format!("{flag} {}", p.display()));
-                let added = match mode {
-                    // A carve-out holds whether or not the path exists yet
-                    // (`--deny .env` before the file is made).
-                    Mode::Deny => crate::policy::canonical_lenient(p)
-                        .map(|path| surface.add(crate::policy::Rule { path, mode, origin })),
-                    _ => surface.add_path(p, mode, origin),
-                };
-                added.map_err(|source| BadPathFlag { flag, path: p.display().to_string(), source })?;
-            }
-        }
-        surface.prefer_user_grants();
-        Ok((surface, (policy, resolved)))
+        self.spec().build_with_policy(effects)
     }
 }
 
@@ -366,16 +310,7 @@ pub struct RunArgs {
     pub command: Vec<std::ffi::OsString>,
 }
 
-/// What network the command gets.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Net {
-    /// The host's network.
-    Host,
-    /// Only loopback, in a namespace of its own.
-    None,
-    /// TCP connects only to these ports.
-    Connect(Vec<u16>),
-}
+pub use crate::session::Net;
 
 /// Parses `--net`.
 pub fn parse_net(s: &str) -> Result<Net, String> {

@@ -14,6 +14,7 @@
 
 pub mod caches;
 pub mod explain;
+pub mod features;
 pub mod filter;
 pub mod isolate;
 pub mod landlock;
