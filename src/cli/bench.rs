@@ -112,7 +112,7 @@ pub fn workload(kind: Workload, count: usize, path: &Path) -> anyhow::Result<i32
 
 /// One way of running a command.
 #[derive(Debug, Clone, Serialize)]
-struct Mode {
+struct BenchMode {
     name: String,
     #[serde(skip)]
     prefix: Vec<OsString>,
@@ -224,7 +224,7 @@ fn fixture(quick: bool) -> anyhow::Result<Fixture> {
     Ok(Fixture { _dir: dir, work, file, denied })
 }
 
-fn modes(exe: &Path, work: &Path, compare: &[String]) -> Vec<Mode> {
+fn modes(exe: &Path, work: &Path, compare: &[String]) -> Vec<BenchMode> {
     let bin_dir = exe.parent().unwrap_or(Path::new("/")).as_os_str().to_owned();
     let os = |s: &str| OsString::from(s);
     let surface = || vec![os("--rw"), work.as_os_str().to_owned(), os("--ro"), bin_dir.clone()];
@@ -232,33 +232,33 @@ fn modes(exe: &Path, work: &Path, compare: &[String]) -> Vec<Mode> {
     let trail = work.join("audit.jsonl");
     let key = work.parent().unwrap_or(work).join("audit.key");
     let mut out = vec![
-        Mode { name: "native".into(), prefix: vec![], trail: None },
-        Mode {
+        BenchMode { name: "native".into(), prefix: vec![], trail: None },
+        BenchMode {
             name: "seccomp-allow".into(),
             prefix: vec![exe.clone(), os("debug"), os("seccomp-allow"), os("--")],
             trail: None,
         },
-        Mode {
+        BenchMode {
             name: "landlock".into(),
             prefix: [vec![exe.clone(), os("debug"), os("landlock")], surface(), vec![os("--")]].concat(),
             trail: None,
         },
-        Mode {
+        BenchMode {
             name: "notify-floor".into(),
             prefix: vec![exe.clone(), os("run"), os("--bench-floor"), os("--")],
             trail: None,
         },
-        Mode {
+        BenchMode {
             name: "interpose".into(),
             prefix: [vec![exe.clone(), os("run")], surface(), vec![os("--")]].concat(),
             trail: None,
         },
-        Mode {
+        BenchMode {
             name: "interpose --fast".into(),
             prefix: [vec![exe.clone(), os("run"), os("--fast")], surface(), vec![os("--")]].concat(),
             trail: None,
         },
-        Mode {
+        BenchMode {
             name: "interpose+audit".into(),
             prefix: [
                 vec![exe.clone(), os("run")],
@@ -272,7 +272,11 @@ fn modes(exe: &Path, work: &Path, compare: &[String]) -> Vec<Mode> {
         },
     ];
     for c in compare {
-        out.push(Mode { name: c.clone(), prefix: c.split_whitespace().map(OsString::from).collect(), trail: None });
+        out.push(BenchMode {
+            name: c.clone(),
+            prefix: c.split_whitespace().map(OsString::from).collect(),
+            trail: None,
+        });
     }
     out
 }
@@ -280,7 +284,7 @@ fn modes(exe: &Path, work: &Path, compare: &[String]) -> Vec<Mode> {
 /// Runs `prefix + cmd` in `cwd`; its stdout, and the wall time in ms. Every
 /// mode gets the same environment: HOME and TMPDIR inside the workspace, so
 /// that no mode reads the real home's configuration or the host's /tmp.
-fn run_one(mode: &Mode, cmd: &[OsString], cwd: &Path) -> Result<(String, f64), String> {
+fn run_one(mode: &BenchMode, cmd: &[OsString], cwd: &Path) -> Result<(String, f64), String> {
     if let Some(trail) = &mode.trail {
         match std::fs::remove_file(trail) {
             Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(format!("{}: {e}", trail.display())),

@@ -43,7 +43,7 @@ pub fn mounts(args: &MountsArgs) -> anyhow::Result<i32> {
     // variable) are reported too; the built-in profiles' (a toolchain this
     // host does not have) are `policy show`'s business.
     for (entry, outcome) in resolved.outcomes.iter().filter(|(e, _)| e.origin.is_user()) {
-        if let crate::policy::file::Outcome::Skipped(why) = outcome {
+        if let crate::policy::file::EntryOutcome::Skipped(why) = outcome {
             notes.insert(0, format!("{} {:?} skipped: {why} ({})", entry.field.key(), entry.text, entry.origin));
         }
     }

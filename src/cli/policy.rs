@@ -1,7 +1,7 @@
 //! `interpose policy check|show|list`.
 
 use super::PolicyCommand;
-use crate::policy::file::{Effects, Outcome, Policy, PROFILES};
+use crate::policy::file::{Effects, EntryOutcome, Policy, PROFILES};
 use crate::policy::{GlobEffect, Surface};
 use std::path::Path;
 
@@ -85,17 +85,17 @@ fn show(file: &Path) -> Result<String, String> {
         };
         let _ = writeln!(out, "{what:<5} {}  (glob, {})", g.pattern.display(), g.origin);
     }
-    let mut skipped = resolved.outcomes.iter().filter(|(_, o)| matches!(o, Outcome::Skipped(_))).peekable();
+    let mut skipped = resolved.outcomes.iter().filter(|(_, o)| matches!(o, EntryOutcome::Skipped(_))).peekable();
     if skipped.peek().is_some() {
         let _ = writeln!(out, "\n# skipped");
         for (e, o) in skipped {
-            if let Outcome::Skipped(why) = o {
+            if let EntryOutcome::Skipped(why) = o {
                 let _ = writeln!(out, "{} {:?}: {why}  ({})", e.field.key(), e.text, e.origin);
             }
         }
     }
     for (e, o) in &resolved.outcomes {
-        if let Outcome::WouldCreate(p) = o {
+        if let EntryOutcome::WouldCreate(p) = o {
             let _ = writeln!(out, "run creates {} for {} {:?} ({})", p.display(), e.field.key(), e.text, e.origin);
         }
     }

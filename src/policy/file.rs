@@ -279,7 +279,7 @@ pub struct Policy {
 
 /// What became of one entry on this host.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Outcome {
+pub enum EntryOutcome {
     /// Added to the surface as this path (or pattern).
     Added(PathBuf),
     /// Created (an `additional_writes` directory ending in `/`, a cache),
@@ -293,11 +293,11 @@ pub enum Outcome {
 
 /// The surface a policy resolves to, with what happened to every entry.
 #[derive(Debug)]
-pub struct Resolved {
+pub struct Resolution {
     /// The workspace (canonical).
     pub cwd: PathBuf,
     /// Every entry and what became of it.
-    pub outcomes: Vec<(Entry, Outcome)>,
+    pub outcomes: Vec<(Entry, EntryOutcome)>,
 }
 
 fn line_col(text: &str, offset: usize) -> (usize, usize) {
@@ -616,7 +616,7 @@ impl Policy {
         vars: &HashMap<String, String>,
         cwd: &Path,
         effects: Effects,
-    ) -> Result<(Surface, Resolved), PolicyError> {
+    ) -> Result<(Surface, Resolution), PolicyError> {
         let mut surface = Surface::new();
         if self.system {
             for skipped in super::system::add_system(&mut surface) {
@@ -639,7 +639,7 @@ impl Policy {
         cwd: &Path,
         surface: &mut Surface,
         effects: Effects,
-    ) -> Result<Resolved, PolicyError> {
+    ) -> Result<Resolution, PolicyError> {
         let (workspace, origin) = match &self.cwd {
             Some((text, origin)) => {
                 let expanded = expand(text, vars).map_err(|why| self.error_at(origin, ErrorKind::Invalid(why)))?;
@@ -669,12 +669,12 @@ impl Policy {
         }
         for e in self.entries.iter().filter(|e| e.field == Field::HomeSeed) {
             let outcome = match expand(&e.text, vars) {
-                Ok(p) => Outcome::Added(workspace.join(p)),
-                Err(why) => Outcome::Skipped(why),
+                Ok(p) => EntryOutcome::Added(workspace.join(p)),
+                Err(why) => EntryOutcome::Skipped(why),
             };
             outcomes.push((e.clone(), outcome));
         }
-        Ok(Resolved { cwd: workspace, outcomes })
+        Ok(Resolution { cwd: workspace, outcomes })
     }
 
     fn error_at(&self, origin: &Origin, kind: ErrorKind) -> PolicyError {
@@ -700,10 +700,10 @@ impl Policy {
         workspace: &Path,
         surface: &mut Surface,
         effects: Effects,
-    ) -> Result<Outcome, PolicyError> {
+    ) -> Result<EntryOutcome, PolicyError> {
         let expanded = match expand(&e.text, vars) {
             Ok(x) => x,
-            Err(why) => return Ok(Outcome::Skipped(why)),
+            Err(why) => return Ok(EntryOutcome::Skipped(why)),
         };
         match e.field {
             Field::Writable | Field::Deny | Field::DenyWrites => self.restrict(e, &expanded, workspace, surface),
@@ -718,12 +718,12 @@ impl Policy {
         workspace: &Path,
         surface: &mut Surface,
         effects: Effects,
-    ) -> Result<Outcome, PolicyError> {
+    ) -> Result<EntryOutcome, PolicyError> {
         let path = workspace.join(expanded);
         if glob::is_glob(&e.text) {
             glob::validate(expanded, Anchor::Anywhere).map_err(|g| self.entry_error(e, g))?;
             surface.add_glob(&path, GlobEffect::Grant, e.origin.clone()).map_err(|g| self.entry_error(e, g))?;
-            return Ok(Outcome::Added(path));
+            return Ok(EntryOutcome::Added(path));
         }
         let writes = matches!(e.field, Field::AdditionalWrites | Field::Caches);
         let mode = if writes { Mode::Rw } else { Mode::Ro };
@@ -734,11 +734,11 @@ impl Policy {
         let mut created = false;
         if make && std::fs::symlink_metadata(&path).is_err() {
             if effects == Effects::None {
-                return Ok(Outcome::WouldCreate(path));
+                return Ok(EntryOutcome::WouldCreate(path));
             }
             use std::os::unix::fs::DirBuilderExt;
             if let Err(err) = std::fs::DirBuilder::new().recursive(true).mode(0o700).create(&path) {
-                return Ok(Outcome::Skipped(format!("cannot create {}: {err}", path.display())));
+                return Ok(EntryOutcome::Skipped(format!("cannot create {}: {err}", path.display())));
             }
             created = true;
         }
@@ -747,8 +747,8 @@ impl Policy {
             None => surface.add_path(&path, mode, e.origin.clone()),
         };
         match added {
-            Ok(()) if created => Ok(Outcome::Created(path)),
-            Ok(()) => Ok(Outcome::Added(path)),
+            Ok(()) if created => Ok(EntryOutcome::Created(path)),
+            Ok(()) => Ok(EntryOutcome::Added(path)),
             // A file the program creates later (Claude Code's first
             // `~/.claude.json`): granted by name, in a directory that exists.
             Err(err) if err.kind() == std::io::ErrorKind::NotFound && writes && !make => {
@@ -756,15 +756,17 @@ impl Policy {
                     Some(Ok(dir)) if dir.is_dir() => {
                         let name = path.file_name().expect("a path with a parent has a name");
                         surface.add(Rule { path: dir.join(name), mode, origin: e.origin.clone() });
-                        Ok(Outcome::Added(path))
+                        Ok(EntryOutcome::Added(path))
                     }
-                    _ => Ok(Outcome::Skipped(format!("{} does not exist, nor does its directory", path.display()))),
+                    _ => {
+                        Ok(EntryOutcome::Skipped(format!("{} does not exist, nor does its directory", path.display())))
+                    }
                 }
             }
             Err(err) if err.kind() == std::io::ErrorKind::NotFound => {
-                Ok(Outcome::Skipped(format!("{} does not exist", path.display())))
+                Ok(EntryOutcome::Skipped(format!("{} does not exist", path.display())))
             }
-            Err(err) => Ok(Outcome::Skipped(format!("{}: {err}", path.display()))),
+            Err(err) => Ok(EntryOutcome::Skipped(format!("{}: {err}", path.display()))),
         }
     }
 
@@ -774,7 +776,7 @@ impl Policy {
         expanded: &str,
         workspace: &Path,
         surface: &mut Surface,
-    ) -> Result<Outcome, PolicyError> {
+    ) -> Result<EntryOutcome, PolicyError> {
         let anchor = if e.field == Field::Writable { Anchor::Workspace } else { Anchor::Anywhere };
         if glob::is_glob(&e.text) || e.field == Field::Writable {
             glob::validate(expanded, anchor).map_err(|g| self.entry_error(e, g))?;
@@ -800,7 +802,7 @@ impl Policy {
                 // tree is one the command makes (`git init`, `git clone`
                 // creating `.git`), and its contents are its own.
                 if let Some(dir) = path.parent().filter(|d| !d.is_dir()) {
-                    return Ok(Outcome::Skipped(format!(
+                    return Ok(EntryOutcome::Skipped(format!(
                         "{} does not exist: a tree the command creates is its own",
                         dir.display()
                     )));
@@ -811,7 +813,7 @@ impl Policy {
             }
             _ => unreachable!("restrict is called for writable, deny and deny_writes"),
         }
-        Ok(Outcome::Added(path))
+        Ok(EntryOutcome::Added(path))
     }
 }
 

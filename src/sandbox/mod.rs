@@ -164,6 +164,23 @@ pub struct Plan {
     pub pid_namespace: bool,
 }
 
+/// The entries of `base` that earlier runs of interpose made and left
+/// behind: named `interpose-<pid>` or `interpose-<pid>-<anything>`, whose
+/// pid no longer runs interpose (it was killed before it could clean up).
+pub fn left_by_dead_runs(base: &std::path::Path) -> Vec<std::fs::DirEntry> {
+    let Ok(entries) = std::fs::read_dir(base) else { return Vec::new() };
+    entries
+        .flatten()
+        .filter(|e| {
+            let name = e.file_name();
+            let pid = name.to_str().and_then(|n| n.strip_prefix("interpose-")?.split('-').next()?.parse::<u32>().ok());
+            pid.is_some_and(|pid| {
+                !std::fs::read_to_string(format!("/proc/{pid}/comm")).is_ok_and(|c| c.trim() == "interpose")
+            })
+        })
+        .collect()
+}
+
 /// The capabilities a (root) command keeps: those a container runtime grants
 /// by default, less `CAP_MKNOD` (a device node in the workspace would open
 /// the raw disk), `CAP_SYS_CHROOT`, `CAP_SETFCAP` and `CAP_NET_RAW` (a packet
@@ -496,6 +513,34 @@ fn init(command: libc::pid_t, every_signal: &libc::sigset_t) -> ! {
 
 #[cfg(test)]
 mod tests {
+    use super::*;
+
+    #[test]
+    fn only_what_dead_runs_left_is_stale() {
+        let dir = tempfile::tempdir().unwrap();
+        // A live process named interpose, and pid 1, which is not one.
+        let exe = dir.path().join("interpose");
+        std::os::unix::fs::symlink("/bin/sleep", &exe).unwrap();
+        let mut live = std::process::Command::new(&exe).arg("30").spawn().unwrap();
+        let base = dir.path().join("base");
+        let names =
+            [format!("interpose-{}-a", live.id()), "interpose-1-b".into(), "interpose-1".into(), "other-1".into()];
+        for n in &names {
+            std::fs::create_dir_all(base.join(n)).unwrap();
+        }
+        // The child has exec'd once /proc shows its new name.
+        let comm = format!("/proc/{}/comm", live.id());
+        while std::fs::read_to_string(&comm).map_or(true, |c| c.trim() != "interpose") {
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        let mut stale: Vec<String> =
+            left_by_dead_runs(&base).iter().map(|e| e.file_name().to_string_lossy().into_owned()).collect();
+        stale.sort();
+        let _ = live.kill();
+        let _ = live.wait();
+        assert_eq!(stale, ["interpose-1", "interpose-1-b"]);
+    }
+
     #[test]
     fn the_child_makes_no_trapped_call_between_filter_and_exec() {
         // After installing the filter the child only writes, reads, closes

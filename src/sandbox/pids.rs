@@ -91,16 +91,8 @@ impl Drop for PidsCgroup {
 }
 
 fn remove_stale(base: &Path) {
-    let Ok(entries) = std::fs::read_dir(base) else { return };
-    for e in entries.flatten() {
-        let name = e.file_name();
-        let Some(pid) = name.to_str().and_then(|n| n.strip_prefix("interpose-")?.parse::<u32>().ok()) else {
-            continue;
-        };
-        let alive = std::fs::read_to_string(format!("/proc/{pid}/comm")).is_ok_and(|c| c.trim() == "interpose");
-        if !alive {
-            // Fails (harmlessly) while a task still lives in it.
-            let _ = std::fs::remove_dir(e.path());
-        }
+    for e in super::left_by_dead_runs(base) {
+        // Fails (harmlessly) while a task still lives in it.
+        let _ = std::fs::remove_dir(e.path());
     }
 }

@@ -238,20 +238,12 @@ use std::os::unix::fs::DirBuilderExt;
 /// whose pid no longer runs interpose.
 fn remove_stale(base: &Path) {
     use std::os::unix::fs::MetadataExt;
-    let Ok(entries) = std::fs::read_dir(base) else { return };
     let uid = nix::unistd::geteuid().as_raw();
-    for entry in entries.flatten() {
-        let name = entry.file_name();
-        let Some(pid) =
-            name.to_str().and_then(|n| n.strip_prefix("interpose-")?.split('-').next()?.parse::<u32>().ok())
-        else {
-            continue;
-        };
-        let alive = std::fs::read_to_string(format!("/proc/{pid}/comm")).is_ok_and(|c| c.trim() == "interpose");
+    for entry in sandbox::left_by_dead_runs(base) {
         // symlink_metadata: a link planted under that name is not followed,
         // and remove_dir_all removes only the link.
         let ours = entry.path().symlink_metadata().is_ok_and(|m| m.is_dir() && m.uid() == uid);
-        if !alive && ours {
+        if ours {
             let _ = std::fs::remove_dir_all(entry.path());
         }
     }
@@ -382,7 +374,7 @@ pub fn run(args: &Config) -> Result<i32, RunError> {
             .iter()
             .filter(|(e, _)| e.field == crate::policy::file::Field::HomeSeed)
             .filter_map(|(_, o)| match o {
-                crate::policy::file::Outcome::Added(p) => Some(p.clone()),
+                crate::policy::file::EntryOutcome::Added(p) => Some(p.clone()),
                 _ => None,
             })
             .collect();
@@ -724,7 +716,7 @@ fn session_start(
             .outcomes
             .iter()
             .filter_map(|(e, o)| match o {
-                crate::policy::file::Outcome::Skipped(why) => Some(audit::SkippedEntry {
+                crate::policy::file::EntryOutcome::Skipped(why) => Some(audit::SkippedEntry {
                     entry: e.text.clone(),
                     field: e.field.key().into(),
                     origin: e.origin.to_string(),

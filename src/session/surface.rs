@@ -51,7 +51,7 @@ pub enum SurfaceError {
 
 /// A policy (the file given, or the defaults of the flags) and what it
 /// resolved to on this host.
-pub type LoadedPolicy = (crate::policy::file::Policy, crate::policy::file::Resolved);
+pub type LoadedPolicy = (crate::policy::file::Policy, crate::policy::file::Resolution);
 
 /// The environment as UTF-8 pairs, for template expansion.
 pub fn env_vars() -> std::collections::HashMap<String, String> {

@@ -328,11 +328,7 @@ impl Call<'_> {
                 self.push(arg, None, name, Verdict::Error, Some(e), Why::Note("resolution failed", RuleKind::Failure));
                 return Err(Stop::Fail(e));
             }
-            Err(ResolveError::OutsideProc(path)) => {
-                let pid = std::str::from_utf8(path.rsplit(|&c| c == b'/').next().unwrap_or_default())
-                    .ok()
-                    .and_then(|p| p.parse().ok())
-                    .unwrap_or(0);
+            Err(ResolveError::OutsideProc(path, pid)) => {
                 self.push(
                     arg,
                     Some(&path),

@@ -98,8 +98,9 @@ impl Parent {
 pub enum ResolveError {
     /// The kernel would fail the call with this errno.
     Errno(Errno),
-    /// The path enters `/proc/<pid>` of a process outside the sandbox.
-    OutsideProc(Vec<u8>),
+    /// The path enters `/proc/<pid>` of a process outside the sandbox:
+    /// the path up to that entry, and the pid.
+    OutsideProc(Vec<u8>, u32),
 }
 
 impl From<Errno> for ResolveError {
@@ -457,7 +458,7 @@ impl Resolver {
                     if !pid.is_some_and(|p| procs.is_inside(mount, p)) {
                         let mut p = cur.path.clone();
                         push_component(&mut p, &name);
-                        return Err(ResolveError::OutsideProc(p));
+                        return Err(ResolveError::OutsideProc(p, pid.unwrap_or(0)));
                     }
                 }
             }

@@ -62,20 +62,37 @@ fn owned(ret: libc::c_long) -> Result<OwnedFd, Errno> {
 
 /// `openat2(2)`. `O_CLOEXEC` is always added: interpose never leaks the
 /// descriptors it opens for checks into anything it starts.
+///
+/// With `RESOLVE_BENEATH` or `RESOLVE_IN_ROOT` the kernel fails a lookup
+/// through `..` with `EAGAIN` when any rename or mount happened on the
+/// system meanwhile (it cannot tell an escape from a race): such a lookup is
+/// tried again, up to [`OPENAT2_RETRIES`] times, then the `EAGAIN` stands.
 pub fn openat2(dir: Dir<'_>, path: &CStr, how: OpenHow) -> Result<OwnedFd, Errno> {
     let mut how = how;
     how.flags |= libc::O_CLOEXEC as u64;
-    // SAFETY: `path` is NUL-terminated; `how` is a live `open_how` whose size we pass.
-    owned(unsafe {
-        libc::syscall(
-            libc::SYS_openat2,
-            dir.raw(),
-            path.as_ptr(),
-            &how as *const OpenHow,
-            std::mem::size_of::<OpenHow>(),
-        )
-    })
+    let retry = how.resolve & (RESOLVE_BENEATH | RESOLVE_IN_ROOT) != 0 && how.resolve & RESOLVE_CACHED == 0;
+    let mut tries = 0;
+    loop {
+        // SAFETY: `path` is NUL-terminated; `how` is a live `open_how` whose size we pass.
+        let r = owned(unsafe {
+            libc::syscall(
+                libc::SYS_openat2,
+                dir.raw(),
+                path.as_ptr(),
+                &how as *const OpenHow,
+                std::mem::size_of::<OpenHow>(),
+            )
+        });
+        tries += 1;
+        match r {
+            Err(Errno::EAGAIN) if retry && tries < OPENAT2_RETRIES => continue,
+            r => return r,
+        }
+    }
 }
+
+/// How many times [`openat2`] tries a lookup that races renames and mounts.
+pub const OPENAT2_RETRIES: u32 = 64;
 
 /// `openat(2)` with `O_CLOEXEC` added.
 pub fn openat(dir: Dir<'_>, path: &CStr, flags: i32, mode: u32) -> Result<OwnedFd, Errno> {

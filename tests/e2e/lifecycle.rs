@@ -247,3 +247,37 @@ fn a_full_file_system_leaves_a_trail_of_whole_records() {
     assert_eq!(v.status.code(), Some(1));
     assert!(stdout(&v).contains("without a session_end"), "{}", stdout(&v));
 }
+
+/// Paths are resolved in the command's root with `RESOLVE_IN_ROOT`, under
+/// which the kernel fails a lookup through `..` with `EAGAIN` whenever a
+/// mount or rename happens anywhere on the system meanwhile. Mounts made by
+/// others (a container runtime, a test next door) must not turn into
+/// failed opens and execs inside the sandbox.
+#[test]
+fn mounts_elsewhere_do_not_fail_lookups_through_dotdot() {
+    if !kernel_ok() || !nix::unistd::geteuid().is_root() {
+        assert!(std::env::var_os("INTERPOSE_REQUIRE_KERNEL").is_none(), "CI runs this as root");
+        return;
+    }
+    let t = Tree::new();
+    std::fs::create_dir(t.ws.join("a")).unwrap();
+    std::fs::write(t.ws.join("file"), "x").unwrap();
+    let point = t.outside.join("churn");
+    std::fs::create_dir(&point).unwrap();
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let churn = {
+        let (stop, point) = (stop.clone(), point.clone());
+        std::thread::spawn(move || {
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                let _ = Command::new("mount").args(["-t", "tmpfs", "tmpfs"]).arg(&point).status();
+                let _ = Command::new("umount").arg(&point).status();
+            }
+        })
+    };
+    let script = "i=0; while [ $i -lt 1500 ]; do cat $WS/a/../file >/dev/null || exit 1; i=$((i+1)); done";
+    let o = t.command(&[], &["/bin/sh", "-c", script]).output().unwrap();
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    churn.join().unwrap();
+    let _ = Command::new("umount").arg(&point).status();
+    assert!(o.status.success(), "{}", stderr(&o));
+}
