@@ -160,8 +160,11 @@ fn tokens(component: &str) -> Vec<Token> {
     out
 }
 
-/// Whether some name matches both component patterns.
-fn names_intersect(a: &[Token], b: &[Token]) -> bool {
+/// Whether two sequences of pattern items can match one common sequence:
+/// a `wild` item matches any run of items (`*` in a name, `**` in a path),
+/// two other items must `meet` (match one common item). A search over pairs
+/// of positions, each visited once.
+fn sequences_intersect<T>(a: &[T], b: &[T], wild: impl Fn(&T) -> bool, meet: impl Fn(&T, &T) -> bool) -> bool {
     let mut seen = std::collections::HashSet::new();
     let mut stack = vec![(0, 0)];
     while let Some((i, j)) = stack.pop() {
@@ -172,64 +175,40 @@ fn names_intersect(a: &[Token], b: &[Token]) -> bool {
             return true;
         }
         let (x, y) = (a.get(i), b.get(j));
-        if x == Some(&Token::Star) {
+        // A wild item matches nothing more (skip it), or one more item of
+        // the other side (stay on it).
+        if x.is_some_and(&wild) {
             stack.push((i + 1, j));
             if y.is_some() {
                 stack.push((i, j + 1));
             }
         }
-        if y == Some(&Token::Star) {
-            stack.push((i, j + 1));
-            if x.is_some() {
-                stack.push((i + 1, j));
-            }
-        }
-        let compatible = match (x, y) {
-            (Some(Token::Lit(p)), Some(Token::Lit(q))) => p == q,
-            (Some(Token::Star), _) | (_, Some(Token::Star)) | (None, _) | (_, None) => false,
-            _ => true,
-        };
-        if compatible {
-            stack.push((i + 1, j + 1));
-        }
-    }
-    false
-}
-
-/// Whether some path matches both absolute patterns (components; `**` is
-/// any number of components, a literal path is a pattern without
-/// wildcards).
-fn paths_intersect(a: &[Vec<Token>], b: &[Vec<Token>]) -> bool {
-    let deep = |c: &[Token]| c.len() == 2 && c.iter().all(|t| *t == Token::Star);
-    let mut seen = std::collections::HashSet::new();
-    let mut stack = vec![(0, 0)];
-    while let Some((i, j)) = stack.pop() {
-        if !seen.insert((i, j)) {
-            continue;
-        }
-        if i == a.len() && j == b.len() {
-            return true;
-        }
-        let (x, y) = (a.get(i), b.get(j));
-        if x.is_some_and(|c| deep(c)) {
-            stack.push((i + 1, j));
-            if y.is_some() {
-                stack.push((i, j + 1));
-            }
-        }
-        if y.is_some_and(|c| deep(c)) {
+        if y.is_some_and(&wild) {
             stack.push((i, j + 1));
             if x.is_some() {
                 stack.push((i + 1, j));
             }
         }
         if let (Some(x), Some(y)) = (x, y) {
-            if !deep(x) && !deep(y) && names_intersect(x, y) {
+            if !wild(x) && !wild(y) && meet(x, y) {
                 stack.push((i + 1, j + 1));
             }
         }
     }
     false
+}
+
+/// Whether some name matches both component patterns.
+fn names_intersect(a: &[Token], b: &[Token]) -> bool {
+    sequences_intersect(a, b, |t| *t == Token::Star, |x, y| !matches!((x, y), (Token::Lit(p), Token::Lit(q)) if p != q))
+}
+
+/// Whether some path matches both absolute patterns (components; `**` is
+/// any number of components, a literal path is a pattern without
+/// wildcards).
+fn paths_intersect(a: &[Vec<Token>], b: &[Vec<Token>]) -> bool {
+    let deep = |c: &Vec<Token>| c.len() == 2 && c.iter().all(|t| *t == Token::Star);
+    sequences_intersect(a, b, deep, |x, y| names_intersect(x, y))
 }
 
 fn pattern_tokens(path: &Path) -> Vec<Vec<Token>> {
