@@ -203,7 +203,9 @@ fn writer(queue: &Queue, out: Output, key: Option<&TrailKey>, failure: &Failure)
         }
         // What the buffer still holds is lost; a regular file is cut back
         // to its last whole record.
-        let _ = std::mem::replace(out, std::io::BufWriter::new(Box::new(std::io::sink())));
+        // into_parts: dropped without the flush a BufWriter's drop would
+        // try on the output that just failed.
+        let _ = std::mem::replace(out, std::io::BufWriter::new(Box::new(std::io::sink()))).into_parts();
         if let Some(f) = file.as_ref().filter(|f| f.metadata().is_ok_and(|m| m.is_file())) {
             if let Ok(len) = last_whole_record(f) {
                 let _ = f.set_len(len);

@@ -862,19 +862,7 @@ impl Call<'_> {
     /// size. Sizes beyond the known struct must be zeroes, as the kernel's
     /// `copy_struct_from_user` demands.
     fn xattr_args(&self, addr: u64, size: u64) -> Result<(u64, u64), Errno> {
-        if size < 16 {
-            return Err(Errno::EINVAL);
-        }
-        if size > 4096 {
-            return Err(Errno::E2BIG);
-        }
-        let mut buf = vec![0u8; size as usize];
-        if mem::read(self.notif.pid, addr, &mut buf)? != buf.len() {
-            return Err(Errno::EFAULT);
-        }
-        if buf[16..].iter().any(|&b| b != 0) {
-            return Err(Errno::E2BIG);
-        }
+        let buf = self.read_extensible(addr, size, 16)?;
         let value = u64::from_ne_bytes(buf[0..8].try_into().expect("8 bytes"));
         let length = u32::from_ne_bytes(buf[8..12].try_into().expect("4 bytes"));
         let flags = u32::from_ne_bytes(buf[12..16].try_into().expect("4 bytes"));
@@ -1149,10 +1137,12 @@ impl Call<'_> {
         (argv, truncated)
     }
 
-    /// Reads and validates the caller's `struct open_how` as `openat2` would.
-    fn read_open_how(&self, addr: u64, size: u64) -> Result<OpenHow, Errno> {
-        let base = std::mem::size_of::<OpenHow>() as u64;
-        if size < base {
+    /// Reads an extensible struct of `size` bytes from the caller, of which
+    /// this kernel interface knows the first `known`: as the kernel's
+    /// `copy_struct_from_user`, shorter is `EINVAL`, more than a page
+    /// `E2BIG`, and the bytes beyond `known` must be zeroes (`E2BIG`).
+    fn read_extensible(&self, addr: u64, size: u64, known: usize) -> Result<Vec<u8>, Errno> {
+        if size < known as u64 {
             return Err(Errno::EINVAL);
         }
         if size > 4096 {
@@ -1162,9 +1152,15 @@ impl Call<'_> {
         if mem::read(self.notif.pid, addr, &mut buf)? != buf.len() {
             return Err(Errno::EFAULT);
         }
-        if buf[base as usize..].iter().any(|&b| b != 0) {
+        if buf[known..].iter().any(|&b| b != 0) {
             return Err(Errno::E2BIG);
         }
+        Ok(buf)
+    }
+
+    /// Reads and validates the caller's `struct open_how` as `openat2` would.
+    fn read_open_how(&self, addr: u64, size: u64) -> Result<OpenHow, Errno> {
+        let buf = self.read_extensible(addr, size, std::mem::size_of::<OpenHow>())?;
         let word = |i: usize| u64::from_ne_bytes(buf[i * 8..i * 8 + 8].try_into().expect("8 bytes"));
         let how = OpenHow { flags: word(0), mode: word(1), resolve: word(2) };
         let known = fs::RESOLVE_NO_XDEV
