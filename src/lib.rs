@@ -36,6 +36,7 @@
 #![deny(missing_docs)]
 
 pub mod audit;
+pub mod bench;
 pub mod cli;
 pub mod forensics;
 pub mod layers;

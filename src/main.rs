@@ -45,8 +45,8 @@ fn main() -> ExitCode {
         }
         Command::Debug(DebugCommand::Landlock { surface, command }) => cli::run::landlock_only(&surface, &command),
         Command::Debug(DebugCommand::SeccompAllow { command }) => cli::run::seccomp_allow_only(&command),
-        Command::Debug(DebugCommand::Workload { kind, count, path }) => cli::bench::workload(kind, count, &path),
-        Command::Bench(b) => cli::bench::run(&b),
+        Command::Debug(DebugCommand::Workload { kind, count, path }) => interpose::bench::workload(kind, count, &path),
+        Command::Bench(b) => interpose::bench::run(&b.options()),
     };
     match result {
         Ok(code) => ExitCode::from(u8::try_from(code).unwrap_or(INTERPOSE_FAILED)),

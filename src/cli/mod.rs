@@ -148,7 +148,7 @@ pub enum DebugCommand {
     Workload {
         /// What to do in the loop.
         #[arg(value_enum)]
-        kind: bench::Workload,
+        kind: crate::bench::Workload,
         /// How many operations.
         count: usize,
         /// The file to open or stat.

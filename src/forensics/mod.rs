@@ -4,6 +4,7 @@
 //! [`crate::audit`] only.
 
 pub mod replay;
+pub mod report;
 pub mod suggest;
 
 use crate::audit::{self, AccessKind, RuleKind};

@@ -154,6 +154,18 @@ pub struct Rule {
     pub origin: Origin,
 }
 
+/// What a canonical path names in procfs ([`Surface::proc_place`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ProcPlace<'s> {
+    /// Not beneath a procfs mount.
+    NotProc,
+    /// In procfs, outside any `/proc/<pid>` (`/proc/sys`, `/proc/meminfo`).
+    Shared,
+    /// In `/proc/<pid>` of the procfs mounted at the path given; `None`
+    /// for a number too large to be a pid.
+    Pid(&'s Path, Option<u32>),
+}
+
 /// Why a verdict came out as it did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Reason {
@@ -518,6 +530,17 @@ impl Surface {
         })
     }
 
+    /// What the canonical `path` names in procfs: the one place that tells
+    /// a process's `/proc/<pid>` from the rest of procfs.
+    pub fn proc_place(&self, path: &[u8]) -> ProcPlace<'_> {
+        let Some((mount, rest)) = self.proc_mount_of(path) else { return ProcPlace::NotProc };
+        let first = trie::components(rest).next().unwrap_or_default();
+        if first.is_empty() || !first.iter().all(u8::is_ascii_digit) {
+            return ProcPlace::Shared;
+        }
+        ProcPlace::Pid(mount, std::str::from_utf8(first).ok().and_then(|s| s.parse::<u32>().ok()))
+    }
+
     /// The entry that covers `path`, if any.
     pub fn lookup(&self, path: &[u8]) -> Option<u32> {
         self.trie.lookup(path)
@@ -529,19 +552,15 @@ impl Surface {
     /// inside the sandbox and denied for every other process, whatever the
     /// trie says; the rest of procfs is decided by the trie like any path.
     pub fn decide(&self, path: &[u8], access: Access, procs: &dyn Processes) -> Verdict {
-        if let Some((mount, rest)) = self.proc_mount_of(path) {
-            let first = trie::components(rest).next().unwrap_or_default();
-            if !first.is_empty() && first.iter().all(u8::is_ascii_digit) {
-                let covered = self.trie.lookup(path).is_some_and(|i| self.rules[i as usize].mode != Mode::Deny);
-                let pid = std::str::from_utf8(first).ok().and_then(|s| s.parse::<u32>().ok());
-                return match pid {
-                    Some(pid) if covered && procs.is_inside(mount, pid) => {
-                        Verdict { allowed: true, reason: Reason::ProcInside(pid) }
-                    }
-                    Some(pid) => Verdict { allowed: false, reason: Reason::ProcOutside(pid) },
-                    None => Verdict { allowed: false, reason: Reason::NoRule },
-                };
-            }
+        if let ProcPlace::Pid(mount, pid) = self.proc_place(path) {
+            let covered = self.trie.lookup(path).is_some_and(|i| self.rules[i as usize].mode != Mode::Deny);
+            return match pid {
+                Some(pid) if covered && procs.is_inside(mount, pid) => {
+                    Verdict { allowed: true, reason: Reason::ProcInside(pid) }
+                }
+                Some(pid) => Verdict { allowed: false, reason: Reason::ProcOutside(pid) },
+                None => Verdict { allowed: false, reason: Reason::NoRule },
+            };
         }
         let verdict = match self.trie.lookup(path) {
             Some(i) => Verdict { allowed: self.rules[i as usize].mode.permits(access), reason: Reason::Rule(i) },

@@ -156,50 +156,18 @@ fn unreadable_by_others(dir: &Path, depth: u32) -> Vec<PathBuf> {
 
 /// Mount points of every procfs in this mount namespace.
 pub fn proc_mounts() -> Vec<PathBuf> {
-    let Ok(info) = std::fs::read_to_string("/proc/self/mountinfo") else { return vec!["/proc".into()] };
-    let mut out: Vec<PathBuf> = info
-        .lines()
-        .filter_map(|line| {
-            let (left, right) = line.split_once(" - ")?;
-            let fstype = right.split(' ').next()?;
-            let mount = left.split(' ').nth(4)?;
-            (fstype == "proc").then(|| PathBuf::from(unescape_mountinfo(mount)))
-        })
-        .collect();
+    let mut out: Vec<PathBuf> =
+        crate::sys::procfs::mounts().into_iter().filter(|m| m.fstype == "proc").map(|m| m.point).collect();
     if out.is_empty() {
         out.push("/proc".into());
     }
     out
 }
 
-/// Undoes mountinfo's octal escapes (`\040` for a space).
-fn unescape_mountinfo(s: &str) -> String {
-    use std::os::unix::ffi::OsStringExt;
-    let b = s.as_bytes();
-    let mut out = Vec::with_capacity(b.len());
-    let mut i = 0;
-    while i < b.len() {
-        if b[i] == b'\\' && i + 3 < b.len() && b[i + 1..i + 4].iter().all(|c| (b'0'..=b'7').contains(c)) {
-            out.push((b[i + 1] - b'0') * 64 + (b[i + 2] - b'0') * 8 + (b[i + 3] - b'0'));
-            i += 4;
-        } else {
-            out.push(b[i]);
-            i += 1;
-        }
-    }
-    std::ffi::OsString::from_vec(out).to_string_lossy().into_owned()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::policy::{Access, NoProcesses as Nobody};
-
-    #[test]
-    fn mountinfo_escapes() {
-        assert_eq!(unescape_mountinfo("/a\\040b"), "/a b");
-        assert_eq!(unescape_mountinfo("/plain"), "/plain");
-    }
 
     #[test]
     fn system_surface_reads_programs_but_not_secrets() {

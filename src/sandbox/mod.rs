@@ -250,7 +250,18 @@ pub fn start(
     let parent = std::process::id() as libc::pid_t;
     let every_signal = nix::sys::signal::SigSet::all();
 
-    let forked = if plan.pid_namespace { process::clone_process(libc::CLONE_NEWPID) } else { process::fork() };
+    // SAFETY: the child runs only `child`, which makes raw syscalls through
+    // `sys` on memory prepared before the fork (argv, envp, the filter, the
+    // ruleset) until it execs or exits; it allocates nothing and takes no
+    // lock.
+    #[allow(unsafe_code)]
+    let forked = unsafe {
+        if plan.pid_namespace {
+            process::clone_process(libc::CLONE_NEWPID)
+        } else {
+            process::fork()
+        }
+    };
     match forked.map_err(parent_err("fork"))? {
         Fork::Child => {
             drop(ours);
@@ -455,7 +466,11 @@ fn child(
         // This process is the namespace's init: the command runs as its
         // child, and when this init dies (with interpose, by its death
         // signal) the kernel kills every process of the namespace.
-        match process::clone_process(0) {
+        // SAFETY: we are the forked child already, single-threaded; the
+        // grandchild, like us, makes only raw syscalls until it execs.
+        #[allow(unsafe_code)]
+        let forked = unsafe { process::clone_process(0) };
+        match forked {
             Ok(Fork::Child) => {
                 // Dumpable again (exec would make it so anyway): the
                 // supervisor reads the command's memory from its first

@@ -30,16 +30,13 @@ pub struct PidsCgroup {
 
 /// The directory of interpose's own cgroup in the pids hierarchy.
 fn own_pids_cgroup() -> Option<PathBuf> {
-    let mountinfo = std::fs::read_to_string("/proc/self/mountinfo").ok()?;
+    let mounts = crate::sys::procfs::mounts();
     let cgroups = std::fs::read_to_string("/proc/self/cgroup").ok()?;
     // cgroup v1: a `cgroup` mount whose super options name `pids`.
-    let v1_mount = mountinfo.lines().find_map(|l| {
-        let (left, right) = l.split_once(" - ")?;
-        let mut r = right.split(' ');
-        let (fstype, _source, options) = (r.next()?, r.next()?, r.next()?);
-        (fstype == "cgroup" && options.split(',').any(|o| o == "pids"))
-            .then(|| left.split(' ').nth(4).map(PathBuf::from))?
-    });
+    let v1_mount = mounts
+        .iter()
+        .find(|m| m.fstype == "cgroup" && m.options.split(',').any(|o| o == "pids"))
+        .map(|m| m.point.clone());
     if let Some(mount) = v1_mount {
         let path = cgroups.lines().find_map(|l| {
             let mut f = l.splitn(3, ':');
@@ -49,10 +46,7 @@ fn own_pids_cgroup() -> Option<PathBuf> {
         return Some(mount.join(path.trim_start_matches('/')));
     }
     // cgroup v2: only where pids is already delegated to our children.
-    let v2_mount = mountinfo.lines().find_map(|l| {
-        let (left, right) = l.split_once(" - ")?;
-        (right.split(' ').next()? == "cgroup2").then(|| left.split(' ').nth(4).map(PathBuf::from))?
-    })?;
+    let v2_mount = mounts.into_iter().find(|m| m.fstype == "cgroup2")?.point;
     let path = cgroups.lines().find_map(|l| l.strip_prefix("0::"))?;
     let dir = v2_mount.join(path.trim_start_matches('/'));
     let control = std::fs::read_to_string(dir.join("cgroup.subtree_control")).ok()?;

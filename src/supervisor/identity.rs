@@ -16,6 +16,7 @@
 //! until the sandbox execs or changes credentials (the filter traps the
 //! setuid family and bumps the generation before the change takes effect).
 
+use crate::sys::procfs::Status;
 use crate::sys::{process, Errno};
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -49,8 +50,8 @@ const CAP_SYS_PTRACE: u64 = 1 << 19;
 
 impl Identity {
     /// Parses the credentials lines of `/proc/<tid>/status`.
-    pub fn parse(status: &str) -> Option<Identity> {
-        let field = |name: &str| status.lines().find_map(|l| l.strip_prefix(name)).map(str::trim);
+    pub fn parse(status: &Status) -> Option<Identity> {
+        let field = |name: &str| status.field(name);
         // `Uid:` and `Gid:` list real, effective, saved and file-system ids.
         let id = |name: &str, n: usize| field(name)?.split_whitespace().nth(n)?.parse().ok();
         let fs = |name: &str| id(name, 3);
@@ -71,7 +72,7 @@ impl Identity {
 
     /// The credentials of thread `tid`, read now.
     pub fn of(tid: u32) -> Option<Identity> {
-        Identity::parse(&std::fs::read_to_string(format!("/proc/{tid}/status")).ok()?)
+        Identity::parse(&Status::of(tid)?)
     }
 }
 
@@ -81,7 +82,7 @@ static SUPERVISOR: std::sync::OnceLock<Option<Identity>> = std::sync::OnceLock::
 /// Reads the supervisor's own identity; call once, before any worker
 /// thread takes another.
 pub fn init() {
-    SUPERVISOR.get_or_init(|| Identity::parse(&std::fs::read_to_string("/proc/thread-self/status").ok()?));
+    SUPERVISOR.get_or_init(|| Identity::parse(&Status::own_thread()?));
 }
 
 /// Runs `f` with the supervisor's own credentials, for its own bookkeeping
@@ -257,7 +258,7 @@ mod tests {
     #[test]
     fn credentials_are_read_from_status() {
         let status = "Name:\tsh\nUid:\t999\t1000\t1000\t1001\nGid:\t99\t100\t100\t101\nGroups:\t4 27 \nCapPrm:\t0000000000000c00\nCapEff:\t0000000000000400\n";
-        let i = Identity::parse(status).unwrap();
+        let i = Identity::parse(&Status::parse(status.into())).unwrap();
         assert_eq!(
             i,
             Identity {
@@ -272,7 +273,10 @@ mod tests {
                 permitted: 0xc00
             }
         );
-        assert!(Identity::parse("Name:\tx\n").is_none());
-        assert_eq!(Identity::parse(&status.replace("Groups:\t4 27 ", "Groups:")).unwrap().groups, Vec::<u32>::new());
+        assert!(Identity::parse(&Status::parse("Name:\tx\n".into())).is_none());
+        assert_eq!(
+            Identity::parse(&Status::parse(status.replace("Groups:\t4 27 ", "Groups:"))).unwrap().groups,
+            Vec::<u32>::new()
+        );
     }
 }

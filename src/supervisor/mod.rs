@@ -163,7 +163,7 @@ pub enum AuditLevel {
 fn code_location(pid: u32, tid: u32, ip: u64, generation: u64) -> String {
     use std::cell::RefCell;
     use std::collections::HashMap;
-    type Maps = Vec<(u64, u64, u64, String)>;
+    type Maps = Vec<crate::sys::procfs::Mapping>;
     thread_local! {
         static MAPS: RefCell<(u64, HashMap<u32, Maps>)> = RefCell::new((0, HashMap::new()));
     }
@@ -182,22 +182,7 @@ fn code_location(pid: u32, tid: u32, ip: u64, generation: u64) -> String {
     if let Some(hit) = hit {
         return hit;
     }
-    let maps: Maps = std::fs::read_to_string(format!("/proc/{tid}/maps"))
-        .unwrap_or_default()
-        .lines()
-        .filter_map(|l| {
-            let mut f = l.split_whitespace();
-            let (range, _perms, offset) = (f.next()?, f.next()?, f.next()?);
-            let file = f.nth(2)?;
-            let (lo, hi) = range.split_once('-')?;
-            Some((
-                u64::from_str_radix(lo, 16).ok()?,
-                u64::from_str_radix(hi, 16).ok()?,
-                u64::from_str_radix(offset, 16).ok()?,
-                file.to_string(),
-            ))
-        })
-        .collect();
+    let maps: Maps = crate::sys::procfs::maps(tid);
     let found = find(&maps);
     MAPS.with_borrow_mut(|(_, all)| all.insert(pid, maps));
     found.unwrap_or_else(|| format!("{ip:#x}"))
@@ -513,7 +498,7 @@ impl Supervisor {
         let init_shim = self.command_root.is_some();
         while at > 1 && at != me && ancestors.len() < 64 {
             // One read of /proc/<pid>/stat gives the name and the parent.
-            let Some((name, parent)) = procs::name_and_parent(at) else { break };
+            let Some((name, parent)) = crate::sys::procfs::name_and_parent(at) else { break };
             if init_shim && parent == me {
                 // The PID namespace's init, a copy of interpose: not a
                 // program of the command's.
@@ -564,13 +549,10 @@ impl Supervisor {
         if let Some(hit) = cached {
             return hit;
         }
-        let status = std::fs::read_to_string(format!("/proc/{tid}/status")).unwrap_or_default();
-        let field = |name: &str| status.lines().find_map(|l| l.strip_prefix(name)).map(str::trim);
-        let pid = field("Tgid:").and_then(|v| v.parse().ok()).unwrap_or(tid);
-        let comm = field("Name:").map(str::to_string).unwrap_or_default();
-        if !status.is_empty() {
-            NAMES.with_borrow_mut(|(_, names)| names.insert(tid, (pid, comm.clone())));
-        }
+        let Some(status) = crate::sys::procfs::Status::of(tid) else { return (tid, String::new()) };
+        let pid = status.field("Tgid:").and_then(|v| v.parse().ok()).unwrap_or(tid);
+        let comm = status.field("Name:").map(str::to_string).unwrap_or_default();
+        NAMES.with_borrow_mut(|(_, names)| names.insert(tid, (pid, comm.clone())));
         (pid, comm)
     }
 

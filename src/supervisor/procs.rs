@@ -17,25 +17,7 @@ pub struct ProcTree {
 /// The parent pid of `pid` from `/proc/<pid>/stat` (for a thread id, the
 /// parent of its process).
 pub fn parent_of(pid: u32) -> Option<u32> {
-    let stat = std::fs::read(format!("/proc/{pid}/stat")).ok()?;
-    // The command name may hold spaces and parentheses; fields resume after
-    // the last ')'.
-    let close = stat.iter().rposition(|&c| c == b')')?;
-    let mut fields = stat[close + 1..].split(|&c| c == b' ').filter(|f| !f.is_empty());
-    let _state = fields.next()?;
-    std::str::from_utf8(fields.next()?).ok()?.parse().ok()
-}
-
-/// The name and parent pid of `pid`, from one read of `/proc/<pid>/stat`.
-pub fn name_and_parent(pid: u32) -> Option<(String, u32)> {
-    let stat = std::fs::read(format!("/proc/{pid}/stat")).ok()?;
-    let open = stat.iter().position(|&c| c == b'(')?;
-    let close = stat.iter().rposition(|&c| c == b')')?;
-    let name = String::from_utf8_lossy(stat.get(open + 1..close)?).into_owned();
-    let mut fields = stat[close + 1..].split(|&c| c == b' ').filter(|f| !f.is_empty());
-    let _state = fields.next()?;
-    let parent = std::str::from_utf8(fields.next()?).ok()?.parse().ok()?;
-    Some((name, parent))
+    crate::sys::procfs::name_and_parent(pid).map(|(_, parent)| parent)
 }
 
 impl Processes for ProcTree {
@@ -119,7 +101,7 @@ mod tests {
         assert!(!tree.is_inside(proc, me), "the supervisor itself is outside");
         assert!(!tree.is_inside(proc, 1));
         assert!(!ProcTree { supervisor: child.id() }.is_inside(proc, me));
-        assert_eq!(name_and_parent(child.id()), Some(("sleep".to_string(), me)));
+        assert_eq!(crate::sys::procfs::name_and_parent(child.id()), Some(("sleep".to_string(), me)));
         child.kill().unwrap();
         child.wait().unwrap();
         assert!(!tree.is_inside(proc, child.id()), "a reaped pid is outside");

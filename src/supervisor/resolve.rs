@@ -15,7 +15,7 @@
 //! follows magic links of sandboxed processes only, and refuses to enter
 //! `/proc/<pid>` of any other process.
 
-use crate::policy::{Processes, Surface};
+use crate::policy::{ProcPlace, Processes, Surface};
 use crate::sys::fs::{self, Dir, OpenHow};
 use crate::sys::Errno;
 use std::ffi::CString;
@@ -159,8 +159,7 @@ impl Caller<'_> {
 
 /// A field of `/proc/<tid>/status`, trimmed.
 pub fn proc_status_field(tid: u32, field: &str) -> Option<String> {
-    let status = std::fs::read_to_string(format!("/proc/{tid}/status")).ok()?;
-    status.lines().find_map(|l| l.strip_prefix(field)).map(|v| v.trim().to_string())
+    crate::sys::procfs::Status::of(tid)?.field(field).map(str::to_string)
 }
 
 /// State shared by every resolution.
@@ -563,11 +562,10 @@ pub enum ProcEntry {
 impl Resolver {
     /// Whose `/proc` the canonical `path` lies in, for the caller.
     pub fn proc_entry(&self, surface: &Surface, procs: &dyn Processes, caller: &Caller<'_>, path: &[u8]) -> ProcEntry {
-        let Some((mount, rest)) = surface.proc_mount_of(path) else { return ProcEntry::NotProc };
-        let first = rest.split(|&c| c == b'/').find(|c| !c.is_empty()).unwrap_or_default();
-        let Some(pid) = std::str::from_utf8(first).ok().filter(|f| !f.is_empty()).and_then(|f| f.parse::<u32>().ok())
-        else {
-            return ProcEntry::Shared;
+        let (mount, pid) = match surface.proc_place(path) {
+            ProcPlace::NotProc => return ProcEntry::NotProc,
+            ProcPlace::Shared | ProcPlace::Pid(_, None) => return ProcEntry::Shared,
+            ProcPlace::Pid(mount, Some(pid)) => (mount, pid),
         };
         let own = if procs.numbers_as_the_command(mount) { caller.ids_in_own_namespace().0 } else { caller.tgid() };
         if pid == own {

@@ -12,6 +12,7 @@ pub mod fs;
 pub mod landlock;
 pub mod mem;
 pub mod process;
+pub mod procfs;
 pub mod reactor;
 pub mod seccomp;
 

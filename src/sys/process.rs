@@ -20,11 +20,15 @@ pub enum Fork {
 
 /// `fork(2)`.
 ///
-/// The caller must only make async-signal-safe calls in the child until it
-/// execs or exits, since another thread may have held a lock at the fork.
-pub fn fork() -> Result<Fork, Errno> {
+/// # Safety
+///
+/// In a multi-threaded process the child holds a copy of every lock another
+/// thread held at the fork, forever: until it execs or exits, the child
+/// must make only async-signal-safe calls (no allocation, no `std::io`, no
+/// lock), or it may deadlock or see torn state.
+pub unsafe fn fork() -> Result<Fork, Errno> {
     // SAFETY: fork has no memory-safety preconditions of its own; the
-    // documented obligation on the child is passed on to the caller.
+    // obligation on the child is the caller's (see # Safety).
     let pid = cvt(unsafe { libc::fork() } as libc::c_long)?;
     Ok(if pid == 0 { Fork::Child } else { Fork::Parent(pid as libc::pid_t) })
 }
@@ -33,7 +37,13 @@ pub fn fork() -> Result<Fork, Errno> {
 /// `CLONE_NEWPID` the child is pid 1 of a new PID namespace. The raw
 /// syscall runs no `atfork` handler, so the child may only make raw
 /// syscalls until it execs or exits (as after [`fork`]).
-pub fn clone_process(flags: libc::c_int) -> Result<Fork, Errno> {
+///
+/// # Safety
+///
+/// As for [`fork`], and stricter: no `atfork` handler ran, so even libc's
+/// own locks may be held; the child may only make raw syscalls and
+/// async-signal-safe calls until it execs or exits.
+pub unsafe fn clone_process(flags: libc::c_int) -> Result<Fork, Errno> {
     // SAFETY: without CLONE_VM the child gets a copy of the address space
     // and runs on from here like a forked child; the stack and TLS pointers
     // are not passed (0), as fork does.

@@ -1,0 +1,300 @@
+//! `interpose bench`: per-syscall and whole-command overhead, every figure a
+//! ratio against floors measured in the same run.
+//!
+//! Modes (each a command prefix put in front of the same workloads):
+//! - `native`: no sandbox;
+//! - `seccomp-allow`: interpose's filter with every action ALLOW (BPF only);
+//! - `landlock`: the Landlock ruleset of the surface alone;
+//! - `notify-floor`: the filter with a supervisor that answers CONTINUE at
+//!   once, reading and deciding nothing: the round trip every trapped call
+//!   pays at least;
+//! - `interpose`, `interpose+audit`: the real thing, without and with
+//!   `--audit-level all`;
+//! - `--compare PREFIX`: any other command prefix (`strace -f -o /dev/null`).
+//!
+//! Micro workloads run a loop inside one process (`interpose debug
+//! workload`) and time each operation, so start-up is not in them; whole
+//! commands are timed from spawn to exit. Rounds are interleaved (every mode
+//! runs a workload before any mode runs it again), so drift on a shared
+//! machine spreads over all modes alike.
+
+mod fixture;
+mod modes;
+mod targets;
+pub mod workload;
+
+use fixture::fixture;
+use modes::{modes, parse_samples, run_one};
+use serde::Serialize;
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+use targets::{table, targets, Target};
+pub use workload::{workload, Workload};
+
+/// What `interpose bench` is asked to run.
+#[derive(Debug, Clone, Default)]
+pub struct Options {
+    /// A short run that only proves every mode and workload works (CI).
+    pub quick: bool,
+    /// Print the results as JSON instead of the table.
+    pub json: bool,
+    /// Other command prefixes to run the workloads under.
+    pub compare: Vec<String>,
+    /// Rounds (default 5, or 1 with `quick`).
+    pub rounds: Option<usize>,
+    /// Where `results.json` and `table.txt` are saved.
+    pub save: Option<PathBuf>,
+}
+
+/// Rows of cells: a workload, and what each mode measured on it.
+type Rows = Vec<(String, Vec<(String, Cell)>)>;
+
+/// What one (workload, mode) pair measured.
+#[derive(Debug, Clone, Default, Serialize)]
+struct Cell {
+    /// Micro: nanoseconds per operation; commands: milliseconds per run.
+    samples: Vec<f64>,
+    median: f64,
+    p99: f64,
+    error: Option<String>,
+}
+
+/// The results of a run, as `--json` prints them.
+#[derive(Debug, Serialize)]
+struct Results {
+    date: String,
+    machine: String,
+    kernel: String,
+    cpus: usize,
+    rounds: usize,
+    modes: Vec<String>,
+    /// Nanoseconds per operation.
+    micro: Rows,
+    /// Milliseconds per run.
+    commands: Rows,
+    /// Aggregate trapped opens per second with two processes, over one.
+    parallel: Vec<(String, f64)>,
+    trie_ns_per_lookup: f64,
+    trie_bytes_per_entry: f64,
+    targets: Vec<Target>,
+}
+
+fn percentile(sorted: &[f64], p: f64) -> f64 {
+    if sorted.is_empty() {
+        return f64::NAN;
+    }
+    let rank = ((p / 100.0) * sorted.len() as f64).ceil() as usize;
+    sorted[rank.clamp(1, sorted.len()) - 1]
+}
+
+impl Cell {
+    fn finish(&mut self) {
+        let mut s = self.samples.clone();
+        s.sort_by(f64::total_cmp);
+        self.median = percentile(&s, 50.0);
+        self.p99 = percentile(&s, 99.0);
+    }
+}
+
+fn trie_figures() -> (f64, f64) {
+    use crate::policy::trie::Trie;
+    let n = 10_000;
+    let mut trie = Trie::new();
+    let paths: Vec<String> =
+        (0..n).map(|i| format!("/home/user/work/project{}/src/module{}/file{}.rs", i % 97, i % 13, i)).collect();
+    for (i, p) in paths.iter().enumerate() {
+        trie.insert(p.as_bytes(), i as u32);
+    }
+    let probes: Vec<String> = paths.iter().step_by(97).map(|p| format!("{p}/deeper/still/file.txt")).collect();
+    let reps = 200_000;
+    let t = Instant::now();
+    for i in 0..reps {
+        std::hint::black_box(trie.lookup(std::hint::black_box(probes[i % probes.len()].as_bytes())));
+    }
+    (t.elapsed().as_nanos() as f64 / reps as f64, trie.heap_bytes() as f64 / n as f64)
+}
+
+fn uname() -> (String, String) {
+    let u = nix::sys::utsname::uname().ok();
+    let get = |f: fn(&nix::sys::utsname::UtsName) -> &std::ffi::OsStr| {
+        u.as_ref().map(|u| f(u).to_string_lossy().into_owned()).unwrap_or_default()
+    };
+    (get(|u| u.nodename()), get(|u| u.release()))
+}
+
+/// Runs the benchmark; returns the exit status.
+pub fn run(args: &Options) -> anyhow::Result<i32> {
+    let exe = std::env::current_exe()?;
+    let rounds = args.rounds.unwrap_or(if args.quick { 1 } else { 5 }).max(1);
+    let fx = fixture(args.quick)?;
+    let modes = modes(&exe, &fx.work, &args.compare);
+    let os = |s: &str| OsString::from(s);
+    let (open_n, fork_n) = if args.quick { (300, 5) } else { (3_000, 40) };
+    let micro: Vec<(Workload, usize, &Path)> = vec![
+        (Workload::Open, open_n, &fx.file),
+        (Workload::Stat, open_n, &fx.file),
+        (Workload::Getppid, open_n, &fx.file),
+        (Workload::ForkExec, fork_n, &fx.file),
+        (Workload::DeniedOpen, open_n, &fx.denied),
+    ];
+    let python = if Path::new("/usr/bin/python3").exists() { "/usr/bin/python3" } else { "python3" };
+    let commands: Vec<(&str, Vec<OsString>)> = vec![
+        ("/bin/true", vec![os("/bin/true")]),
+        ("find+cat tree", vec![os("sh"), os("-c"), os("find tree -type f -exec cat {} + >/dev/null")]),
+        ("git status", vec![os("git"), os("-C"), os("repo"), os("status"), os("--porcelain")]),
+        ("python3 imports", vec![os(python), os("-c"), os("import json, email, asyncio, decimal")]),
+        ("gcc -c", vec![os("gcc"), os("-c"), os("small.c"), os("-o"), os("small.o")]),
+    ];
+    let mut micro_rows: Rows = micro
+        .iter()
+        .map(|(w, _, _)| (w.label().to_string(), modes.iter().map(|m| (m.name.clone(), Cell::default())).collect()))
+        .collect();
+    let mut command_rows: Rows = commands
+        .iter()
+        .map(|(n, _)| (n.to_string(), modes.iter().map(|m| (m.name.clone(), Cell::default())).collect()))
+        .collect();
+    let started = Instant::now();
+    // One untimed round of the commands first: caches warm for every mode.
+    for (_, cmd) in &commands {
+        for m in &modes {
+            let _ = run_one(m, cmd, &fx.work);
+        }
+    }
+    for round in 0..rounds {
+        if !args.json {
+            eprintln!(
+                "interpose bench: round {}/{rounds} ({:.0} s so far)",
+                round + 1,
+                started.elapsed().as_secs_f64()
+            );
+        }
+        for (i, (w, n, path)) in micro.iter().enumerate() {
+            let cmd = vec![
+                exe.as_os_str().to_owned(),
+                os("debug"),
+                os("workload"),
+                os(clap::ValueEnum::to_possible_value(w).expect("a value").get_name()),
+                os(&n.to_string()),
+                path.as_os_str().to_owned(),
+            ];
+            // Each round starts with another mode, so whatever one mode
+            // leaves behind (a long strace run, say) does not always land on
+            // the same next one.
+            for j in (0..modes.len()).map(|k| (k + round) % modes.len()) {
+                let m = &modes[j];
+                let c = &mut micro_rows[i].1[j].1;
+                match run_one(m, &cmd, &fx.work).and_then(|(out, _)| parse_samples(&out)) {
+                    Ok((ns, _)) => c.samples.extend(ns),
+                    Err(e) => c.error = Some(e),
+                }
+            }
+        }
+        for (i, (_, cmd)) in commands.iter().enumerate() {
+            for j in (0..modes.len()).map(|k| (k + round) % modes.len()) {
+                let m = &modes[j];
+                let c = &mut command_rows[i].1[j].1;
+                match run_one(m, cmd, &fx.work) {
+                    Ok((_, ms)) => c.samples.push(ms),
+                    Err(e) => c.error = Some(e),
+                }
+            }
+        }
+    }
+    for (_, cells) in micro_rows.iter_mut().chain(command_rows.iter_mut()) {
+        for (_, c) in cells.iter_mut() {
+            c.finish();
+        }
+    }
+    // Two processes at once against one, under the same prefix.
+    let mut parallel = Vec::new();
+    let n = if args.quick { 300 } else { 5_000 };
+    let one = format!("{} debug workload open {n} {}", exe.display(), fx.file.display());
+    for m in modes.iter().filter(|m| ["notify-floor", "interpose"].contains(&m.name.as_str())) {
+        let single = run_one(m, &[os("sh"), os("-c"), os(&one)], &fx.work)
+            .and_then(|(out, _)| parse_samples(&out))
+            .map(|(_, e)| n as f64 / e);
+        let pair =
+            run_one(m, &[os("sh"), os("-c"), os(&format!("{one} & {one}; wait"))], &fx.work).and_then(|(out, _)| {
+                let runs: Vec<(Vec<f64>, f64)> = out.lines().map(parse_samples).collect::<Result<_, _>>()?;
+                let longest = runs.iter().map(|(_, e)| *e).fold(0.0, f64::max);
+                Ok(2.0 * n as f64 / longest)
+            });
+        if let (Ok(s), Ok(p)) = (single, pair) {
+            parallel.push((m.name.clone(), p / s));
+        }
+    }
+    let (trie_ns, trie_bytes) = trie_figures();
+    let (machine, kernel) = uname();
+    let mut results = Results {
+        date: utc_date(),
+        machine,
+        kernel,
+        cpus: std::thread::available_parallelism().map_or(0, usize::from),
+        rounds,
+        modes: modes.iter().map(|m| m.name.clone()).collect(),
+        micro: micro_rows,
+        commands: command_rows,
+        parallel,
+        trie_ns_per_lookup: trie_ns,
+        trie_bytes_per_entry: trie_bytes,
+        targets: Vec::new(),
+    };
+    results.targets = targets(&results);
+    let text = table(&results);
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&results)?);
+    } else {
+        print!("{text}");
+        eprintln!("interpose bench: {:.0} s", started.elapsed().as_secs_f64());
+    }
+    if let Some(dir) = &args.save {
+        std::fs::create_dir_all(dir)?;
+        std::fs::write(dir.join("results.json"), serde_json::to_string_pretty(&results)?)?;
+        std::fs::write(dir.join("table.txt"), &text)?;
+    }
+    // A compared prefix may be missing here; our own modes may not fail,
+    // and each failure is named on stderr, which CI keeps.
+    let mut failed = false;
+    for (row, cells) in results.micro.iter().chain(&results.commands) {
+        for (m, c) in cells {
+            if let Some(e) = c.error.as_ref().filter(|_| !args.compare.contains(m)) {
+                eprintln!("interpose bench: {row} under {m} failed: {e}");
+                failed = true;
+            }
+        }
+    }
+    Ok(if failed { 1 } else { 0 })
+}
+
+/// Today's date (UTC) as `YYYY-MM-DD`.
+fn utc_date() -> String {
+    let days = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs() / 86_400);
+    // Howard Hinnant's days-to-civil.
+    let z = days as i64 + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1_460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!("{y:04}-{m:02}-{d:02}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn percentiles_and_dates() {
+        let s: Vec<f64> = (1..=100).map(f64::from).collect();
+        assert_eq!(percentile(&s, 50.0), 50.0);
+        assert_eq!(percentile(&s, 99.0), 99.0);
+        assert_eq!(percentile(&[3.0], 99.0), 3.0);
+        let d = utc_date();
+        assert_eq!(d.len(), 10);
+        assert!(d.starts_with("20"));
+    }
+}

@@ -1,0 +1,286 @@
+//! What an audit trail says, grouped for a person (or a machine) reviewing
+//! a session. The trail is streamed through the typed records of
+//! [`crate::audit`]; everything the sandbox controls (paths, process names,
+//! argv) is shown with its control characters escaped.
+
+use super::sanitize;
+use crate::audit::{ModeName, Reader, Record, RuleKind, Verdict};
+use serde::Serialize;
+use std::collections::BTreeMap;
+
+/// Refusals under one directory.
+#[derive(Debug, Default, Serialize)]
+struct DenialGroup {
+    count: u64,
+    first_ns: u64,
+    last_ns: u64,
+    accesses: Vec<String>,
+    examples: Vec<String>,
+    rules: Vec<String>,
+    /// The flag that would allow these accesses, or why none would.
+    allowed_by: String,
+}
+
+/// Counts for one process.
+#[derive(Debug, Default, Serialize)]
+struct ProcessCounts {
+    comm: String,
+    /// When the name was seen (ns), to keep the latest.
+    #[serde(skip)]
+    named_at: u64,
+    /// From its last exec record, if any.
+    ppid: Option<u32>,
+    argv: Vec<String>,
+    decisions: u64,
+    denials: u64,
+}
+
+/// Counts for one syscall.
+#[derive(Debug, Default, Serialize)]
+struct SyscallCounts {
+    allow: u64,
+    deny: u64,
+    would_deny: u64,
+    error: u64,
+}
+
+/// The whole report.
+#[derive(Debug, Default, Serialize)]
+pub struct Report {
+    chain: String,
+    command: Vec<String>,
+    mode: ModeName,
+    exit_status: Option<i32>,
+    decisions: u64,
+    /// Refusals enforced.
+    denials: u64,
+    /// Learning mode: refusals enforcement would have made.
+    would_deny: u64,
+    denials_by_directory: BTreeMap<String, DenialGroup>,
+    processes: BTreeMap<u32, ProcessCounts>,
+    syscalls: BTreeMap<String, SyscallCounts>,
+}
+
+fn parent(path: &str) -> String {
+    match path.rfind('/') {
+        Some(0) => "/".into(),
+        Some(i) => path[..i].into(),
+        None => path.into(),
+    }
+}
+
+/// Reads the whole trail once: the report, and the refusals for the page.
+pub fn build<R: std::io::BufRead>(reader: &mut Reader<R>) -> std::io::Result<(Report, Vec<Denial>)> {
+    let start_ns = reader.start.time_ns;
+    let mut r = Report {
+        command: reader.start.command.iter().map(|a| sanitize(&a.lossy())).collect(),
+        mode: reader.start.mode.name,
+        ..Report::default()
+    };
+    let surface = crate::forensics::recorded_surface(&reader.start);
+    let mut rows = Vec::new();
+    for record in reader.by_ref() {
+        match record? {
+            Record::SessionStart(_) | Record::Anchor(_) => {}
+            Record::SessionEnd(end) => r.exit_status = Some(end.exit_status),
+            Record::Exec(e) => {
+                let p = r.processes.entry(e.pid).or_default();
+                p.ppid = Some(e.ppid);
+                p.argv = e.argv.iter().map(|a| sanitize(&a.lossy())).collect();
+            }
+            Record::Decision(d) => {
+                r.decisions += 1;
+                let sc = r.syscalls.entry(d.syscall.to_string()).or_default();
+                match d.decision {
+                    Verdict::Allow => sc.allow += 1,
+                    Verdict::Deny => sc.deny += 1,
+                    Verdict::WouldDeny => sc.would_deny += 1,
+                    Verdict::Error => sc.error += 1,
+                }
+                let p = r.processes.entry(d.pid).or_default();
+                p.decisions += 1;
+                // The latest name: a process is known by what it exec'd last.
+                // Records are written as workers finish, not in call order,
+                // so "latest" is by time, and the exec call itself (made by
+                // the image being replaced) does not count.
+                let exec = matches!(d.syscall.as_ref(), "execve" | "execveat");
+                if !d.comm.is_empty() && !exec && d.time_ns >= p.named_at {
+                    p.comm = sanitize(&d.comm);
+                    p.named_at = d.time_ns;
+                }
+                if !d.decision.refuses() {
+                    continue;
+                }
+                match d.decision {
+                    Verdict::WouldDeny => r.would_deny += 1,
+                    _ => r.denials += 1,
+                }
+                p.denials += 1;
+                let subject = sanitize(&d.subject().lossy());
+                let access = format!("{:?}", d.access).to_lowercase();
+                let g = r.denials_by_directory.entry(parent(&subject)).or_default();
+                g.count += 1;
+                g.first_ns = if g.first_ns == 0 { d.time_ns } else { g.first_ns.min(d.time_ns) };
+                g.last_ns = g.last_ns.max(d.time_ns);
+                if !g.accesses.contains(&access) {
+                    g.accesses.push(access.clone());
+                }
+                if g.examples.len() < 3 && !g.examples.contains(&subject) {
+                    g.examples.push(subject.clone());
+                }
+                let rule = sanitize(&d.rule);
+                if !g.rules.contains(&rule) {
+                    g.rules.push(rule.clone());
+                }
+                if g.allowed_by.is_empty() {
+                    g.allowed_by = match (d.rule_kind, d.access.access()) {
+                        (RuleKind::CarveOut, _) => "nothing: a carve-out of the surface".into(),
+                        (RuleKind::ProcOutside, _) => "nothing: /proc of a process outside the sandbox".into(),
+                        (RuleKind::Terminal, _) => "nothing: a terminal the command did not create".into(),
+                        (_, None) => "--net connect= with the port".into(),
+                        (_, Some(a)) => {
+                            // Never the whole root: name the entry instead.
+                            let dir = parent(&subject);
+                            let target = if dir == "/" { subject.clone() } else { dir };
+                            surface.remedy(std::path::Path::new(&target), a, crate::policy::Reason::NoRule)
+                        }
+                    };
+                }
+                rows.push(Denial {
+                    t: d.time_ns.saturating_sub(start_ns) as f64 / 1e9,
+                    pid: d.pid,
+                    comm: sanitize(&d.comm),
+                    syscall: d.syscall.to_string(),
+                    access,
+                    path: subject,
+                    rule,
+                    code: d.context.as_ref().map(|c| sanitize(&c.code)).unwrap_or_default(),
+                    decision: d.decision,
+                });
+            }
+        }
+    }
+    r.chain = match checked(reader, None) {
+        Ok(what) => what,
+        Err(e) => format!("NOT INTACT: {e}"),
+    };
+    Ok((r, rows))
+}
+
+fn seconds(ns: u64, start: u64) -> f64 {
+    ns.saturating_sub(start) as f64 / 1e9
+}
+
+/// Prints the report for a person.
+pub fn print_text(r: &Report) {
+    println!("command:    {}", r.command.join(" "));
+    println!("exit:       {}", r.exit_status.map_or("(no session_end)".into(), |s| s.to_string()));
+    println!("chain:      {}", r.chain);
+    println!("mode:       {}", format!("{:?}", r.mode).to_lowercase());
+    match r.mode {
+        ModeName::Learn => println!(
+            "decisions:  {} ({} would have been denied under enforcement; learning enforced only the carve-outs, {} denied)",
+            r.decisions, r.would_deny, r.denials
+        ),
+        _ => println!("decisions:  {} ({} denied)", r.decisions, r.denials),
+    }
+    let start = r.denials_by_directory.values().map(|g| g.first_ns).min().unwrap_or(0);
+    if !r.denials_by_directory.is_empty() {
+        println!("\ndenials by directory (times in seconds from the first denial):");
+        let mut groups: Vec<_> = r.denials_by_directory.iter().collect();
+        groups.sort_by(|a, b| b.1.count.cmp(&a.1.count).then(a.0.cmp(b.0)));
+        for (dir, g) in groups {
+            println!(
+                "  {:>5}  {:>7.3}-{:<7.3}  {dir}  [{}]",
+                g.count,
+                seconds(g.first_ns, start),
+                seconds(g.last_ns, start),
+                g.accesses.join(",")
+            );
+            for e in &g.examples {
+                println!("           e.g. {e}");
+            }
+            println!("           allowed by: {}", g.allowed_by);
+        }
+    }
+    println!("\nprocess tree (decisions, denials):");
+    let children = |parent: Option<u32>| -> Vec<u32> {
+        r.processes
+            .iter()
+            .filter(|(pid, p)| match parent {
+                Some(pp) => p.ppid == Some(pp) && **pid != pp,
+                None => p.ppid.is_none_or(|pp| !r.processes.contains_key(&pp)),
+            })
+            .map(|(pid, _)| *pid)
+            .collect()
+    };
+    fn walk(r: &Report, pid: u32, depth: usize, children: &dyn Fn(Option<u32>) -> Vec<u32>) {
+        let p = &r.processes[&pid];
+        let what = if p.argv.is_empty() { p.comm.clone() } else { p.argv.join(" ") };
+        let what: String = what.chars().take(80).collect();
+        println!("  {:indent$}{pid} {what}  ({}, {} denied)", "", p.decisions, p.denials, indent = depth * 2);
+        if depth < 32 {
+            for child in children(Some(pid)) {
+                walk(r, child, depth + 1, children);
+            }
+        }
+    }
+    for root in children(None) {
+        walk(r, root, 0, &children);
+    }
+    println!("\nsyscalls:           allow   deny  error");
+    for (name, c) in &r.syscalls {
+        println!("  {name:<16} {:>7} {:>6} {:>6}", c.allow, c.deny, c.error);
+    }
+}
+
+/// One refusal, for the HTML page's timeline and table.
+#[derive(Debug, Serialize)]
+pub struct Denial {
+    /// Seconds since the session started.
+    t: f64,
+    pid: u32,
+    comm: String,
+    syscall: String,
+    access: String,
+    path: String,
+    rule: String,
+    code: String,
+    decision: Verdict,
+}
+
+/// The page: a fixed template with the report's data embedded as JSON and
+/// rendered by its own script (as text, never as markup). Written to a
+/// temporary name and renamed, so OUT is never left half-written.
+pub fn write_html(out: &std::path::Path, report: &Report, rows: &[Denial]) -> std::io::Result<()> {
+    const TEMPLATE: &str = include_str!("report.html");
+    let data = serde_json::json!({ "report": report, "denials": rows });
+    // Inside <script>, `</` could end the element early; `<\/` is the same
+    // JSON string.
+    let data = serde_json::to_string(&data).expect("serializable").replace("</", "<\\/").replace("<!--", "<\\u0021--");
+    let page = TEMPLATE.replacen("/*DATA*/", &data, 1);
+    let mut tmp = out.as_os_str().to_owned();
+    tmp.push(".tmp");
+    std::fs::write(&tmp, page)?;
+    std::fs::rename(&tmp, out)
+}
+
+/// The chain checked, and its anchor with the key at `key` (or the
+/// default key): what holds, in words, or what does not. Without a key
+/// file the anchor cannot be checked, which is an error too.
+pub fn checked<R: std::io::BufRead>(
+    reader: &Reader<R>,
+    key: Option<&std::path::Path>,
+) -> Result<String, crate::audit::ChainError> {
+    use crate::audit::{ChainError, TrailKey};
+    reader.integrity()?;
+    let path = key.map(std::path::Path::to_path_buf).or_else(crate::audit::key::default_path);
+    match path.as_deref().map(TrailKey::load) {
+        Some(Ok(key)) => {
+            reader.verified(&key).map(|n| format!("intact and anchored with key {} ({n} records)", key.id))
+        }
+        _ if reader.anchor_key().is_none() => Err(ChainError::Unanchored),
+        Some(Err(e)) => Err(ChainError::NoKey(format!("{}: {e}", path.unwrap_or_default().display()))),
+        None => Err(ChainError::NoKey("HOME is unset".into())),
+    }
+}

@@ -1,0 +1,201 @@
+//! The trail's start: where it is written, its key, and the session
+//! record that opens it.
+
+use super::{io, surface, Config, RunError};
+use crate::audit;
+use crate::policy::{Mode, Origin, Rule, Surface};
+use crate::sandbox;
+use std::ffi::OsStr;
+use std::os::unix::ffi::OsStrExt;
+use std::path::Path;
+
+/// Opens where `--audit` writes, and the key that anchors it; a trail file
+/// and the key are carved out of the surface wherever it reaches them, so
+/// the command can neither read, replace nor remove them.
+pub(super) fn open_trail(
+    args: &Config,
+    surface: &mut Surface,
+) -> Result<Option<(audit::Output, audit::TrailKey)>, RunError> {
+    let Some(p) = &args.audit else { return Ok(None) };
+    let key_path = match args.audit_key.clone().or_else(audit::key::default_path) {
+        Some(k) => k,
+        None => {
+            let (path, err) = ("$HOME/.local/state/interpose/audit.key".into(), std::io::Error::other("HOME is unset"));
+            return Err(RunError::TrailKey { path, err });
+        }
+    };
+    let key =
+        audit::TrailKey::load_or_create(&key_path).map_err(|err| RunError::TrailKey { path: key_path.clone(), err })?;
+    let mut carve = |path: &Path, what: &'static str| {
+        if let Ok(canonical) = std::fs::canonicalize(path) {
+            surface.add(Rule { path: canonical, mode: Mode::Deny, origin: Origin::Trail(what) });
+        }
+    };
+    carve(&key_path, "the audit trail's key");
+    let out = if p.as_os_str() == "-" {
+        audit::Output::Stream(Box::new(std::io::stderr()))
+    } else if let Some(socket) = p.as_os_str().as_bytes().strip_prefix(b"unix:") {
+        let socket = Path::new(OsStr::from_bytes(socket));
+        let stream = std::os::unix::net::UnixStream::connect(socket)
+            .map_err(io(format!("--audit: connecting to {}", socket.display())))?;
+        audit::Output::Stream(Box::new(stream))
+    } else {
+        // A trail is never destroyed: an existing file (or a symlink
+        // planted in its place) is refused, never truncated or followed.
+        // A device or a FIFO (/dev/null, a pipe to a collector) holds no
+        // trail to lose.
+        use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+        let mut open = std::fs::OpenOptions::new();
+        // Readable too: a record cut short by a failed write is found and
+        // removed from the end.
+        open.read(true).write(true).mode(0o600).custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC);
+        let f = match open.clone().create_new(true).open(p) {
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                let stream = std::fs::symlink_metadata(p)
+                    .is_ok_and(|m| m.file_type().is_char_device() || m.file_type().is_fifo());
+                if !stream {
+                    return Err(RunError::TrailExists(p.clone()));
+                }
+                open.open(p)
+            }
+            other => other,
+        }
+        .map_err(io(format!("--audit {}", p.display())))?;
+        if f.metadata().is_ok_and(|m| m.is_file()) {
+            carve(p, "the audit trail");
+        }
+        audit::Output::File(f)
+    };
+    Ok(Some((out, key)))
+}
+
+/// Adds to the session record which namespaces the session got: the mount
+/// namespace (or why not) and whether the command has a PID namespace.
+pub(super) fn with_namespace(mut record: audit::Record, namespace: &sandbox::namespace::Namespace) -> audit::Record {
+    if let audit::Record::SessionStart(start) = &mut record {
+        let detail = namespace.to_string();
+        start.features.insert("session_namespace".into(), audit::Feature { present: namespace.can_mount(), detail });
+        let detail = if namespace.can_mount() {
+            "the command runs under an init of its own, with its own /proc; every process dies with interpose".into()
+        } else {
+            "none without a mount namespace: processes the command leaves behind are killed when it exits, not if interpose is killed".into()
+        };
+        start.features.insert("pid_namespace".into(), audit::Feature { present: namespace.can_mount(), detail });
+    }
+    record
+}
+
+pub(super) fn session_start(
+    args: &Config,
+    surface: &Surface,
+    (policy, resolved): &surface::LoadedPolicy,
+    dropped: &[crate::policy::env::Dropped],
+    mode: audit::ModeRecord,
+    caches: &sandbox::caches::Caches,
+) -> audit::Record {
+    use sha2::Digest;
+    let features = crate::sandbox::features::probe()
+        .into_iter()
+        .map(|f| (f.name.to_string(), audit::Feature { present: f.present, detail: f.detail }))
+        .collect();
+    let policy = audit::PolicyRecord {
+        file: args
+            .surface
+            .policy
+            .as_ref()
+            .map(|f| std::fs::canonicalize(f).unwrap_or_else(|_| f.clone()).display().to_string()),
+        sources: policy
+            .sources
+            .iter()
+            .map(|(name, text)| audit::PolicySource {
+                name: name.clone(),
+                sha256: sha2::Sha256::digest(text.as_bytes()).iter().map(|b| format!("{b:02x}")).collect(),
+            })
+            .collect(),
+        cwd: resolved.cwd.to_string_lossy().into_owned(),
+        skipped: resolved
+            .outcomes
+            .iter()
+            .filter_map(|(e, o)| match o {
+                crate::policy::file::EntryOutcome::Skipped(why) => Some(audit::SkippedEntry {
+                    entry: e.text.clone(),
+                    field: e.field.key().into(),
+                    origin: e.origin.to_string(),
+                    why: why.clone(),
+                }),
+                _ => None,
+            })
+            .collect(),
+        home: policy.home.name().into(),
+    };
+    audit::Record::SessionStart(Box::new(audit::SessionStart {
+        schema: audit::SCHEMA,
+        version: env!("CARGO_PKG_VERSION").into(),
+        command: args.command.iter().map(|a| audit::Bytes(a.as_bytes().to_vec())).collect(),
+        surface: surface
+            .effective_rules()
+            .map(|(_, r)| {
+                audit::SurfaceEntry(r.path.to_string_lossy().into(), r.mode.name().into(), r.origin.to_string())
+            })
+            .chain(surface.globs().iter().map(|g| {
+                audit::SurfaceEntry(
+                    g.pattern.to_string_lossy().into(),
+                    format!("glob:{}", g.effect.name()),
+                    g.origin.to_string(),
+                )
+            }))
+            .collect(),
+        policy: Some(policy),
+        env_dropped: dropped.iter().map(|d| format!("{} ({})", d.name.to_string_lossy(), d.rule)).collect(),
+        mode,
+        caches: caches
+            .kept
+            .iter()
+            .map(|(path, kept)| audit::CacheRecord { path: path.to_string_lossy().into(), kept: kept.to_string() })
+            .collect(),
+        surface_digest: {
+            // Sorted (mode, path) pairs of the entries in effect, without the
+            // run's own session directories.
+            let mut entries: Vec<String> = surface
+                .effective_rules()
+                .filter(|(_, r)| !r.origin.is_session())
+                .map(|(_, r)| format!("{} {}", r.mode.name(), r.path.display()))
+                .collect();
+            entries.sort();
+            audit::line_hash(entries.join("\n").as_bytes())
+        },
+        features,
+        time_ns: audit::now_ns(),
+    }))
+}
+
+/// What the session record says about the mode.
+pub(super) fn mode_record(trapping: crate::syscalls::Trapping, learn: bool) -> audit::ModeRecord {
+    use crate::syscalls::Trapping;
+    let untrapped = trapping.untrapped().into_iter().map(String::from).collect();
+    match trapping {
+        _ if learn => audit::ModeRecord {
+            name: audit::ModeName::Learn,
+            untrapped,
+            landlock_exact: None,
+            residual: Some(
+                "learning: nothing was enforced but the carve-outs (host secrets); refusals enforcement would have made are recorded as would_deny".into(),
+            ),
+            landlock_denials: None,
+        },
+        Trapping::All => audit::ModeRecord {
+            name: audit::ModeName::Full,
+            untrapped,
+            landlock_exact: None,
+            residual: None,
+            landlock_denials: None,
+        },
+        Trapping::Fast { exact } => audit::ModeRecord {
+            name: audit::ModeName::Fast,
+            untrapped,
+            landlock_exact: Some(exact),
+            residual: Some("untrapped metadata calls (stat family, readlink, access, statfs, chdir, xattr reads, inotify) are not checked: a program can learn that a path outside the surface exists and its attributes, never its content".into()),
+            landlock_denials: Some("not observed: calls Landlock refuses are not in this trail".into()),
+        },
+    }
+}

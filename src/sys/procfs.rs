@@ -1,0 +1,143 @@
+//! Readers of the `/proc` files interpose parses: a process's `status`,
+//! `stat` and `maps`, and the mount table. One parser each; the callers
+//! pick fields.
+
+use std::path::PathBuf;
+
+/// `/proc/<tid>/status`, read once.
+pub struct Status(String);
+
+impl Status {
+    /// Reads `/proc/<tid>/status` (`None` once the thread is gone).
+    pub fn of(tid: u32) -> Option<Status> {
+        std::fs::read_to_string(format!("/proc/{tid}/status")).ok().map(Status)
+    }
+
+    /// Reads the calling thread's own status.
+    pub fn own_thread() -> Option<Status> {
+        std::fs::read_to_string("/proc/thread-self/status").ok().map(Status)
+    }
+
+    /// Wraps status text already read.
+    pub fn parse(text: String) -> Status {
+        Status(text)
+    }
+
+    /// The value of `field` (`"Uid:"`), trimmed.
+    pub fn field(&self, field: &str) -> Option<&str> {
+        self.0.lines().find_map(|l| l.strip_prefix(field)).map(str::trim)
+    }
+}
+
+/// The name and parent pid of `pid`, from one read of `/proc/<pid>/stat`
+/// (for a thread id, the parent of its process).
+pub fn name_and_parent(pid: u32) -> Option<(String, u32)> {
+    let stat = std::fs::read(format!("/proc/{pid}/stat")).ok()?;
+    // The command name may hold spaces and parentheses; fields resume after
+    // the last ')'.
+    let open = stat.iter().position(|&c| c == b'(')?;
+    let close = stat.iter().rposition(|&c| c == b')')?;
+    let name = String::from_utf8_lossy(stat.get(open + 1..close)?).into_owned();
+    let mut fields = stat[close + 1..].split(|&c| c == b' ').filter(|f| !f.is_empty());
+    let _state = fields.next()?;
+    let parent = std::str::from_utf8(fields.next()?).ok()?.parse().ok()?;
+    Some((name, parent))
+}
+
+/// One file mapping of `/proc/<pid>/maps`: start, end, file offset, path.
+pub type Mapping = (u64, u64, u64, String);
+
+/// The file mappings of `tid`'s address space (empty once it is gone).
+pub fn maps(tid: u32) -> Vec<Mapping> {
+    std::fs::read_to_string(format!("/proc/{tid}/maps"))
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| {
+            let mut f = l.split_whitespace();
+            let (range, _perms, offset) = (f.next()?, f.next()?, f.next()?);
+            let file = f.nth(2)?;
+            let (lo, hi) = range.split_once('-')?;
+            Some((
+                u64::from_str_radix(lo, 16).ok()?,
+                u64::from_str_radix(hi, 16).ok()?,
+                u64::from_str_radix(offset, 16).ok()?,
+                file.to_string(),
+            ))
+        })
+        .collect()
+}
+
+/// One line of `/proc/self/mountinfo`, the fields interpose uses.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Mount {
+    /// Where it is mounted, unescaped.
+    pub point: PathBuf,
+    /// The file system type (`proc`, `cgroup`, `cgroup2`).
+    pub fstype: String,
+    /// The super block options (`rw,pids` for a cgroup v1 pids mount).
+    pub options: String,
+}
+
+/// The mounts of this process's mount namespace (empty if unreadable).
+pub fn mounts() -> Vec<Mount> {
+    std::fs::read_to_string("/proc/self/mountinfo").map(|t| parse_mountinfo(&t)).unwrap_or_default()
+}
+
+/// Parses mountinfo text.
+pub fn parse_mountinfo(text: &str) -> Vec<Mount> {
+    text.lines()
+        .filter_map(|line| {
+            let (left, right) = line.split_once(" - ")?;
+            let mut r = right.split(' ');
+            let (fstype, _source) = (r.next()?, r.next()?);
+            let options = r.next().unwrap_or_default();
+            let point = left.split(' ').nth(4)?;
+            Some(Mount { point: unescape(point), fstype: fstype.to_string(), options: options.to_string() })
+        })
+        .collect()
+}
+
+/// Undoes mountinfo's octal escapes (`\040` for a space).
+fn unescape(s: &str) -> PathBuf {
+    use std::os::unix::ffi::OsStringExt;
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'\\' && i + 3 < b.len() && b[i + 1..i + 4].iter().all(|c| (b'0'..=b'7').contains(c)) {
+            out.push((b[i + 1] - b'0') * 64 + (b[i + 2] - b'0') * 8 + (b[i + 3] - b'0'));
+            i += 4;
+        } else {
+            out.push(b[i]);
+            i += 1;
+        }
+    }
+    PathBuf::from(std::ffi::OsString::from_vec(out))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mountinfo_lines_and_escapes() {
+        let text = "22 1 0:21 / /proc rw,nosuid - proc proc rw\n\
+                    30 25 0:26 / /sys/fs/cgroup/pids rw - cgroup cgroup rw,pids\n\
+                    40 1 0:30 / /a\\040b rw shared:1 - tmpfs tmpfs rw\n";
+        let m = parse_mountinfo(text);
+        assert_eq!(m.len(), 3);
+        assert_eq!((m[0].point.as_os_str(), m[0].fstype.as_str()), ("/proc".as_ref(), "proc"));
+        assert_eq!(m[1].options, "rw,pids");
+        assert_eq!(m[2].point, PathBuf::from("/a b"));
+    }
+
+    #[test]
+    fn own_status_and_stat_are_read() {
+        let me = std::process::id();
+        let status = Status::of(me).expect("own status");
+        assert_eq!(status.field("Tgid:"), Some(me.to_string().as_str()));
+        let (_, parent) = name_and_parent(me).expect("own stat");
+        assert_eq!(parent, nix::unistd::getppid().as_raw() as u32);
+        assert!(maps(me).iter().any(|(lo, hi, _, _)| lo < hi));
+    }
+}
