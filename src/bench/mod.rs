@@ -19,6 +19,8 @@
 //! machine spreads over all modes alike.
 
 mod fixture;
+mod floors;
+mod memory;
 mod modes;
 mod targets;
 pub mod workload;
@@ -46,6 +48,9 @@ pub struct Options {
     /// Where `results.json` and `table.txt` are saved.
     pub save: Option<PathBuf>,
 }
+
+/// The start-up row: `/bin/true`.
+const STARTUP: &str = "/bin/true";
 
 /// Rows of cells: a workload, and what each mode measured on it.
 type Rows = Vec<(String, Vec<(String, Cell)>)>;
@@ -75,6 +80,11 @@ struct Results {
     commands: Rows,
     /// Aggregate trapped opens per second with two processes, over one.
     parallel: Vec<(String, f64)>,
+    /// The supervisor's resident memory over a long run of trapped calls.
+    memory: Option<memory::Memory>,
+    /// What could not be run here, in words (the C floors without a
+    /// compiler, a reference sandbox not installed).
+    missing: Vec<String>,
     trie_ns_per_lookup: f64,
     trie_bytes_per_entry: f64,
     targets: Vec<Target>,
@@ -128,7 +138,8 @@ pub fn run(args: &Options) -> anyhow::Result<i32> {
     let exe = std::env::current_exe()?;
     let rounds = args.rounds.unwrap_or(if args.quick { 1 } else { 5 }).max(1);
     let fx = fixture(args.quick)?;
-    let modes = modes(&exe, &fx.work, &args.compare);
+    let floors = floors::build(&fx.work.join("floors"));
+    let (modes, missing) = modes(&exe, &fx.work, floors.as_ref().map_err(String::as_str), &args.compare);
     let os = |s: &str| OsString::from(s);
     let (open_n, fork_n) = if args.quick { (300, 5) } else { (3_000, 40) };
     let micro: Vec<(Workload, usize, &Path)> = vec![
@@ -140,7 +151,7 @@ pub fn run(args: &Options) -> anyhow::Result<i32> {
     ];
     let python = if Path::new("/usr/bin/python3").exists() { "/usr/bin/python3" } else { "python3" };
     let commands: Vec<(&str, Vec<OsString>)> = vec![
-        ("/bin/true", vec![os("/bin/true")]),
+        (STARTUP, vec![os("/bin/true")]),
         ("find+cat tree", vec![os("sh"), os("-c"), os("find tree -type f -exec cat {} + >/dev/null")]),
         ("git status", vec![os("git"), os("-C"), os("repo"), os("status"), os("--porcelain")]),
         ("python3 imports", vec![os(python), os("-c"), os("import json, email, asyncio, decimal")]),
@@ -210,7 +221,7 @@ pub fn run(args: &Options) -> anyhow::Result<i32> {
     let mut parallel = Vec::new();
     let n = if args.quick { 300 } else { 5_000 };
     let one = format!("{} debug workload open {n} {}", exe.display(), fx.file.display());
-    for m in modes.iter().filter(|m| ["notify-floor", "interpose"].contains(&m.name.as_str())) {
+    for m in modes.iter().filter(|m| [modes::C_CONTINUE, modes::NOTIFY_FLOOR, modes::FULL].contains(&m.name.as_str())) {
         let single = run_one(m, &[os("sh"), os("-c"), os(&one)], &fx.work)
             .and_then(|(out, _)| parse_samples(&out))
             .map(|(_, e)| n as f64 / e);
@@ -224,6 +235,16 @@ pub fn run(args: &Options) -> anyhow::Result<i32> {
             parallel.push((m.name.clone(), p / s));
         }
     }
+    let memory = match &floors {
+        // The C workload keeps no samples: only the supervisor grows.
+        Ok(f) => {
+            let calls = if args.quick { 50_000 } else { 10_000_000 };
+            let mode = modes.iter().find(|m| m.name == modes::FULL).expect("interpose's own mode");
+            let cmd = [f.wl.clone().into_os_string(), os("stat"), os(&calls.to_string()), fx.file.clone().into()];
+            Some(memory::measure(mode, &cmd, &fx.work, calls))
+        }
+        Err(_) => None,
+    };
     let (trie_ns, trie_bytes) = trie_figures();
     let (machine, kernel) = uname();
     let mut results = Results {
@@ -236,6 +257,8 @@ pub fn run(args: &Options) -> anyhow::Result<i32> {
         micro: micro_rows,
         commands: command_rows,
         parallel,
+        memory,
+        missing,
         trie_ns_per_lookup: trie_ns,
         trie_bytes_per_entry: trie_bytes,
         targets: Vec::new(),

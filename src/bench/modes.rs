@@ -6,6 +6,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Instant;
 
+use super::floors::Floors;
+
 /// One way of running a command.
 #[derive(Debug, Clone)]
 pub(super) struct BenchMode {
@@ -16,42 +18,63 @@ pub(super) struct BenchMode {
     trail: Option<PathBuf>,
 }
 
-pub(super) fn modes(exe: &Path, work: &Path, compare: &[String]) -> Vec<BenchMode> {
+/// Mode names the targets refer to.
+pub(super) const NATIVE: &str = "native";
+/// The C floor that answers every trapped call with CONTINUE.
+pub(super) const C_CONTINUE: &str = "C continue floor";
+/// The C floor that emulates opens the TOCTOU-safe way.
+pub(super) const C_EMULATE: &str = "C emulate floor";
+/// interpose's own supervisor answering CONTINUE at once.
+pub(super) const NOTIFY_FLOOR: &str = "notify-floor";
+/// interpose, full mode.
+pub(super) const FULL: &str = "interpose";
+/// interpose, fast mode.
+pub(super) const FAST: &str = "interpose --fast";
+/// interpose, full mode, every decision in the trail.
+pub(super) const AUDIT: &str = "interpose+audit";
+
+/// The reference sandboxes `--compare NAME` knows by name, with the
+/// prefix each gets (`{work}` is the workspace).
+pub(super) const REFERENCES: [(&str, &str); 3] = [
+    ("bwrap", "bwrap --ro-bind / / --bind {work} {work} --dev /dev --proc /proc --"),
+    ("syd", "syd -puser -m allow/all+{work}/*** --"),
+    ("nono", "nono run --allow {work} --"),
+];
+
+/// Every mode of a run: native, the C floors (when built), interpose's own
+/// notification floor, interpose in each mode, and what `compare` names (a
+/// reference sandbox by name, or any prefix). Also returns what could not
+/// be run, in words.
+pub(super) fn modes(
+    exe: &Path,
+    work: &Path,
+    floors: Result<&Floors, &str>,
+    compare: &[String],
+) -> (Vec<BenchMode>, Vec<String>) {
     let bin_dir = exe.parent().unwrap_or(Path::new("/")).as_os_str().to_owned();
     let os = |s: &str| OsString::from(s);
     let surface = || vec![os("--rw"), work.as_os_str().to_owned(), os("--ro"), bin_dir.clone()];
     let exe = exe.as_os_str().to_owned();
     let trail = work.join("audit.jsonl");
     let key = work.parent().unwrap_or(work).join("audit.key");
-    let mut out = vec![
-        BenchMode { name: "native".into(), prefix: vec![], trail: None },
+    let mode = |name: &str, prefix: Vec<OsString>| BenchMode { name: name.into(), prefix, trail: None };
+    let mut missing = Vec::new();
+    let mut out = vec![mode(NATIVE, vec![])];
+    match floors {
+        Ok(f) => out.extend([
+            mode("C bpf-allow floor", vec![f.bpf_allow.clone().into(), os("--")]),
+            mode("C landlock floor", vec![f.landlock.clone().into(), work.as_os_str().to_owned(), os("--")]),
+            mode(C_CONTINUE, vec![f.unotify_continue.clone().into(), os("--")]),
+            mode(C_EMULATE, vec![f.unotify_emulate.clone().into(), os("--")]),
+        ]),
+        Err(why) => missing.push(format!("the C floors: {why}")),
+    }
+    out.extend([
+        mode(NOTIFY_FLOOR, vec![exe.clone(), os("run"), os("--bench-floor"), os("--")]),
+        mode(FULL, [vec![exe.clone(), os("run")], surface(), vec![os("--")]].concat()),
+        mode(FAST, [vec![exe.clone(), os("run"), os("--fast")], surface(), vec![os("--")]].concat()),
         BenchMode {
-            name: "seccomp-allow".into(),
-            prefix: vec![exe.clone(), os("debug"), os("seccomp-allow"), os("--")],
-            trail: None,
-        },
-        BenchMode {
-            name: "landlock".into(),
-            prefix: [vec![exe.clone(), os("debug"), os("landlock")], surface(), vec![os("--")]].concat(),
-            trail: None,
-        },
-        BenchMode {
-            name: "notify-floor".into(),
-            prefix: vec![exe.clone(), os("run"), os("--bench-floor"), os("--")],
-            trail: None,
-        },
-        BenchMode {
-            name: "interpose".into(),
-            prefix: [vec![exe.clone(), os("run")], surface(), vec![os("--")]].concat(),
-            trail: None,
-        },
-        BenchMode {
-            name: "interpose --fast".into(),
-            prefix: [vec![exe.clone(), os("run"), os("--fast")], surface(), vec![os("--")]].concat(),
-            trail: None,
-        },
-        BenchMode {
-            name: "interpose+audit".into(),
+            name: AUDIT.into(),
             prefix: [
                 vec![exe.clone(), os("run")],
                 surface(),
@@ -62,21 +85,48 @@ pub(super) fn modes(exe: &Path, work: &Path, compare: &[String]) -> Vec<BenchMod
             .concat(),
             trail: Some(trail),
         },
-    ];
+    ]);
     for c in compare {
-        out.push(BenchMode {
-            name: c.clone(),
-            prefix: c.split_whitespace().map(OsString::from).collect(),
-            trail: None,
-        });
+        let known = REFERENCES.iter().find(|(name, _)| name == c);
+        let prefix = match known {
+            Some((_, p)) => p.replace("{work}", &work.to_string_lossy()),
+            None => c.clone(),
+        };
+        let prefix: Vec<OsString> = prefix.split_whitespace().map(OsString::from).collect();
+        if known.is_some() && find_on_path(&prefix[0]).is_none() {
+            missing.push(format!("{c}: not installed"));
+            continue;
+        }
+        out.push(mode(c, prefix));
     }
-    out
+    (out, missing)
 }
 
-/// Runs `prefix + cmd` in `cwd`; its stdout, and the wall time in ms. Every
-/// mode gets the same environment: HOME and TMPDIR inside the workspace, so
-/// that no mode reads the real home's configuration or the host's /tmp.
+/// `program` as `execvp` would find it.
+fn find_on_path(program: &std::ffi::OsStr) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path).map(|d| d.join(program)).find(|p| p.is_file())
+}
+
+/// Runs `prefix + cmd` in `cwd` ([`command`]); its stdout, and the wall
+/// time in ms.
 pub(super) fn run_one(mode: &BenchMode, cmd: &[OsString], cwd: &Path) -> Result<(String, f64), String> {
+    let mut c = command(mode, cmd, cwd)?;
+    let t = Instant::now();
+    let o = c.output().map_err(|e| format!("{}: {e}", mode.prefix.first().unwrap_or(&cmd[0]).to_string_lossy()))?;
+    let ms = t.elapsed().as_secs_f64() * 1e3;
+    if !o.status.success() {
+        let err = String::from_utf8_lossy(&o.stderr);
+        return Err(format!("exit {:?}: {}", o.status.code(), err.lines().last().unwrap_or_default()));
+    }
+    Ok((String::from_utf8_lossy(&o.stdout).into_owned(), ms))
+}
+
+/// `prefix + cmd` to run in `cwd`, output piped. Every mode gets the same
+/// environment: HOME and TMPDIR inside the workspace, so that no mode
+/// reads the real home's configuration or the host's /tmp. A trail the
+/// mode writes is removed first.
+pub(super) fn command(mode: &BenchMode, cmd: &[OsString], cwd: &Path) -> Result<Command, String> {
     if let Some(trail) = &mode.trail {
         match std::fs::remove_file(trail) {
             Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(format!("{}: {e}", trail.display())),
@@ -87,18 +137,18 @@ pub(super) fn run_one(mode: &BenchMode, cmd: &[OsString], cwd: &Path) -> Result<
     let mut c = Command::new(all[0]);
     c.args(&all[1..]).current_dir(cwd).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
     c.env("HOME", cwd.join("home")).env("TMPDIR", cwd.join("tmp")).env_remove("LD_LIBRARY_PATH");
-    let t = Instant::now();
-    let o = c.output().map_err(|e| format!("{}: {e}", all[0].to_string_lossy()))?;
-    let ms = t.elapsed().as_secs_f64() * 1e3;
-    if !o.status.success() {
-        let err = String::from_utf8_lossy(&o.stderr);
-        return Err(format!("exit {:?}: {}", o.status.code(), err.lines().last().unwrap_or_default()));
-    }
-    Ok((String::from_utf8_lossy(&o.stdout).into_owned(), ms))
+    Ok(c)
 }
 
+/// What `interpose debug workload` prints.
+#[derive(serde::Deserialize)]
+struct Samples {
+    ns: Vec<f64>,
+    elapsed_ns: f64,
+}
+
+/// A workload's samples (ns per operation) and its whole loop's time.
 pub(super) fn parse_samples(out: &str) -> Result<(Vec<f64>, f64), String> {
-    let v: serde_json::Value = serde_json::from_str(out.trim()).map_err(|e| format!("workload output: {e}"))?;
-    let ns = v["ns"].as_array().ok_or("no samples")?.iter().filter_map(serde_json::Value::as_f64).collect();
-    Ok((ns, v["elapsed_ns"].as_f64().unwrap_or(f64::NAN)))
+    let s: Samples = serde_json::from_str(out.trim()).map_err(|e| format!("workload output: {e}"))?;
+    Ok((s.ns, s.elapsed_ns))
 }

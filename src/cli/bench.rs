@@ -13,7 +13,9 @@ pub struct BenchArgs {
     #[arg(long)]
     pub json: bool,
     /// Also run the workloads under this command prefix (split on spaces),
-    /// e.g. `--compare 'strace -f -o /dev/null'`. Repeatable.
+    /// e.g. `--compare 'strace -f -o /dev/null'`, or under a reference
+    /// sandbox by name: `bwrap`, `syd`, `nono` (one not installed is named
+    /// as missing). Repeatable.
     #[arg(long, value_name = "PREFIX")]
     pub compare: Vec<String>,
     /// Rounds (default 5, or 1 with --quick).
