@@ -618,6 +618,12 @@ impl Policy {
         effects: Effects,
     ) -> Result<(Surface, Resolution), PolicyError> {
         let mut surface = Surface::new();
+        // With or without the system surface, `/proc/<pid>` is decided by
+        // sandbox membership: a policy or flag that grants procfs grants
+        // the sandbox's own processes there, never the host's.
+        for m in super::system::proc_mounts() {
+            surface.add_proc_mount(m);
+        }
         if self.system {
             for skipped in super::system::add_system(&mut surface) {
                 tracing::debug!("system surface: skipped {}: {}", skipped.path, skipped.why);

@@ -15,12 +15,13 @@
 //! Opens are emulated by the supervisor, so reading and writing a name
 //! created later is decided there, never by these rights.
 
-use crate::policy::{Mode, Surface};
+use crate::policy::{Mode, ProcPlace, Surface};
 use landlock::{
     Access, AccessFs, BitFlags, CompatLevel, Compatible, PathBeneath, PathFd, Ruleset, RulesetAttr, RulesetCreatedAttr,
     Scope, ABI,
 };
 use std::os::fd::OwnedFd;
+use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
 /// Errors building the ruleset.
@@ -101,6 +102,13 @@ struct Beneath(std::collections::HashMap<PathBuf, Mode>);
 impl Beneath {
     fn of(surface: &Surface) -> Beneath {
         let mut map = std::collections::HashMap::new();
+        // A procfs mount is never granted whole (see `grant`): above it,
+        // as above a carve-out, directories are expanded.
+        for m in surface.proc_mounts() {
+            for a in m.ancestors().skip(1) {
+                map.insert(a.to_path_buf(), Mode::Deny);
+            }
+        }
         // A name an overlay hides does not exist for the command: no
         // carve-out is needed around it.
         let hidden: Vec<u32> = surface.hidden_by_overlay().collect();
@@ -126,7 +134,10 @@ pub fn grants(surface: &Surface) -> Vec<(PathBuf, Grant, bool)> {
     let mut out = Vec::new();
     let beneath = Beneath::of(surface);
     for (_, rule) in surface.effective_rules() {
-        if rule.mode == Mode::Deny {
+        // `/proc/<pid>` is decided by sandbox membership, which no rule
+        // expresses: the supervisor opens what the command may reach there.
+        let in_a_process = matches!(surface.proc_place(rule.path.as_os_str().as_bytes()), ProcPlace::Pid(..));
+        if rule.mode == Mode::Deny || in_a_process {
             continue;
         }
         grant(surface, &beneath, &rule.path, rule.mode, &mut out);
@@ -158,14 +169,19 @@ fn grant(surface: &Surface, beneath: &Beneath, path: &Path, mode: Mode, out: &mu
         }
         return;
     };
-    if !md.is_dir() || !beneath.narrower(path, mode) {
+    // A procfs mount is always expanded: granted whole, it would grant
+    // every process's /proc/<pid> (the host's, where the command has no
+    // PID namespace of its own), which the surface refuses outside the
+    // sandbox, and a CONTINUEd open whose path is swapped after its check
+    // would reach them.
+    let procfs = surface.proc_mounts().iter().any(|m| m == path);
+    if !md.is_dir() || (!procfs && !beneath.narrower(path, mode)) {
         out.push((path.to_path_buf(), Grant::Tree(mode), md.is_dir()));
         return;
     }
     // The directory gets no content rights; its entries are granted one by one.
     out.push((path.to_path_buf(), Grant::Parent(mode), true));
     let Ok(entries) = std::fs::read_dir(path) else { return };
-    let procfs = surface.proc_mounts().iter().any(|m| m == path);
     for entry in entries.flatten() {
         // In procfs, the processes that exist now (interpose, init, the
         // host's) are never granted, nor `self`, which would name the

@@ -59,6 +59,44 @@ fn path_buffer_race_on_open_never_reads_the_denied_file() {
     }
 }
 
+/// The same race aimed at another process's `/proc/<pid>/cmdline` (world
+/// readable, no ptrace check), where the command sees the host's `/proc`
+/// (`--no-namespace`) and its surface grants procfs whole (`--ro /proc`,
+/// or `--ro /`): the surface refuses every `/proc/<pid>` outside the
+/// sandbox, but a Landlock grant of a whole procfs would let the kernel
+/// open the swapped path of a CONTINUEd open. Procfs is never granted
+/// whole, so the race reaches nothing.
+#[test]
+fn path_buffer_race_on_open_never_reads_another_process_proc() {
+    use std::os::unix::process::CommandExt;
+    if !kernel_ok() {
+        return;
+    }
+    let t = Tree::new();
+    let bin = copy_into(&t, "race_open");
+    std::fs::write(t.ws.join("ok.txt"), "harmless\n").unwrap();
+    let mut outside = Command::new("/bin/sleep").arg0("top-secret-marker-proc").arg("120").spawn().unwrap();
+    let cmdline = format!("/proc/{}/cmdline", outside.id());
+    let ok = t.ws.join("ok.txt");
+    let args = [bin.to_str().unwrap(), ok.to_str().unwrap(), &cmdline, "top-secret-marker", "20000"];
+
+    wins_natively(&args);
+
+    // The loader and libc: /usr (the others are its symlinks on merged-/usr
+    // systems), and /lib64's loader where it is a directory of its own.
+    let mut system = vec!["--no-namespace", "--no-system", "--ro", "/usr"];
+    if std::fs::symlink_metadata("/lib64").is_ok_and(|m| m.is_dir()) {
+        system.extend(["--ro", "/lib64"]);
+    }
+    for extra in [&["--ro", "/proc"][..], &["--ro", "/"][..]] {
+        let o = t.command(&[&system[..], extra].concat(), &args).output().unwrap();
+        assert_eq!(leaks(&stdout(&o)), 0, "{extra:?}: {}", stdout(&o));
+        assert_eq!(o.status.code(), Some(0), "{extra:?}: {}", stderr(&o));
+    }
+    let _ = outside.kill();
+    let _ = outside.wait();
+}
+
 /// The same race aimed at a carve-out inside the workspace. Landlock cannot
 /// keep a file of a writable tree out (the tree's directory keeps the read
 /// right that exec needs), so here opens must be emulated, not continued:
