@@ -292,10 +292,6 @@ pub struct RunArgs {
     /// floor). Enforces nothing.
     #[arg(long, hide = true)]
     pub bench_floor: bool,
-    /// For measurements: set SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP on the
-    /// listener.
-    #[arg(long, hide = true)]
-    pub sync_wake_up: bool,
     /// Run in the host's mount namespace: no overlays for the package
     /// caches (they move to empty private directories) and no private
     /// /dev/shm (POSIX shared memory is then refused).

@@ -25,7 +25,6 @@ impl RunArgs {
             fast: self.fast,
             net: self.net.clone(),
             bench_floor: self.bench_floor,
-            sync_wake_up: self.sync_wake_up,
             no_namespace: self.no_namespace,
             no_landlock: self.no_landlock,
             command: self.command.clone(),

@@ -63,8 +63,6 @@ pub struct Config {
     pub net: Net,
     /// `interpose bench`'s notification floor.
     pub bench_floor: bool,
-    /// `SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP` on the listener.
-    pub sync_wake_up: bool,
     /// Stay in the host's mount namespace.
     pub no_namespace: bool,
     /// Run without the Landlock backstop.
@@ -269,11 +267,13 @@ pub fn run(args: &Config) -> Result<i32, RunError> {
     if let (Some(sink), audit::OnFailure::Stop) = (&sink, args.audit_failure) {
         sink.stop_on_failure(pid);
     }
-    // SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP is left off by default: see
-    // docs/performance.md (emulated opens complete through ADDFD anyway).
-    if args.sync_wake_up {
+    // The caller and the one receiving worker hand each call back and
+    // forth on one CPU (Linux 6.6): without it every call pays a wake-up
+    // on another CPU (docs/performance.md). Older kernels go without.
+    if let Err(e) =
         seccomp::set_listener_flags(std::os::fd::AsFd::as_fd(&listener), seccomp::USER_NOTIF_FD_SYNC_WAKE_UP)
-            .map_err(errno("SECCOMP_IOCTL_NOTIF_SET_FLAGS"))?;
+    {
+        tracing::debug!("no synchronous wake-up on the listener: {e}");
     }
     let config = supervisor::Config {
         surface: parts.surface,
@@ -290,7 +290,7 @@ pub fn run(args: &Config) -> Result<i32, RunError> {
         command_root: root,
     };
     let supervisor = Supervisor::new(listener, config).map_err(errno("starting the supervisor"))?;
-    supervisor.start(2);
+    supervisor.start();
     phase("sandbox started, supervisor running");
 
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(io("tokio runtime"))?;

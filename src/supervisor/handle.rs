@@ -356,7 +356,7 @@ impl Call<'_> {
                 let why = Why::Note("object held by a sandboxed process", RuleKind::Held);
                 self.push(arg, Some(&r.path), name, Verdict::Allow, None, why);
             }
-            Target::Exists { fd, mode } if self.ungranted_terminal(fd.as_fd(), *mode, &r.path)? => {
+            Target::Exists { fd, mode, .. } if self.ungranted_terminal(fd.as_fd(), *mode, &r.path)? => {
                 // A terminal no surface entry grants (any /dev/pts/N but the
                 // one interpose runs in) is one the command created, or
                 // someone else's, refused even when learning: another
@@ -586,7 +586,7 @@ impl Call<'_> {
         let r = self.resolve(arg, follow, empty, 0);
         let r = self.check(arg, r, access)?;
         match r.target {
-            Target::Exists { fd, mode } => Ok((fd, mode)),
+            Target::Exists { fd, mode, .. } => Ok((fd, mode)),
             Target::Anonymous { fd } => Ok((fd, 0)),
             Target::Missing { .. } => Err(Errno::ENOENT.into()),
         }
@@ -716,10 +716,10 @@ impl Call<'_> {
             }
         }
         // The object, and its canonical path unless the caller held it.
-        let (fd, mode, path) = match self.held_descriptor()? {
+        let (fd, stat, path) = match self.held_descriptor()? {
             Some(fd) => {
-                let mode = fs::fstat(fd.as_fd())?.st_mode;
-                (fd, mode, None)
+                let stat = fs::fstat(fd.as_fd())?;
+                (fd, Some(stat), None)
             }
             None => {
                 let (arg, follow, empty) = self.target()?;
@@ -727,17 +727,21 @@ impl Call<'_> {
                 let r = self.resolve(&arg, follow, empty, 0);
                 let r = self.check(&arg, r, Access::Stat)?;
                 match r.target {
-                    Target::Exists { fd, mode } => (fd, mode, Some(r.path)),
-                    Target::Anonymous { fd } => (fd, 0, None),
+                    Target::Exists { fd, stat, .. } => (fd, Some(stat), Some(r.path)),
+                    Target::Anonymous { fd } => (fd, None, None),
                     Target::Missing { .. } => return Err(Errno::ENOENT.into()),
                 }
             }
         };
         let pid = self.notif.pid;
+        let mode = stat.map_or(0, |s| s.st_mode);
         let is_link = mode & libc::S_IFMT == libc::S_IFLNK;
         match (row.op, request) {
             (Op::Statbuf, _) => {
-                let st = fs::fstat(fd.as_fd())?;
+                let st = match stat {
+                    Some(st) => st,
+                    None => fs::fstat(fd.as_fd())?,
+                };
                 mem::write(pid, self.op_arg(0), fs::bytes_of(&st))?;
                 Ok(Answer::Value(0))
             }
@@ -1062,7 +1066,7 @@ impl Call<'_> {
                 Ok(Answer::Install { fd, cloexec })
             }
             Target::Exists { .. } if exclusive => Err(Errno::EEXIST.into()),
-            Target::Exists { mode: st_mode, fd } => match st_mode & libc::S_IFMT {
+            Target::Exists { mode: st_mode, fd, .. } => match st_mode & libc::S_IFMT {
                 libc::S_IFLNK => Err(Errno::ELOOP.into()),
                 libc::S_IFREG | libc::S_IFDIR => {
                     let reopen =

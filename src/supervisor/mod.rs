@@ -2,17 +2,19 @@
 //! caller's memory, resolves them as the kernel would for that thread,
 //! decides them against the surface and answers.
 //!
-//! Notifications are received on dedicated threads blocked in
+//! Notifications are received by one worker at a time, blocked in
 //! `SECCOMP_IOCTL_NOTIF_RECV` (with the listener's sync wake-up flag, the
-//! kernel hands the notification over on the waking CPU). A pool keeps at
-//! least one thread waiting: when the last idle worker picks up a call,
-//! another is started, so one slow answer never stalls the others.
+//! kernel hands each call over on the caller's CPU and back): it receives,
+//! answers and receives again. Others wait for the turn ([`turn`]) and take
+//! it over from a worker busy with one call for too long, so one slow
+//! answer never stalls the others; one is always waiting.
 
 mod handle;
 pub mod identity;
 mod later;
 pub mod procs;
 pub mod resolve;
+mod turn;
 
 use crate::audit::{self, AccessKind, RuleKind, Sink, Verdict};
 use crate::policy::Surface;
@@ -87,6 +89,8 @@ pub struct Supervisor {
     /// Counters.
     pub stats: Stats,
     idle: AtomicUsize,
+    /// Which worker receives ([`turn`]).
+    turn: turn::Turn,
     workers: AtomicUsize,
     /// Whether workers can take the caller's supplementary groups (not in a
     /// user namespace whose setgroups is denied, where they are the
@@ -245,6 +249,7 @@ impl Supervisor {
             audit,
             stats: Stats::default(),
             idle: AtomicUsize::new(0),
+            turn: turn::Turn::default(),
             workers: AtomicUsize::new(0),
             set_groups,
             audit_level,
@@ -330,11 +335,9 @@ impl Supervisor {
         self.exact.get(rule as usize).copied().unwrap_or(false)
     }
 
-    /// Starts `n` worker threads (more are added on demand).
-    pub fn start(self: &Arc<Self>, n: usize) {
-        for _ in 0..n.max(1) {
-            self.spawn_worker();
-        }
+    /// Starts the first worker (it starts the one waiting to take over).
+    pub fn start(self: &Arc<Self>) {
+        self.spawn_worker();
     }
 
     fn spawn_worker(self: &Arc<Self>) {
@@ -352,36 +355,48 @@ impl Supervisor {
     }
 
     fn worker(self: Arc<Self>) {
+        let stop = |me: &Self, tenure| {
+            me.turn.release(tenure);
+            me.workers.fetch_sub(1, Ordering::SeqCst);
+            me.idle.fetch_sub(1, Ordering::SeqCst);
+        };
+        let mut held = None;
         loop {
-            let notif = match seccomp::recv(self.listener.as_fd()) {
-                Ok(n) => n,
-                Err(Errno::EINTR) => continue,
-                // The caller was killed before we read it, or no task uses
-                // the filter any more: then the listener reports a hang-up and
-                // RECV would fail at once forever.
-                Err(Errno::ENOENT) => {
-                    if self.listener_hung_up() {
-                        self.workers.fetch_sub(1, Ordering::SeqCst);
-                        self.idle.fetch_sub(1, Ordering::SeqCst);
-                        return;
+            let tenure = match held {
+                Some(t) => t,
+                None => {
+                    let (t, alone) = self.turn.take();
+                    if alone {
+                        // Nobody is left to take over from us if a call
+                        // stalls: start someone who can.
+                        self.spawn_worker();
                     }
-                    continue;
+                    held = Some(t);
+                    t
                 }
-                Err(e) => {
+            };
+            let received = match seccomp::recv(self.listener.as_fd()) {
+                // The caller was killed before we read it, or no task uses
+                // the filter any more: then the listener reports a hang-up
+                // and RECV would fail at once forever.
+                Err(Errno::ENOENT) if self.listener_hung_up() => None,
+                other => Some(other),
+            };
+            let notif = match received {
+                Some(Ok(n)) => n,
+                Some(Err(Errno::EINTR | Errno::ENOENT)) => continue,
+                None => return stop(&self, tenure),
+                Some(Err(e)) => {
                     tracing::error!("receiving notifications failed: {e}; the worker stops");
-                    self.workers.fetch_sub(1, Ordering::SeqCst);
-                    self.idle.fetch_sub(1, Ordering::SeqCst);
-                    return;
+                    return stop(&self, tenure);
                 }
             };
             if self.floor {
                 self.answer(notif.id, Answer::Continue);
                 continue;
             }
-            if self.idle.fetch_sub(1, Ordering::SeqCst) == 1 {
-                // We were the last one waiting: keep someone receiving.
-                self.spawn_worker();
-            }
+            self.turn.busy(tenure);
+            self.idle.fetch_sub(1, Ordering::SeqCst);
             self.stats.notifications.fetch_add(1, Ordering::Relaxed);
             let started = std::time::Instant::now();
             // Records carry the time the call arrived: workers write them in
@@ -425,6 +440,10 @@ impl Supervisor {
             }
             self.record(&notif, outcome.checks, outcome.argv, context, who, (started, received_ns));
             self.idle.fetch_add(1, Ordering::SeqCst);
+            if !self.turn.done(tenure) {
+                // Taken over while this call stalled: wait like the rest.
+                held = None;
+            }
         }
     }
 
@@ -469,8 +488,16 @@ impl Supervisor {
             Answer::Value(val) => seccomp::send(listener, NotifResp { id, val, error: 0, flags: 0 }),
             // Waiting calls go to `later` before this; never left unanswered.
             Answer::Later(_) => seccomp::send(listener, NotifResp { id, val: 0, error: -libc::EAGAIN, flags: 0 }),
-            Answer::Install { fd, cloexec } => match seccomp::addfd_send(listener, id, fd.as_fd(), cloexec) {
-                Ok(_) | Err(Errno::ENOENT) => Ok(()),
+            // Installed, then answered with its number: SEND wakes the
+            // caller on this CPU (sync wake-up), where ADDFD_FLAG_SEND wakes
+            // it like any completion, on whichever CPU, which measured 4x
+            // slower per open (docs/performance.md). Nothing can come
+            // between the two for the caller: it waits killable only
+            // (WAIT_KILLABLE_RECV), so only its death ends the wait, and
+            // the descriptor dies with it.
+            Answer::Install { fd, cloexec } => match seccomp::addfd(listener, id, fd.as_fd(), cloexec) {
+                Ok(n) => seccomp::send(listener, NotifResp { id, val: i64::from(n), error: 0, flags: 0 }),
+                Err(Errno::ENOENT) => Ok(()),
                 // Installing failed (the caller is out of descriptors, say):
                 // the syscall fails with that error instead.
                 Err(e) => seccomp::send(listener, NotifResp { id, val: 0, error: -(e as i32), flags: 0 }),

@@ -34,6 +34,9 @@ pub enum Target {
         fd: OwnedFd,
         /// `st_mode` of the object.
         mode: u32,
+        /// The object's `fstat`, taken when it was found (a `stat` call
+        /// answers with it instead of asking again).
+        stat: libc::stat,
     },
     /// The last component does not exist; `fd` is a handle on the directory
     /// that would hold it and `name` its name there.
@@ -288,7 +291,7 @@ impl Resolver {
         let dir = Request { path: dir, follow: true, empty_path: false, resolve: req.resolve };
         let r = self.resolve(surface, procs, caller, dir)?;
         match r.target {
-            Target::Exists { fd, mode } if mode & libc::S_IFMT == libc::S_IFDIR => {
+            Target::Exists { fd, mode, .. } if mode & libc::S_IFMT == libc::S_IFDIR => {
                 Ok(Some(Parent { fd, path: r.path, name, trailing_slash: req.path.ends_with(b"/") }))
             }
             Target::Missing { .. } => Err(Errno::ENOENT.into()),
@@ -329,8 +332,8 @@ impl Resolver {
         if !req.path.is_empty() && surface.proc_relative(&path).is_some() {
             return self.walk(surface, procs, caller, req);
         }
-        let mode = fs::fstat(fd.as_fd())?.st_mode;
-        Ok(Resolved { target: Target::Exists { fd, mode }, path })
+        let stat = fs::fstat(fd.as_fd())?;
+        Ok(Resolved { target: Target::Exists { fd, mode: stat.st_mode, stat }, path })
     }
 
     /// The fast path found nothing: find the parent for a create.
@@ -401,6 +404,8 @@ impl Resolver {
             None => root.clone_with(dup)?,
         };
         let top = if in_root || beneath { anchor.clone_with(dup)? } else { root.clone_with(dup)? };
+        // The fstat of what `cur` holds, once a step has taken it.
+        let mut cur_stat: Option<libc::stat> = None;
         let mut cur = if req.path.first() == Some(&b'/') {
             if beneath {
                 return Err(Errno::EXDEV.into());
@@ -512,6 +517,7 @@ impl Resolver {
                         return Ok(Resolved { target: Target::Anonymous { fd: obj }, path });
                     }
                     cur = Cursor { fd: obj, path };
+                    cur_stat = None;
                     continue;
                 }
                 links += 1;
@@ -531,6 +537,7 @@ impl Resolver {
                         return Err(Errno::EXDEV.into());
                     }
                     cur = top.clone_with(dup)?;
+                    cur_stat = None;
                 }
                 continue;
             }
@@ -540,9 +547,13 @@ impl Resolver {
             }
             push_component(&mut cur.path, &name);
             cur.fd = fd;
+            cur_stat = Some(st);
         }
-        let mode = fs::fstat(cur.fd.as_fd())?.st_mode;
-        Ok(Resolved { target: Target::Exists { fd: cur.fd, mode }, path: cur.path })
+        let stat = match cur_stat {
+            Some(st) => st,
+            None => fs::fstat(cur.fd.as_fd())?,
+        };
+        Ok(Resolved { target: Target::Exists { fd: cur.fd, mode: stat.st_mode, stat }, path: cur.path })
     }
 }
 

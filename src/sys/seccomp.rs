@@ -200,9 +200,19 @@ pub fn send(listener: BorrowedFd<'_>, resp: NotifResp) -> Result<(), Errno> {
 /// `SECCOMP_IOCTL_NOTIF_ADDFD` with `SECCOMP_ADDFD_FLAG_SEND`: installs `fd`
 /// in the caller and completes its syscall with the new descriptor's number.
 pub fn addfd_send(listener: BorrowedFd<'_>, id: u64, fd: BorrowedFd<'_>, cloexec: bool) -> Result<i32, Errno> {
+    addfd_with(listener, id, fd, cloexec, ADDFD_FLAG_SEND)
+}
+
+/// `SECCOMP_IOCTL_NOTIF_ADDFD` without answering: installs a copy of `fd`
+/// in the caller and returns its number there; the call is still waiting.
+pub fn addfd(listener: BorrowedFd<'_>, id: u64, fd: BorrowedFd<'_>, cloexec: bool) -> Result<i32, Errno> {
+    addfd_with(listener, id, fd, cloexec, 0)
+}
+
+fn addfd_with(listener: BorrowedFd<'_>, id: u64, fd: BorrowedFd<'_>, cloexec: bool, flags: u32) -> Result<i32, Errno> {
     let mut addfd = NotifAddfd {
         id,
-        flags: ADDFD_FLAG_SEND,
+        flags,
         srcfd: fd.as_raw_fd() as u32,
         newfd: 0,
         newfd_flags: if cloexec { libc::O_CLOEXEC as u32 } else { 0 },
