@@ -262,7 +262,7 @@ impl Call<'_> {
     /// notification is still pending: after the caller dies its tid can be
     /// reused by another process.
     fn still_valid(&self) -> Result<(), Stop> {
-        if seccomp::id_valid(self.sup.listener.as_fd(), self.notif.id) {
+        if self.sup.still_pending(self.notif.id) {
             Ok(())
         } else {
             Err(Stop::Gone)
@@ -294,14 +294,14 @@ impl Call<'_> {
     fn resolve(&self, arg: &PathArg, follow: bool, empty_path: bool, resolve: u64) -> Result<Resolved, ResolveError> {
         let root = self.root()?;
         let req = Request { path: &arg.bytes, follow, empty_path, resolve };
-        self.sup.resolver.resolve(&self.sup.surface, &self.sup.procs, &self.caller(arg, root.as_ref()), req)
+        self.sup.resolver().resolve(self.sup.surface(), self.sup.procs(), &self.caller(arg, root.as_ref()), req)
     }
 
     /// Whose `/proc` the canonical `path` lies in, for this caller.
     fn proc_entry(&self, path: &[u8]) -> ProcEntry {
         let no_base = PathArg { bytes: Vec::new(), base: None };
         let caller = self.caller(&no_base, None);
-        self.sup.resolver.proc_entry(&self.sup.surface, &self.sup.procs, &caller, path)
+        self.sup.resolver().proc_entry(self.sup.surface(), self.sup.procs(), &caller, path)
     }
 
     /// Runs `f`, which acts on an object in procfs for the caller: with the
@@ -381,7 +381,7 @@ impl Call<'_> {
             return Ok(false);
         }
         let slave = crate::policy::system::is_pty_slave(fs::fstat(fd)?.st_rdev);
-        Ok(slave && !self.sup.surface.decide(path, Access::Read, &self.sup.procs).allowed)
+        Ok(slave && !self.sup.surface().decide(path, Access::Read, self.sup.procs()).allowed)
     }
 
     /// Decides `access` to the canonical `path` against the surface and
@@ -389,12 +389,12 @@ impl Call<'_> {
     /// what enforcement would refuse and goes on, except for carve-outs).
     fn decide(&mut self, arg: &PathArg, path: &[u8], access: Access) -> Result<(), Stop> {
         let name = AccessKind::from(access);
-        let v = self.sup.surface.decide(path, access, &self.sup.procs);
+        let v = self.sup.surface().decide(path, access, self.sup.procs());
         self.decided_by = Some(v.reason);
         let why = Why::Verdict(v.reason);
         // Learning allows what a wider surface could allow; carve-outs (host
         // secrets) no flag can allow, so even learning does not hand them out.
-        if !v.allowed && self.sup.learn && !self.sup.surface.is_carve_out(v.reason) {
+        if !v.allowed && self.sup.learns() && !self.sup.surface().is_carve_out(v.reason) {
             self.push(arg, Some(path), name, Verdict::WouldDeny, None, why);
             return Ok(());
         }
@@ -414,7 +414,7 @@ impl Call<'_> {
         let root = self.root().map_err(|_| Stop::Gone)?;
         let req = Request { path: &arg.bytes, follow: false, empty_path: false, resolve: 0 };
         let caller = self.caller(arg, root.as_ref());
-        match self.sup.resolver.resolve_parent(&self.sup.surface, &self.sup.procs, &caller, req) {
+        match self.sup.resolver().resolve_parent(self.sup.surface(), self.sup.procs(), &caller, req) {
             Ok(p) => Ok(p),
             // Recorded (and refused) as any resolution failure is.
             Err(e) => self.check(arg, Err(e), access).map(|_| None),
@@ -550,11 +550,11 @@ impl Call<'_> {
         errno: Option<Errno>,
         reason: Why,
     ) {
-        let audited = self.sup.audit.is_some();
+        let audited = self.sup.records();
         let dirfd = match &arg.base {
             Some((number, fd)) if audited => {
                 let mut path = Vec::new();
-                let _ = self.sup.resolver.fd_path(fd.as_fd(), &mut path);
+                let _ = self.sup.resolver().fd_path(fd.as_fd(), &mut path);
                 Some((*number, path))
             }
             _ => None,
@@ -606,7 +606,7 @@ impl Call<'_> {
                 let r = self.check(&arg, r, Access::Exec)?;
                 match r.target {
                     Target::Exists { .. } => {
-                        if self.sup.audit.is_some() {
+                        if self.sup.records() {
                             let argv_at = if row.flags.is_some() { 2 } else { 1 };
                             self.argv = Some(self.read_argv(self.notif.data.args[argv_at]));
                         }
@@ -631,7 +631,7 @@ impl Call<'_> {
                 if length < 0 {
                     return Err(Errno::EINVAL.into());
                 }
-                let file = self.sup.resolver.reopen(fd.as_fd(), libc::O_WRONLY | libc::O_NOCTTY, 0)?;
+                let file = self.sup.resolver().reopen(fd.as_fd(), libc::O_WRONLY | libc::O_NOCTTY, 0)?;
                 nix::unistd::ftruncate(&file, length)?;
                 Ok(Answer::Value(0))
             }
@@ -768,7 +768,7 @@ impl Call<'_> {
                 // is not an attempt (--suggest must not grant what a
                 // program only asked about), and learning answers as the
                 // kernel does.
-                if let Some(path) = path.filter(|_| !self.sup.learn) {
+                if let Some(path) = path.filter(|_| !self.sup.learns()) {
                     let is_dir = mode & libc::S_IFMT == libc::S_IFDIR;
                     let wanted = [
                         (libc::R_OK, Access::Read),
@@ -776,7 +776,7 @@ impl Call<'_> {
                         (libc::X_OK, if is_dir { Access::Read } else { Access::Exec }),
                     ];
                     let refused = wanted.iter().any(|&(bit, access)| {
-                        bits & bit as u32 != 0 && !self.sup.surface.decide(&path, access, &self.sup.procs).allowed
+                        bits & bit as u32 != 0 && !self.sup.surface().decide(&path, access, self.sup.procs()).allowed
                     });
                     if refused {
                         return Err(Errno::EACCES.into());
@@ -1072,7 +1072,7 @@ impl Call<'_> {
                     let reopen =
                         flags & !(libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW | libc::O_CLOEXEC) | libc::O_NOCTTY;
                     let mode = if tmpfile { mode & !self.umask()? & 0o7777 } else { 0 };
-                    let fd = self.on_behalf(proc, || self.sup.resolver.reopen(fd.as_fd(), reopen, mode))?;
+                    let fd = self.on_behalf(proc, || self.sup.resolver().reopen(fd.as_fd(), reopen, mode))?;
                     Ok(Answer::Install { fd, cloexec })
                 }
                 // A terminal the command created (decided above): opened
@@ -1080,7 +1080,7 @@ impl Call<'_> {
                 libc::S_IFCHR if self.ungranted_terminal(fd.as_fd(), st_mode, &r.path)? => {
                     let reopen =
                         flags & !(libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW | libc::O_CLOEXEC) | libc::O_NOCTTY;
-                    let fd = self.sup.resolver.reopen(fd.as_fd(), reopen, 0)?;
+                    let fd = self.sup.resolver().reopen(fd.as_fd(), reopen, 0)?;
                     Ok(Answer::Install { fd, cloexec })
                 }
                 // The pseudo-terminal multiplexer: opened here, so that the
@@ -1089,7 +1089,7 @@ impl Call<'_> {
                 libc::S_IFCHR if fs::fstat(fd.as_fd())?.st_rdev == libc::makedev(5, 2) => {
                     let reopen =
                         flags & !(libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW | libc::O_CLOEXEC) | libc::O_NOCTTY;
-                    let master = self.sup.resolver.reopen(fd.as_fd(), reopen, 0)?;
+                    let master = self.sup.resolver().reopen(fd.as_fd(), reopen, 0)?;
                     let n = fs::pty_number(master.as_fd())?;
                     let name = std::ffi::CString::new(format!("/dev/pts/{n}")).expect("no NUL in a number");
                     let slave = fs::openat(Dir::Cwd, &name, libc::O_PATH | libc::O_NOFOLLOW, 0)?;

@@ -271,6 +271,31 @@ impl Supervisor {
         &self.surface
     }
 
+    /// The resolver every path goes through.
+    pub(crate) fn resolver(&self) -> &Resolver {
+        &self.resolver
+    }
+
+    /// Which processes are inside the sandbox (`/proc/<pid>` decisions).
+    pub(crate) fn procs(&self) -> &Membership {
+        &self.procs
+    }
+
+    /// Learning mode: refusals are recorded, not enforced.
+    pub fn learns(&self) -> bool {
+        self.learn
+    }
+
+    /// Whether decisions go to a trail.
+    pub fn records(&self) -> bool {
+        self.audit.is_some()
+    }
+
+    /// Whether notification `id` is still pending (its caller still waits).
+    pub fn still_pending(&self, id: u64) -> bool {
+        seccomp::id_valid(self.listener.as_fd(), id)
+    }
+
     /// Whether workers set the caller's supplementary groups.
     pub fn sets_groups(&self) -> bool {
         self.set_groups

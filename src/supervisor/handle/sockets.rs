@@ -379,7 +379,7 @@ impl Call<'_> {
         if ports.contains(&port) {
             self.push(&arg, None, AccessKind::Connect, Verdict::Allow, None, why(true));
             Ok(Answer::Continue)
-        } else if self.sup.learn {
+        } else if self.sup.learns() {
             self.push(&arg, None, AccessKind::Connect, Verdict::WouldDeny, None, why(false));
             Ok(Answer::Continue)
         } else {
