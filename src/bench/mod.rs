@@ -3,14 +3,16 @@
 //!
 //! Modes (each a command prefix put in front of the same workloads):
 //! - `native`: no sandbox;
-//! - `seccomp-allow`: interpose's filter with every action ALLOW (BPF only);
-//! - `landlock`: the Landlock ruleset of the surface alone;
-//! - `notify-floor`: the filter with a supervisor that answers CONTINUE at
-//!   once, reading and deciding nothing: the round trip every trapped call
-//!   pays at least;
-//! - `interpose`, `interpose+audit`: the real thing, without and with
-//!   `--audit-level all`;
-//! - `--compare PREFIX`: any other command prefix (`strace -f -o /dev/null`).
+//! - the C floors of `benches/floors/` (`floors.rs`): a BPF filter alone,
+//!   Landlock alone, a minimal supervisor answering CONTINUE, one emulating
+//!   opens the TOCTOU-safe way;
+//! - `notify-floor`: interpose's filter with a supervisor that answers
+//!   CONTINUE at once, reading and deciding nothing;
+//! - `interpose`, `interpose --fast`, `interpose+audit`: the real thing;
+//! - `--compare NAME|PREFIX`: a reference sandbox by name or any prefix.
+//!
+//! The supervisor's memory is sampled over a long run (`memory.rs`), and
+//! every target of issue 16 is judged (`targets.rs`).
 //!
 //! Micro workloads run a loop inside one process (`interpose debug
 //! workload`) and time each operation, so start-up is not in them; whole
