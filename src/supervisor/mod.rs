@@ -17,7 +17,7 @@ pub mod resolve;
 mod turn;
 
 use crate::audit::{self, AccessKind, RuleKind, Sink, Verdict};
-use crate::policy::Surface;
+use crate::policy::{Reason, Surface};
 use crate::sys::fs::{self, Dir};
 use crate::sys::seccomp::{self, NotifResp};
 use crate::sys::Errno;
@@ -107,6 +107,9 @@ pub struct Supervisor {
     /// answer, so an allowed open beneath it can be continued instead of
     /// emulated ([`crate::sandbox::landlock::exact_rules`]).
     exact: Vec<bool>,
+    /// Each surface rule in words, as trail records name it: formatted
+    /// once, not for every recorded decision.
+    rule_names: Vec<String>,
     /// Bumped at every allowed exec: cached process names go stale then.
     exec_generation: AtomicU64,
     /// With `--net connect=`, the TCP ports connects may go to.
@@ -239,7 +242,12 @@ impl Supervisor {
             let proc = fs::openat(Dir::Fd(root.as_fd()), c"proc", libc::O_PATH | libc::O_DIRECTORY, 0)?;
             procs.command_namespace("/proc".into(), proc);
         }
+        let rule_names = match audit {
+            Some(_) => (0..surface.rules().len() as u32).map(|i| surface.describe(Reason::Rule(i))).collect(),
+            None => Vec::new(),
+        };
         Ok(Arc::new(Self {
+            rule_names,
             listener,
             surface,
             procs,
@@ -655,7 +663,13 @@ impl Supervisor {
                 continue;
             }
             let (rule, rule_kind) = match c.reason {
-                handle::Why::Verdict(r) => (self.surface.describe(r), rule_kind(&self.surface, r)),
+                handle::Why::Verdict(r) => {
+                    let named = match r {
+                        Reason::Rule(i) => self.rule_names.get(i as usize).cloned(),
+                        _ => None,
+                    };
+                    (named.unwrap_or_else(|| self.surface.describe(r)), rule_kind(&self.surface, r))
+                }
                 handle::Why::Note(n, kind) => (n.to_string(), kind),
             };
             sink.send(audit::Record::Decision(Box::new(audit::Decision {
