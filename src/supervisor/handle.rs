@@ -1,7 +1,7 @@
 //! Deciding one notification: read its paths, resolve, check, answer.
 
 use super::identity;
-use super::resolve::{Caller, ProcEntry, Request, ResolveError, Resolved, Target};
+use super::resolve::{Caller, Lookup, ProcEntry, Request, ResolveError, Resolved, Target};
 use super::{Answer, Supervisor};
 use crate::audit::{AccessKind, RuleKind, Verdict};
 use crate::policy::{Access, Reason};
@@ -291,17 +291,23 @@ impl Call<'_> {
         }
     }
 
+    /// A lookup for `caller` against the supervisor's surface.
+    fn lookup<'c>(&'c self, caller: &'c Caller<'c>) -> Lookup<'c> {
+        Lookup { surface: self.sup.surface(), procs: self.sup.procs(), caller }
+    }
+
     fn resolve(&self, arg: &PathArg, follow: bool, empty_path: bool, resolve: u64) -> Result<Resolved, ResolveError> {
         let root = self.root()?;
         let req = Request { path: &arg.bytes, follow, empty_path, resolve };
-        self.sup.resolver().resolve(self.sup.surface(), self.sup.procs(), &self.caller(arg, root.as_ref()), req)
+        let caller = self.caller(arg, root.as_ref());
+        self.sup.resolver().resolve(&self.lookup(&caller), req)
     }
 
     /// Whose `/proc` the canonical `path` lies in, for this caller.
     fn proc_entry(&self, path: &[u8]) -> ProcEntry {
         let no_base = PathArg { bytes: Vec::new(), base: None };
         let caller = self.caller(&no_base, None);
-        self.sup.resolver().proc_entry(self.sup.surface(), self.sup.procs(), &caller, path)
+        self.sup.resolver().proc_entry(&self.lookup(&caller), path)
     }
 
     /// Runs `f`, which acts on an object in procfs for the caller: with the
@@ -414,7 +420,7 @@ impl Call<'_> {
         let root = self.root().map_err(|_| Stop::Gone)?;
         let req = Request { path: &arg.bytes, follow: false, empty_path: false, resolve: 0 };
         let caller = self.caller(arg, root.as_ref());
-        match self.sup.resolver().resolve_parent(self.sup.surface(), self.sup.procs(), &caller, req) {
+        match self.sup.resolver().resolve_parent(&self.lookup(&caller), req) {
             Ok(p) => Ok(p),
             // Recorded (and refused) as any resolution failure is.
             Err(e) => self.check(arg, Err(e), access).map(|_| None),

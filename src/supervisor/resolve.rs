@@ -165,6 +165,18 @@ pub fn proc_status_field(tid: u32, field: &str) -> Option<String> {
     crate::sys::procfs::Status::of(tid)?.field(field).map(str::to_string)
 }
 
+/// Who a lookup is for and what it is decided against: the surface, the
+/// sandbox's processes (for `/proc/<pid>`) and the calling thread.
+#[derive(Clone, Copy)]
+pub struct Lookup<'a> {
+    /// The surface.
+    pub surface: &'a Surface,
+    /// Which processes are the sandbox's.
+    pub procs: &'a dyn Processes,
+    /// The calling thread.
+    pub caller: &'a Caller<'a>,
+}
+
 /// State shared by every resolution.
 pub struct Resolver {
     /// `/proc/self/fd`, to read back the paths of our handles.
@@ -218,13 +230,8 @@ impl Resolver {
     }
 
     /// Resolves `req` for `caller` the way the kernel would.
-    pub fn resolve(
-        &self,
-        surface: &Surface,
-        procs: &dyn Processes,
-        caller: &Caller<'_>,
-        req: Request<'_>,
-    ) -> Result<Resolved, ResolveError> {
+    pub fn resolve(&self, at: &Lookup<'_>, req: Request<'_>) -> Result<Resolved, ResolveError> {
+        let Lookup { caller, .. } = *at;
         let absolute = req.path.first() == Some(&b'/');
         let anchored = req.resolve & (fs::RESOLVE_BENEATH | fs::RESOLVE_IN_ROOT) != 0;
         let root = caller.root.unwrap_or(self.root.as_fd());
@@ -234,7 +241,7 @@ impl Resolver {
                 return Err(Errno::ENOENT.into());
             }
             let fd = base.try_clone_to_owned().map_err(|_| Errno::EMFILE)?;
-            return self.finish_existing(surface, procs, caller, req, fd);
+            return self.finish_existing(at, req, fd);
         }
         let cpath = CString::new(req.path).map_err(|_| Errno::EINVAL)?;
         let nofollow = if req.follow { 0 } else { libc::O_NOFOLLOW as u64 };
@@ -259,17 +266,17 @@ impl Resolver {
             // object found.
             let strict = OpenHow { resolve: how.resolve | fs::RESOLVE_NO_SYMLINKS, ..how };
             match fs::openat2(Dir::Fd(base), &cpath, strict) {
-                Ok(fd) => return self.found(surface, procs, caller, req, fd, lexical(req.path)),
-                Err(Errno::ENOENT) => return self.missing(surface, procs, caller, req, base),
+                Ok(fd) => return self.found(at, req, fd, lexical(req.path)),
+                Err(Errno::ENOENT) => return self.missing(at, req, base),
                 // A symlink on the way (ELOOP), or an error the general path
                 // reports the same way.
                 Err(_) => {}
             }
         }
         match fs::openat2(Dir::Fd(base), &cpath, how) {
-            Ok(fd) => self.finish_existing(surface, procs, caller, req, fd),
-            Err(Errno::ELOOP) if !caller_forbids_links => self.walk(surface, procs, caller, req),
-            Err(Errno::ENOENT) => self.missing(surface, procs, caller, req, base),
+            Ok(fd) => self.finish_existing(at, req, fd),
+            Err(Errno::ELOOP) if !caller_forbids_links => self.walk(at, req),
+            Err(Errno::ENOENT) => self.missing(at, req, base),
             Err(e) => Err(e.into()),
         }
     }
@@ -278,18 +285,12 @@ impl Resolver {
     /// component before it followed as the kernel would). `None` when the
     /// last component is `.` or `..` or there is none: calls that act on a
     /// name refuse those by themselves.
-    pub fn resolve_parent(
-        &self,
-        surface: &Surface,
-        procs: &dyn Processes,
-        caller: &Caller<'_>,
-        req: Request<'_>,
-    ) -> Result<Option<Parent>, ResolveError> {
+    pub fn resolve_parent(&self, at: &Lookup<'_>, req: Request<'_>) -> Result<Option<Parent>, ResolveError> {
         let Some((dir, name)) = split_last(req.path) else { return Ok(None) };
         let dir = if dir.is_empty() { &b"."[..] } else { dir };
         let name = CString::new(name).map_err(|_| Errno::EINVAL)?;
         let dir = Request { path: dir, follow: true, empty_path: false, resolve: req.resolve };
-        let r = self.resolve(surface, procs, caller, dir)?;
+        let r = self.resolve(at, dir)?;
         match r.target {
             Target::Exists { fd, mode, .. } if mode & libc::S_IFMT == libc::S_IFDIR => {
                 Ok(Some(Parent { fd, path: r.path, name, trailing_slash: req.path.ends_with(b"/") }))
@@ -300,51 +301,31 @@ impl Resolver {
     }
 
     /// The fast path found an object: trust it unless it lies in procfs.
-    fn finish_existing(
-        &self,
-        surface: &Surface,
-        procs: &dyn Processes,
-        caller: &Caller<'_>,
-        req: Request<'_>,
-        fd: OwnedFd,
-    ) -> Result<Resolved, ResolveError> {
+    fn finish_existing(&self, at: &Lookup<'_>, req: Request<'_>, fd: OwnedFd) -> Result<Resolved, ResolveError> {
         let mut path = Vec::new();
         self.fd_path(fd.as_fd(), &mut path)?;
         if path.first() != Some(&b'/') {
             // An fd of the caller that has no path (pipe, socket, anon inode).
             return Ok(Resolved { target: Target::Anonymous { fd }, path });
         }
-        self.found(surface, procs, caller, req, fd, path)
+        self.found(at, req, fd, path)
     }
 
     /// An object found at canonical `path`: procfs paths are walked again
     /// component by component (membership decides `/proc/<pid>`), except an
     /// empty path, which names the caller's own descriptor.
-    fn found(
-        &self,
-        surface: &Surface,
-        procs: &dyn Processes,
-        caller: &Caller<'_>,
-        req: Request<'_>,
-        fd: OwnedFd,
-        path: Vec<u8>,
-    ) -> Result<Resolved, ResolveError> {
+    fn found(&self, at: &Lookup<'_>, req: Request<'_>, fd: OwnedFd, path: Vec<u8>) -> Result<Resolved, ResolveError> {
+        let Lookup { surface, .. } = *at;
         if !req.path.is_empty() && surface.proc_relative(&path).is_some() {
-            return self.walk(surface, procs, caller, req);
+            return self.walk(at, req);
         }
         let stat = fs::fstat(fd.as_fd())?;
         Ok(Resolved { target: Target::Exists { fd, mode: stat.st_mode, stat }, path })
     }
 
     /// The fast path found nothing: find the parent for a create.
-    fn missing(
-        &self,
-        surface: &Surface,
-        procs: &dyn Processes,
-        caller: &Caller<'_>,
-        req: Request<'_>,
-        base: BorrowedFd<'_>,
-    ) -> Result<Resolved, ResolveError> {
+    fn missing(&self, at: &Lookup<'_>, req: Request<'_>, base: BorrowedFd<'_>) -> Result<Resolved, ResolveError> {
+        let Lookup { surface, .. } = *at;
         let (dir, name) = split_last(req.path).ok_or(Errno::ENOENT)?;
         let cdir = CString::new(if dir.is_empty() { &b"."[..] } else { dir }).map_err(|_| Errno::EINVAL)?;
         let how = OpenHow {
@@ -354,13 +335,13 @@ impl Resolver {
         };
         let parent = match fs::openat2(Dir::Fd(base), &cdir, how) {
             Ok(fd) => fd,
-            Err(Errno::ELOOP) => return self.walk(surface, procs, caller, req),
+            Err(Errno::ELOOP) => return self.walk(at, req),
             Err(e) => return Err(e.into()),
         };
         let mut path = Vec::new();
         self.fd_path(parent.as_fd(), &mut path)?;
         if surface.proc_relative(&path).is_some() {
-            return self.walk(surface, procs, caller, req);
+            return self.walk(at, req);
         }
         let cname = CString::new(name).map_err(|_| Errno::EINVAL)?;
         match fs::fstatat(Dir::Fd(parent.as_fd()), &cname, libc::AT_SYMLINK_NOFOLLOW) {
@@ -370,19 +351,14 @@ impl Resolver {
             }
             // A dangling symlink (followed, it names a missing target
             // elsewhere) or an entry that appeared meanwhile: walk it.
-            Ok(_) => self.walk(surface, procs, caller, req),
+            Ok(_) => self.walk(at, req),
             Err(e) => Err(e.into()),
         }
     }
 
     /// The slow path: resolve one component at a time.
-    fn walk(
-        &self,
-        surface: &Surface,
-        procs: &dyn Processes,
-        caller: &Caller<'_>,
-        req: Request<'_>,
-    ) -> Result<Resolved, ResolveError> {
+    fn walk(&self, at: &Lookup<'_>, req: Request<'_>) -> Result<Resolved, ResolveError> {
+        let Lookup { surface, procs, caller } = *at;
         if req.resolve & fs::RESOLVE_NO_XDEV != 0 {
             // Mount crossings are not tracked by the walk; refuse rather than
             // risk allowing what the caller asked to forbid.
@@ -474,7 +450,7 @@ impl Resolver {
             // itself. Another process's (membership was checked above) is
             // looked up with the caller's credentials alone, as the kernel
             // would for it.
-            let proc_entry = self.proc_entry(surface, procs, caller, &cur.path);
+            let proc_entry = self.proc_entry(at, &cur.path);
             let looked_up = match proc_entry {
                 ProcEntry::Other => super::identity::without_ptrace(lookup),
                 ProcEntry::Own | ProcEntry::Shared => super::identity::retry_as_supervisor(lookup),
@@ -572,7 +548,8 @@ pub enum ProcEntry {
 
 impl Resolver {
     /// Whose `/proc` the canonical `path` lies in, for the caller.
-    pub fn proc_entry(&self, surface: &Surface, procs: &dyn Processes, caller: &Caller<'_>, path: &[u8]) -> ProcEntry {
+    pub fn proc_entry(&self, at: &Lookup<'_>, path: &[u8]) -> ProcEntry {
+        let Lookup { surface, procs, caller } = *at;
         let (mount, pid) = match surface.proc_place(path) {
             ProcPlace::NotProc => return ProcEntry::NotProc,
             ProcPlace::Shared | ProcPlace::Pid(_, None) => return ProcEntry::Shared,
@@ -761,7 +738,7 @@ mod differential {
                     (0..depth).map(|_| rng.pick(&["a", "b", "c", "l1", "l2", "l3", "f", "..", "."])).collect();
                 let rel = rel.join("/");
                 let req = Request { path: rel.as_bytes(), follow: true, empty_path: false, resolve: 0 };
-                let ours = resolver.resolve(&surface, &procs, &caller, req);
+                let ours = resolver.resolve(&Lookup { surface: &surface, procs: &procs, caller: &caller }, req);
                 let kernel = std::fs::canonicalize(root.join(&rel));
                 match (&ours, &kernel) {
                     (Ok(Resolved { target: Target::Exists { .. }, path }), Ok(k)) => {
