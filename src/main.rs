@@ -40,6 +40,8 @@ fn main() -> ExitCode {
         Command::AgentConfig(a) => cli::layers::agent_config(&a),
         Command::Preamble(p) => cli::layers::preamble(&p),
         Command::Mounts(m) => cli::layers::mounts(&m),
+        Command::OciAgent(a) => cli::oci::agent(&a),
+        Command::OciConfig(c) => cli::oci::config(&c),
         Command::Debug(DebugCommand::FilterPfc) => {
             interpose::sandbox::filter::pfc().map(|p| print!("{p}")).map(|()| 0).map_err(Into::into)
         }

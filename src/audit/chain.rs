@@ -297,6 +297,7 @@ fn empty_start() -> SessionStart {
         },
         caches: Vec::new(),
         features: Default::default(),
+        container: None,
         time_ns: 0,
     }
 }

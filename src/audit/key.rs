@@ -11,6 +11,7 @@ use std::path::{Path, PathBuf};
 type HmacSha256 = hmac::Hmac<sha2::Sha256>;
 
 /// A loaded key.
+#[derive(Clone)]
 pub struct TrailKey {
     key: Vec<u8>,
     /// The first 16 hex digits of the key's SHA-256.

@@ -323,6 +323,7 @@ mod tests {
             },
             caches: vec![],
             features: Default::default(),
+            container: None,
             time_ns: 0,
         }
     }

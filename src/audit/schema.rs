@@ -400,8 +400,26 @@ pub struct SessionStart {
     pub caches: Vec<CacheRecord>,
     /// Kernel features probed at start.
     pub features: BTreeMap<String, Feature>,
+    /// For a container supervised by `interpose oci-agent`: which one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub container: Option<ContainerRecord>,
     /// Wall-clock start, nanoseconds since the Unix epoch.
     pub time_ns: u64,
+}
+
+/// The container an `oci-agent` trail is about, as its runtime described it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ContainerRecord {
+    /// The container's id.
+    pub id: String,
+    /// Its init process, as the host numbers it.
+    pub pid: i32,
+    /// Its bundle directory.
+    pub bundle: String,
+    /// Its annotations.
+    pub annotations: BTreeMap<String, String>,
+    /// The policy it was given (a file of `--policy-dir`, or `default`).
+    pub policy: String,
 }
 
 /// The run ended.
@@ -510,6 +528,13 @@ mod tests {
             },
             caches: vec![CacheRecord { path: "/c".into(), kept: "k".into() }],
             features: [("F".to_string(), Feature { present: true, detail: "d".into() })].into_iter().collect(),
+            container: Some(ContainerRecord {
+                id: "c".into(),
+                pid: 1,
+                bundle: "/b".into(),
+                annotations: BTreeMap::new(),
+                policy: "p.toml".into(),
+            }),
             time_ns: 0,
         };
         let exec = Exec {

@@ -3,6 +3,7 @@
 pub mod bench;
 pub mod check;
 pub mod layers;
+pub mod oci;
 pub mod policy;
 pub mod replay;
 pub mod report;
@@ -58,6 +59,13 @@ pub enum Command {
     /// Validate, show and list policies.
     #[command(subcommand)]
     Policy(PolicyCommand),
+    /// Supervise containers as the seccomp agent of OCI runtimes (runc,
+    /// crun): each container's trapped calls decided against its policy,
+    /// each with a trail of its own.
+    OciAgent(oci::OciAgentArgs),
+    /// Print the `linux.seccomp` section of a bundle's config.json that
+    /// sends a container's calls to `interpose oci-agent`.
+    OciConfig(oci::OciConfigArgs),
     /// Developer tools.
     #[command(hide = true, subcommand)]
     Debug(DebugCommand),

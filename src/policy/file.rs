@@ -208,7 +208,8 @@ impl Field {
         }
     }
 
-    fn reads(self) -> bool {
+    /// Whether entries of this field are read-only grants.
+    pub fn reads(self) -> bool {
         matches!(self, Field::SiblingReads | Field::WorkspaceMetadata | Field::ToolingPaths | Field::AdditionalReads)
     }
 }

@@ -288,6 +288,9 @@ pub fn run(args: &Config) -> Result<i32, RunError> {
         },
         isolated: args.isolate,
         command_root: root,
+        killable_wait: true,
+        // With --no-landlock the user was told CONTINUE can be raced.
+        backstop: true,
     };
     let supervisor = Supervisor::new(listener, config).map_err(errno("starting the supervisor"))?;
     supervisor.start();

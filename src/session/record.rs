@@ -165,6 +165,7 @@ pub(super) fn session_start(
             audit::line_hash(entries.join("\n").as_bytes())
         },
         features,
+        container: None,
         time_ns: audit::now_ns(),
     }))
 }

@@ -1027,7 +1027,20 @@ impl Call<'_> {
         } else {
             Access::Read
         };
-        let r = self.check(&arg, r, access)?;
+        // A runtime's own FIFO, reopened by the container's first process
+        // through its descriptor (runc's exec FIFO): the process holds it
+        // already, and it is opened here, on the object resolved.
+        let own_fifo = !self.sup.backstop()
+            && Self::own_descriptor_path(&arg.bytes)
+            && matches!(&r, Ok(Resolved { target: Target::Exists { mode, .. }, .. }) if mode & libc::S_IFMT == libc::S_IFIFO);
+        let r = match r {
+            Ok(r) if own_fifo => {
+                let why = Why::Note("the caller's own descriptor (a FIFO its runtime gave it)", RuleKind::Held);
+                self.push(&arg, Some(&r.path), AccessKind::from(access), Verdict::Allow, None, why);
+                r
+            }
+            r => self.check(&arg, r, access)?,
+        };
         // Where Landlock enforces exactly this rule's answer, the kernel may
         // open the file itself: a path swapped in after the check reaches
         // nothing the surface refuses, and CONTINUE costs far less than
@@ -1106,10 +1119,35 @@ impl Call<'_> {
                 // block the supervisor (a FIFO waits for its peer) or change
                 // whose terminal it is. The kernel opens them instead, under
                 // the Landlock ruleset built from the same surface.
-                _ => Ok(Answer::Continue),
+                _ if self.sup.backstop() => Ok(Answer::Continue),
+                // Without a ruleset nothing confines the kernel's own
+                // lookup: opened here (never a controlling terminal). A FIFO
+                // without its peer holds this worker as it would the caller;
+                // another takes the turn over (supervisor::turn).
+                _ => {
+                    let reopen =
+                        flags & !(libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW | libc::O_CLOEXEC) | libc::O_NOCTTY;
+                    let fd = self.on_behalf(proc, || self.sup.resolver().reopen(fd.as_fd(), reopen, 0))?;
+                    Ok(Answer::Install { fd, cloexec })
+                }
             },
-            Target::Anonymous { .. } => Ok(Answer::Continue),
+            Target::Anonymous { .. } if self.sup.backstop() => Ok(Answer::Continue),
+            Target::Anonymous { fd } => {
+                let reopen =
+                    flags & !(libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW | libc::O_CLOEXEC) | libc::O_NOCTTY;
+                let fd = self.sup.resolver().reopen(fd.as_fd(), reopen, 0)?;
+                Ok(Answer::Install { fd, cloexec })
+            }
         }
+    }
+
+    /// Whether `path` names one of the caller's own descriptors through procfs
+    /// (`/proc/self/fd/N`, `/proc/thread-self/fd/N`).
+    fn own_descriptor_path(path: &[u8]) -> bool {
+        [&b"/proc/self/fd/"[..], b"/proc/thread-self/fd/"]
+            .iter()
+            .filter_map(|p| path.strip_prefix(*p))
+            .any(|n| !n.is_empty() && n.iter().all(u8::is_ascii_digit))
     }
 
     /// Reads up to [`ARGV_MAX`] arguments of an exec, each cut at

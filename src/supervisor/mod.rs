@@ -116,6 +116,8 @@ pub struct Supervisor {
     tcp_ports: Option<Vec<u16>>,
     /// With `--isolate`: paths are resolved from the caller's own root.
     isolated: bool,
+    killable_wait: bool,
+    backstop: bool,
     /// The first execs refused (denied, or failed before a decision), to
     /// explain a command that exits 126 or 127.
     exec_refusals: std::sync::Mutex<Vec<ExecRefusal>>,
@@ -220,6 +222,16 @@ pub struct Config {
     /// With `--isolate`: absolute paths are resolved from each caller's
     /// own root.
     pub isolated: bool,
+    /// The listener's callers wait killable only
+    /// (`SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV`, set by `interpose run`;
+    /// a runtime's filter may lack it): a descriptor can then be installed
+    /// and answered in two steps.
+    pub killable_wait: bool,
+    /// A Landlock ruleset built from the same surface confines the callers
+    /// (`interpose run`); without one (a runtime's container) no open is
+    /// answered CONTINUE, since the kernel's own lookup of a path swapped
+    /// after the check would then be unconfined.
+    pub backstop: bool,
     /// With a PID namespace: the command's root directory, in a mount
     /// namespace whose `/proc` is that PID namespace's. Absolute paths are
     /// resolved from it, and `/proc` is decided by presence there (every
@@ -230,8 +242,19 @@ pub struct Config {
 impl Supervisor {
     /// A supervisor for the listener of a sandbox started by this process.
     pub fn new(listener: OwnedFd, config: Config) -> Result<Arc<Self>, Errno> {
-        let Config { surface, audit, set_groups, learn, floor, landlock_exact, tcp_ports, isolated, command_root } =
-            config;
+        let Config {
+            surface,
+            audit,
+            set_groups,
+            learn,
+            floor,
+            landlock_exact,
+            tcp_ports,
+            isolated,
+            command_root,
+            killable_wait,
+            backstop,
+        } = config;
         let (audit, audit_level) = match audit {
             Some((sink, level)) => (Some(sink), level),
             None => (None, AuditLevel::All),
@@ -267,6 +290,8 @@ impl Supervisor {
             exec_generation: AtomicU64::new(0),
             tcp_ports,
             isolated,
+            killable_wait,
+            backstop,
             exec_refusals: std::sync::Mutex::new(Vec::new()),
             // Waiting calls hold descriptors; the command was started
             // with its own limits already.
@@ -292,6 +317,11 @@ impl Supervisor {
     /// Learning mode: refusals are recorded, not enforced.
     pub fn learns(&self) -> bool {
         self.learn
+    }
+
+    /// Whether a Landlock ruleset from the same surface confines the callers.
+    pub fn backstop(&self) -> bool {
+        self.backstop
     }
 
     /// Whether decisions go to a trail.
@@ -492,6 +522,23 @@ impl Supervisor {
         }
     }
 
+    /// Blocks until no task uses the listener's filter any more (every
+    /// process it was installed on has exited).
+    pub fn wait_for_hang_up(&self) {
+        use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
+        loop {
+            // No events asked for: only a hang-up or an error wakes us.
+            let mut fds = [PollFd::new(self.listener.as_fd(), PollFlags::empty())];
+            match poll(&mut fds, PollTimeout::NONE) {
+                Ok(_) if fds[0].revents().is_some_and(|r| r.intersects(PollFlags::POLLHUP | PollFlags::POLLERR)) => {
+                    return
+                }
+                Ok(_) | Err(Errno::EINTR) => {}
+                Err(_) => return,
+            }
+        }
+    }
+
     /// Waits until the listener has a notification or has hung up; true for
     /// a hang-up (every sandboxed task has exited).
     fn listener_hung_up(&self) -> bool {
@@ -528,6 +575,14 @@ impl Supervisor {
             // between the two for the caller: it waits killable only
             // (WAIT_KILLABLE_RECV), so only its death ends the wait, and
             // the descriptor dies with it.
+            // Without a killable wait a signal could end the call between
+            // the two steps and leave the descriptor behind: one step then.
+            Answer::Install { fd, cloexec } if !self.killable_wait => {
+                match seccomp::addfd_send(listener, id, fd.as_fd(), cloexec) {
+                    Ok(_) | Err(Errno::ENOENT) => Ok(()),
+                    Err(e) => seccomp::send(listener, NotifResp { id, val: 0, error: -(e as i32), flags: 0 }),
+                }
+            }
             Answer::Install { fd, cloexec } => match seccomp::addfd(listener, id, fd.as_fd(), cloexec) {
                 Ok(n) => seccomp::send(listener, NotifResp { id, val: i64::from(n), error: 0, flags: 0 }),
                 Err(Errno::ENOENT) => Ok(()),

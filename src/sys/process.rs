@@ -208,6 +208,52 @@ pub fn recv_with_fd(sock: BorrowedFd<'_>, buf: &mut [u8]) -> Result<(usize, Opti
     Ok((n, fd))
 }
 
+/// Receives one message of up to `buf.len()` bytes from `sock` with every
+/// descriptor attached to it (up to 16; the kernel closes any beyond), for a
+/// peer that is not trusted: each descriptor is owned at once, so one the
+/// caller does not want is closed when dropped. Returns the byte count,
+/// the descriptors, and whether the message or its descriptors were cut
+/// (`MSG_TRUNC`, `MSG_CTRUNC`).
+pub fn recv_with_fds(sock: BorrowedFd<'_>, buf: &mut [u8]) -> Result<(usize, Vec<OwnedFd>, bool), Errno> {
+    const MAX_FDS: usize = 16;
+    let mut iov = libc::iovec { iov_base: buf.as_mut_ptr().cast(), iov_len: buf.len() };
+    // Room for one SCM_RIGHTS header and MAX_FDS descriptors, aligned.
+    let mut control = [0u64; 2 + MAX_FDS / 2 + 2];
+    // SAFETY: msghdr is plain data; zeroed is a valid empty header.
+    let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+    msg.msg_iov = &mut iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = control.as_mut_ptr().cast();
+    msg.msg_controllen = std::mem::size_of_val(&control);
+    let n = loop {
+        // SAFETY: msg points to buffers we own for the duration of the call.
+        match cvt(unsafe { libc::recvmsg(sock.as_raw_fd(), &mut msg, libc::MSG_CMSG_CLOEXEC) } as libc::c_long) {
+            Err(Errno::EINTR) => continue,
+            other => break other? as usize,
+        }
+    };
+    let mut fds = Vec::new();
+    // SAFETY: the kernel filled msg_control/msg_controllen; the CMSG macros
+    // walk only within them, and each descriptor is read from within its
+    // header's stated length.
+    unsafe {
+        let mut cmsg = libc::CMSG_FIRSTHDR(&msg);
+        while !cmsg.is_null() {
+            if (*cmsg).cmsg_level == libc::SOL_SOCKET && (*cmsg).cmsg_type == libc::SCM_RIGHTS {
+                let data = libc::CMSG_DATA(cmsg);
+                let len = (*cmsg).cmsg_len as usize - (data as usize - cmsg as usize);
+                for i in 0..len / std::mem::size_of::<RawFd>() {
+                    let raw = std::ptr::read_unaligned(data.cast::<RawFd>().add(i));
+                    fds.push(OwnedFd::from_raw_fd(raw));
+                }
+            }
+            cmsg = libc::CMSG_NXTHDR(&msg, cmsg);
+        }
+    }
+    let cut = msg.msg_flags & (libc::MSG_TRUNC | libc::MSG_CTRUNC) != 0;
+    Ok((n, fds, cut))
+}
+
 /// `write(2)` of the whole buffer, retrying on `EINTR`. Async-signal-safe.
 pub fn write_all(fd: BorrowedFd<'_>, mut buf: &[u8]) -> Result<(), Errno> {
     while !buf.is_empty() {

@@ -15,5 +15,6 @@ mod library;
 mod lifecycle;
 mod livable;
 mod network;
+mod oci;
 mod policy;
 mod routes;

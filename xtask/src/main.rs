@@ -13,7 +13,8 @@
 //! - `chromium`: install Debian's Chromium (the HTML report test renders
 //!   the page in it and takes a screenshot).
 //! - `tools`: install the programs the real-workload suite runs that a
-//!   fresh machine may lack (rsync, tmux, python3-venv, make, gcc, git).
+//!   fresh machine may lack (rsync, tmux, python3-venv, make, gcc, git,
+//!   runc, busybox-static).
 //! - `workloads [FILTER]`: setup, the agent CLIs and the tools, then the
 //!   real-workload suite (`tests/workloads/`), natively and under interpose.
 //! - `soak`: a million trapped opens from 32 processes in one session, with
@@ -115,8 +116,12 @@ fn chromium() -> Result<()> {
 
 /// Debian packages the real-workload suite runs: (program that shows it is
 /// installed, package).
-const TOOLS: [(&str, &str); 5] = [
+const TOOLS: [(&str, &str); 7] = [
     ("/usr/bin/rsync", "rsync"),
+    // The OCI agent's tests: the runtimes, and a static busybox for the
+    // containers' root file systems.
+    ("/usr/sbin/runc", "runc"),
+    ("/usr/share/doc/busybox-static", "busybox-static"),
     ("/usr/bin/tmux", "tmux"),
     ("/usr/bin/make", "make"),
     ("/usr/bin/gcc", "gcc"),
@@ -564,6 +569,13 @@ fn render_rust(rows: &[Row]) -> Result<String> {
         writeln!(s, "        {} => {i},", r.nr).unwrap();
     }
     s.push_str("        _ => return None,\n    };\n    Some(&TABLE[i])\n}\n");
+    s.push_str(
+        "\n/// The syscalls allowed untrapped, by name (for runtimes' profiles).\npub static ALLOWED: &[&str] = &[\n",
+    );
+    for r in rows.iter().filter(|r| r.action == "allow") {
+        writeln!(s, "    {:?},", r.name).unwrap();
+    }
+    s.push_str("];\n");
     let highest = rows.iter().map(|r| r.nr).max().unwrap_or(0);
     writeln!(
         s,

@@ -1,0 +1,400 @@
+//! `interpose oci-agent`: the seccomp agent of OCI runtimes. A runtime
+//! whose bundle names this agent's socket in `linux.seccomp.listenerPath`
+//! (runc >= 1.1, crun >= 0.19) connects once per container and sends the
+//! container's state (`ContainerProcessState`) with the filter's listener
+//! attached. Each container gets the same [`Supervisor`] as `interpose
+//! run`, resolving paths in the container's root and mount namespace, and a
+//! hash-chained trail of its own.
+//!
+//! What differs from `interpose run`: the runtime installs the filter, so
+//! there is no Landlock backstop. Nothing is answered CONTINUE on the
+//! strength of Landlock (every allowed open is performed by the supervisor
+//! and its descriptor installed); the calls that are still answered
+//! CONTINUE after their check (exec, `chdir`, the unix socket calls) can be
+//! raced by a second thread of the container to reach what the container's
+//! own mount namespace holds, and the README says so.
+
+use crate::audit::{self, Sink};
+use crate::policy::file::{Field, Policy};
+use crate::policy::{Mode, Origin, Rule, Surface};
+use crate::supervisor::{self, Supervisor};
+use crate::sys::fs::{self, Dir};
+use crate::sys::process;
+use serde::Deserialize;
+use std::collections::BTreeMap;
+use std::ffi::CString;
+use std::os::fd::AsFd;
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::net::{UnixListener, UnixStream};
+use std::path::{Path, PathBuf};
+
+/// The annotation naming a container's policy (a file of `--policy-dir`).
+pub const POLICY_ANNOTATION: &str = "org.interpose.policy";
+
+/// The largest state message taken; a runtime's is a few KiB.
+const MAX_STATE: usize = 256 * 1024;
+
+/// How long a connection may take to send its state.
+const STATE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// How the agent runs.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// The socket runtimes connect to.
+    pub socket: PathBuf,
+    /// Where the policies annotations name live.
+    pub policy_dir: Option<PathBuf>,
+    /// Where each container's trail is written (`<id>.jsonl`).
+    pub audit_dir: Option<PathBuf>,
+    /// The key that anchors the trails (default: the state directory's).
+    pub audit_key: Option<PathBuf>,
+}
+
+/// Why the agent could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum AgentError {
+    /// Another process listens on the socket already.
+    #[error("{0}: another agent is listening there")]
+    InUse(PathBuf),
+    /// The socket path holds something that is not a socket.
+    #[error("{0}: exists and is not a socket; name another path")]
+    NotASocket(PathBuf),
+    /// Binding or setting up the socket failed.
+    #[error("{path}: {source}")]
+    Io {
+        /// The socket.
+        path: PathBuf,
+        /// What failed.
+        source: std::io::Error,
+    },
+    /// The trails' key cannot be read or made.
+    #[error("--audit-key {}: {err}", .path.display())]
+    Key {
+        /// The key file.
+        path: PathBuf,
+        /// What went wrong.
+        err: std::io::Error,
+    },
+}
+
+/// The state a runtime sends (OCI runtime spec, `ContainerProcessState`).
+#[derive(Debug, Deserialize)]
+struct ProcessState {
+    #[serde(rename = "ociVersion")]
+    oci_version: String,
+    fds: Vec<String>,
+    pid: i32,
+    #[serde(default)]
+    metadata: String,
+    state: ContainerState,
+}
+
+#[derive(Debug, Deserialize)]
+struct ContainerState {
+    id: String,
+    #[serde(default)]
+    bundle: String,
+    #[serde(default)]
+    annotations: BTreeMap<String, String>,
+}
+
+/// Runs the agent until it is killed.
+pub fn run(opts: &Options) -> Result<(), AgentError> {
+    let key = match &opts.audit_dir {
+        Some(_) => {
+            let path = opts.audit_key.clone().or_else(audit::key::default_path).unwrap_or_default();
+            Some(audit::TrailKey::load_or_create(&path).map_err(|err| AgentError::Key { path, err })?)
+        }
+        None => None,
+    };
+    let listener = bind(&opts.socket)?;
+    eprintln!("interpose oci-agent: listening on {}", opts.socket.display());
+    for conn in listener.incoming() {
+        let Ok(conn) = conn else { continue };
+        let (opts, key) = (opts.clone(), key.clone());
+        // One thread per connection: a runtime that connects and sends
+        // nothing holds only its own thread, and only for STATE_TIMEOUT.
+        let _ = std::thread::Builder::new().name("interpose-oci".into()).spawn(move || {
+            if let Err(e) = container(&opts, key, &conn) {
+                eprintln!("interpose oci-agent: {e}; connection dropped");
+            }
+        });
+    }
+    Ok(())
+}
+
+/// Binds the socket (mode 0600), replacing one a dead agent left behind.
+fn bind(path: &Path) -> Result<UnixListener, AgentError> {
+    use std::os::unix::fs::{FileTypeExt, PermissionsExt};
+    let io = |source| AgentError::Io { path: path.to_path_buf(), source };
+    match std::fs::symlink_metadata(path) {
+        Ok(m) if !m.file_type().is_socket() => return Err(AgentError::NotASocket(path.to_path_buf())),
+        Ok(_) if UnixStream::connect(path).is_ok() => return Err(AgentError::InUse(path.to_path_buf())),
+        Ok(_) => std::fs::remove_file(path).map_err(io)?,
+        Err(_) => {}
+    }
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).map_err(io)?;
+    }
+    let listener = UnixListener::bind(path).map_err(io)?;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600)).map_err(io)?;
+    Ok(listener)
+}
+
+/// Takes one container's state and listener and supervises it until its
+/// last process has exited.
+fn container(opts: &Options, key: Option<audit::TrailKey>, conn: &UnixStream) -> Result<(), String> {
+    conn.set_read_timeout(Some(STATE_TIMEOUT)).map_err(|e| e.to_string())?;
+    let mut buf = vec![0u8; MAX_STATE];
+    let (n, mut fds, cut) = process::recv_with_fds(conn.as_fd(), &mut buf).map_err(|e| format!("receiving: {e}"))?;
+    if cut || n == MAX_STATE {
+        return Err("the state message is too large or its descriptors were cut".into());
+    }
+    let state: ProcessState =
+        serde_json::from_slice(&buf[..n]).map_err(|e| format!("not a container process state: {e}"))?;
+    let id = &state.state.id;
+    let valid_id = !id.is_empty()
+        && id.len() <= 255
+        && id.bytes().all(|c| c.is_ascii_alphanumeric() || b"_.-".contains(&c))
+        && !id.starts_with('.');
+    if !valid_id {
+        return Err(format!("container id {id:?}: not a plain name"));
+    }
+    let at = state.fds.iter().position(|f| f == "seccompFd");
+    let listener = match at {
+        Some(i) if fds.len() == state.fds.len() && state.pid > 0 => fds.swap_remove(i),
+        _ => {
+            return Err(format!(
+                "container {id}: expected its seccompFd among {} descriptor(s) and a pid, got {} and pid {} ({})",
+                state.fds.len(),
+                fds.len(),
+                state.pid,
+                state.oci_version
+            ))
+        }
+    };
+    drop(fds);
+    let policy_name = state
+        .state
+        .annotations
+        .get(POLICY_ANNOTATION)
+        .cloned()
+        .or_else(|| (!state.metadata.is_empty()).then(|| state.metadata.clone()));
+    // The container's root, pinned before anything is read through it.
+    let pidfd = process::pidfd_open(state.pid).map_err(|e| format!("container {id}: pid {}: {e}", state.pid))?;
+    let root_path = CString::new(format!("/proc/{}/root", state.pid)).expect("no NUL in a number");
+    let root = fs::openat(Dir::Cwd, &root_path, libc::O_PATH | libc::O_DIRECTORY, 0)
+        .map_err(|e| format!("container {id}: its root: {e}"))?;
+    let (surface, policy_label) =
+        surface(opts, policy_name.as_deref(), root.as_fd()).map_err(|e| format!("container {id}: {e}"))?;
+    let sink = match (&opts.audit_dir, key) {
+        (Some(dir), Some(key)) => Some(trail(dir, id, key)?),
+        _ => None,
+    };
+    if let Some(sink) = &sink {
+        sink.send(start_record(&state, &surface, &policy_label));
+    }
+    let config = supervisor::Config {
+        surface,
+        audit: sink.clone().map(|s| (s, supervisor::AuditLevel::All)),
+        set_groups: true,
+        learn: false,
+        floor: false,
+        // No Landlock backstop: nothing is continued on its strength.
+        landlock_exact: Vec::new(),
+        tcp_ports: None,
+        // Every caller's root is read from its own /proc/<pid>/root.
+        isolated: true,
+        command_root: Some(root),
+        killable_wait: false,
+        backstop: false,
+    };
+    let sup = Supervisor::new(listener, config).map_err(|e| format!("container {id}: starting its supervisor: {e}"))?;
+    sup.start();
+    eprintln!("interpose oci-agent: container {id} (pid {}) under policy {policy_label}", state.pid);
+    sup.wait_for_hang_up();
+    sup.quiesce();
+    drop(pidfd);
+    if let Some(sink) = &sink {
+        use std::sync::atomic::Ordering::Relaxed;
+        sink.send(audit::Record::SessionEnd(audit::SessionEnd {
+            // The runtime reaps the container; the agent does not see it.
+            exit_status: -1,
+            allowed: sup.stats.allowed.load(Relaxed),
+            denied: sup.stats.denied.load(Relaxed),
+            would_deny: 0,
+            dropped_allow_records: sink.dropped(),
+            time_ns: audit::now_ns(),
+        }));
+        sink.flush();
+        if let Some(why) = sink.failure() {
+            return Err(format!("container {id}: {why}"));
+        }
+    }
+    eprintln!("interpose oci-agent: container {id} ended");
+    Ok(())
+}
+
+/// A new trail `<dir>/<id>.jsonl` (never an existing one).
+fn trail(dir: &Path, id: &str, key: audit::TrailKey) -> Result<Sink, String> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let path = dir.join(format!("{id}.jsonl"));
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        .open(&path)
+        .map_err(|e| format!("trail {}: {e}", path.display()))?;
+    Ok(Sink::start(audit::Output::File(file), Some(key)))
+}
+
+/// The session record of a container's trail.
+fn start_record(state: &ProcessState, surface: &Surface, policy: &str) -> audit::Record {
+    let entries: Vec<audit::SurfaceEntry> = surface
+        .effective_rules()
+        .map(|(_, r)| audit::SurfaceEntry(r.path.to_string_lossy().into(), r.mode.name().into(), r.origin.to_string()))
+        .collect();
+    let mut sorted: Vec<String> = entries.iter().map(|e| format!("{} {}", e.1, e.0)).collect();
+    sorted.sort();
+    audit::Record::SessionStart(Box::new(audit::SessionStart {
+        schema: audit::SCHEMA,
+        version: env!("CARGO_PKG_VERSION").into(),
+        command: vec![audit::Bytes(b"oci-agent".to_vec()), audit::Bytes(state.state.id.as_bytes().to_vec())],
+        surface_digest: audit::line_hash(sorted.join("\n").as_bytes()),
+        surface: entries,
+        policy: None,
+        env_dropped: Vec::new(),
+        mode: audit::ModeRecord {
+            name: audit::ModeName::Full,
+            untrapped: Vec::new(),
+            landlock_exact: None,
+            residual: Some("no Landlock backstop (the runtime installs the filter): exec, chdir and unix socket calls answered after their check can be raced by a second thread".into()),
+            landlock_denials: None,
+        },
+        caches: Vec::new(),
+        features: BTreeMap::new(),
+        container: Some(audit::ContainerRecord {
+            id: state.state.id.clone(),
+            pid: state.pid,
+            bundle: state.state.bundle.clone(),
+            annotations: state.state.annotations.clone(),
+            policy: policy.into(),
+        }),
+        time_ns: audit::now_ns(),
+    }))
+}
+
+/// The container's surface, in the container's own paths: its policy
+/// (a file of `--policy-dir` named by the annotation, else the default:
+/// the container's system directories read-only, `/tmp` writable), each
+/// entry resolved in the container's root.
+fn surface(opts: &Options, name: Option<&str>, root: std::os::fd::BorrowedFd<'_>) -> Result<(Surface, String), String> {
+    let mut surface = Surface::new();
+    surface.add_proc_mount("/proc".into());
+    let Some(name) = name else {
+        add_container_system(&mut surface, root);
+        surface.add(Rule {
+            path: "/tmp".into(),
+            mode: Mode::Rw,
+            origin: Origin::Flag("default container policy".into()),
+        });
+        return Ok((surface, "default".into()));
+    };
+    let plain = !name.is_empty() && !name.contains('/') && name != "." && name != "..";
+    let dir = opts.policy_dir.as_ref().ok_or_else(|| format!("policy {name:?}: the agent has no --policy-dir"))?;
+    if !plain {
+        return Err(format!("policy {name:?}: not a file name in --policy-dir"));
+    }
+    let mut policy = Policy::load(&dir.join(name)).map_err(|e| e.to_string())?;
+    // The host's toolchains and caches mean nothing in a container.
+    policy.without_tooling();
+    if policy.system {
+        add_container_system(&mut surface, root);
+    }
+    let cwd = policy.cwd.as_ref().map(|(c, _)| PathBuf::from(c));
+    if let (true, Some(cwd)) = (policy.grants_workspace, &cwd) {
+        let path = in_container(root, cwd)?;
+        surface.add(Rule { path, mode: Mode::Rw, origin: Origin::Workspace });
+    }
+    for e in &policy.entries {
+        let mode = match e.field {
+            f if f.reads() => Mode::Ro,
+            Field::AdditionalWrites => Mode::Rw,
+            Field::Deny => Mode::Deny,
+            f => return Err(format!("{} `{}` {:?}: not supported for containers", e.origin, f.key(), e.text)),
+        };
+        if e.text.contains(['$', '*', '?', '[', '{', '~']) {
+            return Err(format!("{} {:?}: containers take plain paths (no variables or patterns)", e.origin, e.text));
+        }
+        let p = Path::new(&e.text);
+        let p = match (&cwd, p.is_absolute()) {
+            (_, true) => p.to_path_buf(),
+            (Some(c), false) => c.join(p),
+            (None, false) => Path::new("/").join(p),
+        };
+        surface.add(Rule { path: in_container(root, &p)?, mode, origin: e.origin.clone() });
+    }
+    Ok((surface, name.into()))
+}
+
+/// Where `path` leads in the container: resolved in its root (symlinks
+/// followed there), or as written when it does not exist.
+fn in_container(root: std::os::fd::BorrowedFd<'_>, path: &Path) -> Result<PathBuf, String> {
+    let c = CString::new(path.as_os_str().as_bytes()).map_err(|_| format!("{}: NUL in a path", path.display()))?;
+    let how = fs::OpenHow { flags: libc::O_PATH as u64, mode: 0, resolve: fs::RESOLVE_IN_ROOT };
+    match fs::openat2(Dir::Fd(root), &c, how) {
+        Ok(fd) => {
+            // The container's root is the root of its own mount namespace,
+            // so the name read back is the container's.
+            let link = std::fs::read_link(format!("/proc/self/fd/{}", std::os::fd::AsRawFd::as_raw_fd(&fd)))
+                .map_err(|e| format!("{}: {e}", path.display()))?;
+            Ok(link)
+        }
+        Err(crate::sys::Errno::ENOENT) => Ok(path.to_path_buf()),
+        Err(e) => Err(format!("{}: {e}", path.display())),
+    }
+}
+
+/// The container's own system: its programs and libraries read-only, its
+/// `/proc` (membership decides `/proc/<pid>`), and the harmless devices.
+fn add_container_system(surface: &mut Surface, root: std::os::fd::BorrowedFd<'_>) {
+    let origin = || Origin::System("container system");
+    for p in ["/bin", "/sbin", "/lib", "/lib64", "/usr", "/etc", "/proc", "/dev/urandom", "/dev/random"] {
+        if let Ok(path) = in_container(root, Path::new(p)) {
+            surface.add(Rule { path, mode: Mode::Ro, origin: origin() });
+        }
+    }
+    for p in ["/dev/null", "/dev/zero", "/dev/full"] {
+        surface.add(Rule { path: p.into(), mode: Mode::Rw, origin: origin() });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hostile_states_are_refused_with_a_reason() {
+        let parse = |s: &str| serde_json::from_str::<ProcessState>(s).map(|_| ()).map_err(|e| e.to_string());
+        assert!(parse("{}").is_err());
+        assert!(parse(r#"{"ociVersion":"1.0.2","fds":["seccompFd"],"pid":1,"state":{"id":"a"}}"#).is_ok());
+        assert!(parse(r#"{"ociVersion":"1.0.2","fds":"x","pid":1,"state":{"id":"a"}}"#).is_err());
+    }
+
+    #[test]
+    fn an_existing_non_socket_is_never_replaced() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("not-a-socket");
+        std::fs::write(&file, "keep").unwrap();
+        assert!(matches!(bind(&file), Err(AgentError::NotASocket(_))));
+        assert_eq!(std::fs::read_to_string(&file).unwrap(), "keep");
+        let sock = dir.path().join("agent.sock");
+        let first = bind(&sock).unwrap();
+        assert!(matches!(bind(&sock), Err(AgentError::InUse(_))));
+        drop(first);
+        // A socket a dead agent left behind is replaced.
+        assert!(bind(&sock).is_ok());
+    }
+}

@@ -1,0 +1,231 @@
+//! `interpose oci-agent` with the real runtime: runc runs containers whose
+//! bundle sends their calls to the agent (`interpose oci-config`), on a
+//! rootfs made here from busybox-static.
+
+use crate::common::*;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+
+/// runc and a static busybox, as root; CI installs both (`cargo xtask
+/// tools`), so there a missing one fails instead of skipping.
+fn runtime_ok() -> bool {
+    let ok = kernel_ok()
+        && nix::unistd::geteuid().is_root()
+        && Path::new("/usr/sbin/runc").exists()
+        && Path::new("/usr/share/doc/busybox-static").exists();
+    if !ok && std::env::var_os("INTERPOSE_REQUIRE_KERNEL").is_some() {
+        panic!("the OCI tests need root, /usr/sbin/runc and /bin/busybox (busybox-static): `cargo xtask tools`");
+    }
+    if !ok {
+        eprintln!("SKIP: no runc or busybox-static, or not root");
+    }
+    ok
+}
+
+/// An agent with two policies (`ro.toml`: /data writable, /secret carved
+/// out; `open.toml`: /secret readable too) and its trails.
+struct Agent {
+    dir: tempfile::TempDir,
+    child: Child,
+}
+
+impl Agent {
+    fn start() -> Agent {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path();
+        std::fs::create_dir_all(p.join("policies")).unwrap();
+        std::fs::create_dir_all(p.join("audit")).unwrap();
+        std::fs::write(p.join("policies/ro.toml"), "cwd = \"/data\"\ndeny = [\"/secret\"]\n").unwrap();
+        std::fs::write(p.join("policies/open.toml"), "cwd = \"/data\"\nadditional_reads = [\"/secret\"]\n").unwrap();
+        let child = Command::new(interpose())
+            .args(["oci-agent", "--socket"])
+            .arg(p.join("agent.sock"))
+            .arg("--policy-dir")
+            .arg(p.join("policies"))
+            .arg("--audit-dir")
+            .arg(p.join("audit"))
+            .arg("--audit-key")
+            .arg(p.join("audit.key"))
+            .stderr(std::fs::File::create(p.join("agent.log")).unwrap())
+            .spawn()
+            .unwrap();
+        let sock = p.join("agent.sock");
+        wait_until("the agent's socket", 10, || sock.exists());
+        Agent { dir, child }
+    }
+
+    fn socket(&self) -> PathBuf {
+        self.dir.path().join("agent.sock")
+    }
+
+    fn log(&self) -> String {
+        std::fs::read_to_string(self.dir.path().join("agent.log")).unwrap_or_default()
+    }
+
+    fn trail(&self, id: &str) -> String {
+        std::fs::read_to_string(self.dir.path().join(format!("audit/{id}.jsonl"))).unwrap_or_default()
+    }
+}
+
+impl Drop for Agent {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A bundle: a busybox rootfs with /data/ok.txt, /secret/s.txt and a copy
+/// of busybox at /opt/echo (outside every policy), and a config.json that
+/// runs `script` under the agent with `policy`.
+fn bundle(agent: &Agent, id: &str, policy: &str, script: &str) -> tempfile::TempDir {
+    let b = tempfile::tempdir().unwrap();
+    let root = b.path().join("rootfs");
+    for d in ["bin", "proc", "dev", "data", "secret", "opt", "tmp"] {
+        std::fs::create_dir_all(root.join(d)).unwrap();
+    }
+    std::fs::copy("/bin/busybox", root.join("bin/busybox")).unwrap();
+    std::fs::copy("/bin/busybox", root.join("opt/echo")).unwrap();
+    for tool in ["sh", "cat", "echo", "sleep"] {
+        std::os::unix::fs::symlink("busybox", root.join("bin").join(tool)).unwrap();
+    }
+    std::fs::write(root.join("data/ok.txt"), "hello-from-data\n").unwrap();
+    std::fs::write(root.join("secret/s.txt"), "top-secret-marker\n").unwrap();
+    let o = Command::new("/usr/sbin/runc").arg("spec").current_dir(b.path()).output().unwrap();
+    assert!(o.status.success(), "runc spec: {}", stderr(&o));
+    let seccomp = Command::new(interpose()).args(["oci-config", "--listener"]).arg(agent.socket()).output().unwrap();
+    assert_eq!(seccomp.status.code(), Some(0), "{}", stderr(&seccomp));
+    let mut config: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(b.path().join("config.json")).unwrap()).unwrap();
+    config["process"]["terminal"] = false.into();
+    config["process"]["args"] = serde_json::json!(["/bin/sh", "-c", script]);
+    config["root"]["readonly"] = false.into();
+    config["linux"]["seccomp"] = serde_json::from_slice(&seccomp.stdout).unwrap();
+    config["annotations"] = serde_json::json!({ "org.interpose.policy": policy, "team": id });
+    std::fs::write(b.path().join("config.json"), config.to_string()).unwrap();
+    b
+}
+
+/// Starts `runc run` of the bundle (its own state directory, so parallel
+/// tests never share one).
+fn runc(bundle: &Path, id: &str) -> Child {
+    Command::new("/usr/sbin/runc")
+        .arg("--root")
+        .arg(bundle.join("state"))
+        .args(["run", "--bundle"])
+        .arg(bundle)
+        .arg(id)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+/// The same container natively: what the policy takes away is there.
+fn native(bundle: &Path, id: &str) -> String {
+    let mut config: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(bundle.join("config.json")).unwrap()).unwrap();
+    config["linux"].as_object_mut().unwrap().remove("seccomp");
+    std::fs::write(bundle.join("config.json"), config.to_string()).unwrap();
+    let o = runc(bundle, id).wait_with_output().unwrap();
+    let out = stdout(&o);
+    let _ = Command::new("/usr/sbin/runc").arg("--root").arg(bundle.join("state")).args(["delete", "-f", id]).output();
+    out
+}
+
+#[test]
+fn runc_containers_are_supervised_with_their_own_policies_and_trails() {
+    if !runtime_ok() {
+        return;
+    }
+    let agent = Agent::start();
+    let script = "cat /data/ok.txt; cat /secret/s.txt; /opt/echo tool-ran; echo done";
+    // Natively every part of the script works.
+    let b = bundle(&agent, "plain", "ro.toml", script);
+    let out = native(b.path(), "interpose-native");
+    assert!(out.contains("top-secret-marker") && out.contains("tool-ran"), "{out}");
+
+    // Two containers at once, under different policies.
+    let (b1, b2) = (bundle(&agent, "c1", "ro.toml", script), bundle(&agent, "c2", "open.toml", script));
+    let (r1, r2) = (runc(b1.path(), "interpose-c1"), runc(b2.path(), "interpose-c2"));
+    let (o1, o2) = (r1.wait_with_output().unwrap(), r2.wait_with_output().unwrap());
+    let (out1, out2) = (stdout(&o1), stdout(&o2));
+    // ro.toml: the allowed read works, the carve-out is refused with
+    // EACCES, the binary outside the surface does not run.
+    assert!(out1.contains("hello-from-data") && out1.contains("done"), "{out1}\n{}", agent.log());
+    assert!(!out1.contains("top-secret-marker"), "{out1}");
+    assert!(stderr(&o1).contains("Permission denied"), "{}", stderr(&o1));
+    assert!(!out1.contains("tool-ran"), "{out1}");
+    // open.toml: the secret is readable; the tool is outside it too.
+    assert!(out2.contains("hello-from-data") && out2.contains("top-secret-marker"), "{out2}\n{}", agent.log());
+    assert!(!out2.contains("tool-ran"), "{out2}");
+
+    // One trail per container, named by its id, with its id, annotations
+    // and policy in the session record, and the refusals recorded.
+    wait_until("both trails ended", 10, || {
+        ["interpose-c1", "interpose-c2"].iter().all(|id| agent.trail(id).contains("\"type\":\"anchor\""))
+    });
+    let t1 = agent.trail("interpose-c1");
+    let start: serde_json::Value = serde_json::from_str(t1.lines().next().unwrap()).unwrap();
+    assert_eq!(start["container"]["id"], "interpose-c1");
+    assert_eq!(start["container"]["policy"], "ro.toml");
+    assert_eq!(start["container"]["annotations"]["team"], "c1");
+    let denied = |trail: &str, path: &str| {
+        trail.lines().any(|l| l.contains("\"decision\":\"deny\"") && l.contains(&format!("\"path\":\"{path}\"")))
+    };
+    assert!(denied(&t1, "/secret/s.txt"), "{t1}");
+    assert!(denied(&t1, "/opt/echo"), "{t1}");
+    assert!(!denied(&agent.trail("interpose-c2"), "/secret/s.txt"));
+    // The trail verifies with the agent's key.
+    let v = Command::new(interpose())
+        .args(["report", "--verify", "--audit-key"])
+        .arg(agent.dir.path().join("audit.key"))
+        .arg(agent.dir.path().join("audit/interpose-c1.jsonl"))
+        .output()
+        .unwrap();
+    assert_eq!(v.status.code(), Some(0), "{}{}", stdout(&v), stderr(&v));
+}
+
+#[test]
+fn a_hostile_state_message_is_dropped_and_the_agent_goes_on() {
+    if !runtime_ok() {
+        return;
+    }
+    use std::io::Write;
+    let agent = Agent::start();
+    for garbage in [&b"not json at all"[..], br#"{"ociVersion":"1","fds":["seccompFd"],"pid":1,"state":{"id":"../x"}}"#]
+    {
+        let mut s = std::os::unix::net::UnixStream::connect(agent.socket()).unwrap();
+        s.write_all(garbage).unwrap();
+    }
+    // A client that connects and sends nothing holds only its own thread.
+    let _idle = std::os::unix::net::UnixStream::connect(agent.socket()).unwrap();
+    wait_until("the refusals logged", 10, || agent.log().matches("connection dropped").count() >= 2);
+    let log = agent.log();
+    assert!(log.contains("not a container process state"), "{log}");
+    assert!(log.contains("not a plain name"), "{log}");
+    // And the next container is supervised as usual.
+    let b = bundle(&agent, "after", "ro.toml", "cat /data/ok.txt; cat /secret/s.txt");
+    let o = runc(b.path(), "interpose-after").wait_with_output().unwrap();
+    assert!(stdout(&o).contains("hello-from-data"), "{}{}", stderr(&o), agent.log());
+    assert!(!stdout(&o).contains("top-secret-marker"));
+}
+
+#[test]
+fn when_the_agent_dies_the_containers_next_trapped_call_fails() {
+    if !runtime_ok() {
+        return;
+    }
+    let mut agent = Agent::start();
+    let script = "cat /data/ok.txt; sleep 3; cat /data/ok.txt && echo second-read || echo second-failed";
+    let b = bundle(&agent, "dies", "open.toml", script);
+    let run = runc(b.path(), "interpose-dies");
+    wait_until("the container started", 10, || agent.log().contains("container interpose-dies"));
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    agent.child.kill().unwrap();
+    agent.child.wait().unwrap();
+    let o = run.wait_with_output().unwrap();
+    let out = stdout(&o);
+    assert!(out.contains("hello-from-data"), "{out}{}", stderr(&o));
+    assert!(out.contains("second-failed") && !out.contains("second-read"), "{out}{}", stderr(&o));
+}
