@@ -84,6 +84,13 @@ pub fn probe() -> Vec<Feature> {
     ]
 }
 
+/// Whether each PID namespace has a `pid_max` of its own (Linux 6.14);
+/// before, writing it from inside one changes the whole system's.
+pub fn pid_max_per_namespace() -> bool {
+    let release = nix::sys::utsname::uname().map(|u| u.release().to_string_lossy().into_owned()).unwrap_or_default();
+    kernel_version(&release) >= (6, 14)
+}
+
 fn kernel_version(release: &str) -> (u32, u32) {
     let mut it = release.split(|c: char| !c.is_ascii_digit()).filter_map(|p| p.parse().ok());
     (it.next().unwrap_or(0), it.next().unwrap_or(0))

@@ -162,6 +162,9 @@ pub struct Plan {
     /// namespace), with a `/proc` of that namespace in a mount namespace of
     /// its own.
     pub pid_namespace: bool,
+    /// With a PID namespace: its `pid_max`, written by its init (decimal
+    /// text), bounding how many tasks the command can have at once.
+    pub pid_max: Option<Vec<u8>>,
 }
 
 /// The entries of `base` that earlier runs of interpose made and left
@@ -397,6 +400,13 @@ fn child(
     if plan.pid_namespace {
         if let Err(e) = pid_namespace_proc() {
             report(Stage::PidNamespace, e);
+        }
+        // The namespace's own pid_max (Linux 6.14; the session checks the
+        // kernel before asking: earlier kernels share one system-wide).
+        if let Some(max) = &plan.pid_max {
+            if let Err(e) = process::write_file(c"/proc/sys/kernel/pid_max", max) {
+                report(Stage::PidNamespace, e);
+            }
         }
     }
     if plan.no_network {

@@ -242,14 +242,24 @@ pub fn run(args: &Config) -> Result<i32, RunError> {
     let plan = plan(args, &parts.surface, &namespace, user, trapping, (program, &env), landlock, staging.as_deref())?;
     phase("landlock ruleset, environment, filter");
 
+    let pids = pids_cgroup(args, &namespace)?;
+    let task_limit = match (&pids, &plan.pid_max) {
+        (Some(_), _) => format!("a pids cgroup, pids.max {}", args.max_procs.unwrap_or(DEFAULT_MAX_PROCS)),
+        (None, Some(max)) => format!("pid_max {} in the command's PID namespace", String::from_utf8_lossy(max)),
+        (None, None) => "none: no pids cgroup could be made here".into(),
+    };
     let sink = trail.map(|(out, key)| Sink::start(out, Some(key)));
     if let Some(sink) = &sink {
         let mode = mode_record(trapping, args.learn);
         let record = session_start(args, &parts.surface, &parts.loaded, &dropped, mode, &parts.caches);
-        sink.send(with_namespace(record, &namespace));
+        let mut record = with_namespace(record, &namespace);
+        if let audit::Record::SessionStart(start) = &mut record {
+            let present = pids.is_some() || plan.pid_max.is_some();
+            start.features.insert("task_limit".into(), audit::Feature { present, detail: task_limit });
+        }
+        sink.send(record);
     }
     process::set_child_subreaper().map_err(errno("PR_SET_CHILD_SUBREAPER"))?;
-    let pids = pids_cgroup(args)?;
     phase("audit sink, pids cgroup");
     let started = sandbox::start(&plan, original.as_ref(), |pid| match &pids {
         Some(cgroup) => cgroup.add(pid).map_err(|e| sandbox::SpawnError::Parent {
@@ -493,12 +503,29 @@ fn plan(
         // Where the session has a mount namespace, the command gets a PID
         // namespace too: every process of it dies with interpose.
         pid_namespace: namespace.can_mount(),
+        pid_max: task_limit_by_pid_max(args, namespace).then(|| (DEFAULT_MAX_PROCS + 1).to_string().into_bytes()),
     })
 }
 
+/// Whether the default task limit is the PID namespace's own `pid_max`
+/// rather than a pids cgroup: on cgroup v1, moving the child into a cgroup
+/// waits for an RCU grace period (10-14 ms of every start-up on the test
+/// machine), while the namespace's init sets its `pid_max` at no cost. An
+/// explicit `--max-procs` (which may be below `pid_max`'s floor of 301)
+/// keeps the cgroup.
+fn task_limit_by_pid_max(args: &Config, namespace: &sandbox::namespace::Namespace) -> bool {
+    args.max_procs.is_none() && namespace.can_mount() && sandbox::features::pid_max_per_namespace()
+}
+
 /// The pids cgroup that bounds the command's tasks: required with
-/// `--max-procs`, best effort otherwise.
-fn pids_cgroup(args: &Config) -> Result<Option<sandbox::pids::PidsCgroup>, RunError> {
+/// `--max-procs`, best effort otherwise (unless `pid_max` bounds them).
+fn pids_cgroup(
+    args: &Config,
+    namespace: &sandbox::namespace::Namespace,
+) -> Result<Option<sandbox::pids::PidsCgroup>, RunError> {
+    if task_limit_by_pid_max(args, namespace) {
+        return Ok(None);
+    }
     match sandbox::pids::PidsCgroup::create(args.max_procs.unwrap_or(DEFAULT_MAX_PROCS)) {
         Ok(cgroup) => Ok(Some(cgroup)),
         Err(e) if args.max_procs.is_some() => Err(RunError::MaxProcs(e)),

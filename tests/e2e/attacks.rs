@@ -525,6 +525,61 @@ fn callers_vanishing_mid_call_leave_nothing_behind() {
     assert_eq!(out, "rounds=100\n".repeat(3));
 }
 
+/// Without `--max-procs`, on a kernel where each PID namespace has its own
+/// `pid_max` (6.14), the command's namespace is bounded by its own
+/// (4097) instead of a pids cgroup, whose migration costs every start-up
+/// an RCU grace period on cgroup v1: a fork bomb stops near 4,096 tasks,
+/// the supervisor keeps answering, the host's `pid_max` is unchanged, and
+/// the trail says which limit held.
+#[test]
+fn without_max_procs_the_pid_namespace_bounds_a_fork_bomb() {
+    if !kernel_ok() {
+        return;
+    }
+    let release = nix::sys::utsname::uname().unwrap().release().to_string_lossy().into_owned();
+    let mut v = release.split(|c: char| !c.is_ascii_digit()).filter_map(|p| p.parse::<u32>().ok());
+    if (v.next().unwrap_or(0), v.next().unwrap_or(0)) < (6, 14) {
+        eprintln!("SKIP: pid_max is system-wide before Linux 6.14 (this is {release})");
+        return;
+    }
+    let t = Tree::new();
+    std::fs::write(t.ws.join("ok.txt"), "still answering\n").unwrap();
+    let host_pid_max = std::fs::read_to_string("/proc/sys/kernel/pid_max").unwrap();
+    let script = "
+import os, time
+kids = 0
+try:
+    while kids < 10000:
+        if os.fork() == 0:
+            time.sleep(60)
+            os._exit(0)
+        kids += 1
+except BlockingIOError:
+    print('pid_max stopped forks at', kids)
+print(open('ok.txt').read().strip())
+";
+    let trail = t.outside.join("bomb.jsonl");
+    let o = t
+        .command(
+            &["--audit", trail.to_str().unwrap(), "--audit-key", t.outside.join("k").to_str().unwrap()],
+            &["/usr/bin/python3", "-c", script],
+        )
+        .output()
+        .unwrap();
+    let out = stdout(&o);
+    let refused: u32 = out
+        .lines()
+        .find_map(|l| l.strip_prefix("pid_max stopped forks at "))
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("never refused: {out}{}", stderr(&o)));
+    assert!((3000..4097).contains(&refused), "{out}");
+    assert!(out.ends_with("still answering\n"), "{out}{}", stderr(&o));
+    assert_eq!(std::fs::read_to_string("/proc/sys/kernel/pid_max").unwrap(), host_pid_max);
+    let start: serde_json::Value =
+        serde_json::from_str(std::fs::read_to_string(&trail).unwrap().lines().next().unwrap()).unwrap();
+    assert_eq!(start["features"]["task_limit"]["detail"], "pid_max 4097 in the command's PID namespace");
+}
+
 /// A fork bomb is bounded by `--max-procs` (a pids cgroup), the supervisor
 /// keeps answering, and everything the bomb left is killed at the end.
 #[test]
