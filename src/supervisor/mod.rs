@@ -418,8 +418,7 @@ impl Supervisor {
     }
 
     fn worker(self: Arc<Self>) {
-        let stop = |me: &Self, tenure| {
-            me.turn.release(tenure);
+        let leave = |me: &Self| {
             me.workers.fetch_sub(1, Ordering::SeqCst);
             me.idle.fetch_sub(1, Ordering::SeqCst);
         };
@@ -428,7 +427,7 @@ impl Supervisor {
             let tenure = match held {
                 Some(t) => t,
                 None => {
-                    let (t, alone) = self.turn.take();
+                    let Some((t, alone)) = self.turn.take() else { return leave(&self) };
                     if alone {
                         // Nobody is left to take over from us if a call
                         // stalls: start someone who can.
@@ -448,10 +447,15 @@ impl Supervisor {
             let notif = match received {
                 Some(Ok(n)) => n,
                 Some(Err(Errno::EINTR | Errno::ENOENT)) => continue,
-                None => return stop(&self, tenure),
+                // Hung up: every worker ends, none is started.
+                None => {
+                    self.turn.close();
+                    return leave(&self);
+                }
                 Some(Err(e)) => {
                     tracing::error!("receiving notifications failed: {e}; the worker stops");
-                    return stop(&self, tenure);
+                    self.turn.release(tenure);
+                    return leave(&self);
                 }
             };
             if self.floor {

@@ -34,6 +34,8 @@ struct State {
     busy_since: Option<Instant>,
     /// Workers waiting for the turn.
     waiting: usize,
+    /// The listener hung up: nobody takes the turn any more.
+    closed: bool,
 }
 
 /// The turn to receive.
@@ -55,18 +57,23 @@ impl Turn {
     /// Waits for the turn: until nobody holds it, or its holder has been
     /// busy with one call for longer than [`STALL`]. Also says whether no
     /// other worker is left waiting (the caller should start one, so that
-    /// someone can take over from it in turn).
-    pub fn take(&self) -> (Tenure, bool) {
+    /// someone can take over from it in turn). `None` once the listener has
+    /// hung up: the worker ends.
+    pub fn take(&self) -> Option<(Tenure, bool)> {
         let mut s = self.lock();
         s.waiting += 1;
         loop {
+            if s.closed {
+                s.waiting -= 1;
+                return None;
+            }
             let stuck = s.busy_since.is_some_and(|t| t.elapsed() >= STALL);
             if !s.taken || stuck {
                 s.taken = true;
                 s.tenure += 1;
                 s.busy_since = None;
                 s.waiting -= 1;
-                return (Tenure(s.tenure), s.waiting == 0);
+                return Some((Tenure(s.tenure), s.waiting == 0));
             }
             s = self.freed.wait_timeout(s, LOOK_EVERY).unwrap_or_else(PoisonError::into_inner).0;
         }
@@ -92,7 +99,18 @@ impl Turn {
         }
     }
 
-    /// The holder stops (the listener hung up): another worker may take it.
+    /// The holder stops because the listener hung up: every worker waiting
+    /// for the turn ends too.
+    pub fn close(&self) {
+        let mut s = self.lock();
+        s.closed = true;
+        s.taken = false;
+        s.busy_since = None;
+        drop(s);
+        self.freed.notify_all();
+    }
+
+    /// The holder stops for an error of its own: another worker may take it.
     pub fn release(&self, t: Tenure) {
         let mut s = self.lock();
         if s.tenure == t.0 {
@@ -111,12 +129,12 @@ mod tests {
     #[test]
     fn one_holder_at_a_time_and_a_stuck_one_is_taken_over() {
         let turn = std::sync::Arc::new(Turn::default());
-        let (first, alone) = turn.take();
+        let (first, alone) = turn.take().unwrap();
         assert!(alone);
         // Holding, not busy: another worker waits (here: for longer than a
         // stall, and still does not get it).
         let other = std::sync::Arc::clone(&turn);
-        let waiter = std::thread::spawn(move || other.take().0);
+        let waiter = std::thread::spawn(move || other.take().unwrap().0);
         std::thread::sleep(STALL * 4);
         assert!(!waiter.is_finished());
         assert!(turn.done(first));
@@ -128,7 +146,13 @@ mod tests {
         assert!(turn.done(second));
         // Released: free for the next.
         turn.release(second);
-        let (third, _) = turn.take();
+        let (third, _) = turn.take().unwrap();
         assert_ne!(third, second);
+        // Closed: the holder and every waiter end.
+        let other = std::sync::Arc::clone(&turn);
+        let waiter = std::thread::spawn(move || other.take());
+        turn.close();
+        assert!(waiter.join().unwrap().is_none());
+        assert!(turn.take().is_none());
     }
 }
