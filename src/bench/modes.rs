@@ -55,7 +55,10 @@ pub(super) fn modes(
     let os = |s: &str| OsString::from(s);
     let surface = || vec![os("--rw"), work.as_os_str().to_owned(), os("--ro"), bin_dir.clone()];
     let exe = exe.as_os_str().to_owned();
-    let trail = work.join("audit.jsonl");
+    // The trail and its key outside the workspace: either is carved out of
+    // the surface, and a carve-out inside the writable workspace would make
+    // every open emulated, measuring that instead of the recording.
+    let trail = work.parent().unwrap_or(work).join("audit.jsonl");
     let key = work.parent().unwrap_or(work).join("audit.key");
     let mode = |name: &str, prefix: Vec<OsString>| BenchMode { name: name.into(), prefix, trail: None };
     let mut missing = Vec::new();
@@ -78,8 +81,6 @@ pub(super) fn modes(
             prefix: [
                 vec![exe.clone(), os("run")],
                 surface(),
-                // The key outside the workspace: a carve-out inside it would
-                // make every open emulated and measure something else.
                 vec![os("--audit"), trail.clone().into_os_string(), os("--audit-key"), key.into_os_string(), os("--")],
             ]
             .concat(),
