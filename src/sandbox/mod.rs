@@ -60,6 +60,8 @@ pub enum Stage {
     Ipc = 14,
     /// A PID namespace of its own, with its own `/proc`.
     PidNamespace = 15,
+    /// The PID namespace's `pid_max`, the default task limit.
+    PidMax = 16,
 }
 
 impl Stage {
@@ -68,6 +70,7 @@ impl Stage {
         [
             SignalMask,
             PidNamespace,
+            PidMax,
             Network,
             Ipc,
             Isolate,
@@ -93,6 +96,7 @@ impl Stage {
             Stage::Network => "creating a network namespace with loopback only (--net none needs root)",
             Stage::Ipc => "creating an IPC namespace of its own",
             Stage::PidNamespace => "making the PID namespace's /proc and its init",
+            Stage::PidMax => "setting the PID namespace's pid_max, the default task limit (--max-procs N uses a pids cgroup instead)",
             Stage::Isolate => {
                 "building the isolated root (a mount namespace of the session's own, as root or in interpose's user namespace)"
             }
@@ -405,7 +409,7 @@ fn child(
         // kernel before asking: earlier kernels share one system-wide).
         if let Some(max) = &plan.pid_max {
             if let Err(e) = process::write_file(c"/proc/sys/kernel/pid_max", max) {
-                report(Stage::PidNamespace, e);
+                report(Stage::PidMax, e);
             }
         }
     }
