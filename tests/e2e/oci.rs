@@ -128,7 +128,12 @@ fn native(bundle: &Path, id: &str) -> String {
     config["linux"].as_object_mut().unwrap().remove("seccomp");
     std::fs::write(bundle.join("config.json"), config.to_string()).unwrap();
     let o = runc(bundle, id).wait_with_output().unwrap();
-    let out = stdout(&o);
+    let out = format!(
+        "{}{}{}",
+        stdout(&o),
+        stderr(&o),
+        if o.status.success() { String::new() } else { format!("({})", o.status) }
+    );
     let _ = Command::new("/usr/sbin/runc").arg("--root").arg(bundle.join("state")).args(["delete", "-f", id]).output();
     out
 }
@@ -228,4 +233,42 @@ fn when_the_agent_dies_the_containers_next_trapped_call_fails() {
     let out = stdout(&o);
     assert!(out.contains("hello-from-data"), "{out}{}", stderr(&o));
     assert!(out.contains("second-failed") && !out.contains("second-read"), "{out}{}", stderr(&o));
+}
+
+/// The path-buffer race of `tests/attacks/race_open.c` (one thread flips a
+/// path between an allowed file and the carve-out while another opens and
+/// reads it), built static and run in a container: natively it reads the
+/// secret; under the agent, with no Landlock behind it, every allowed open
+/// is performed on the object checked, so it never does.
+#[test]
+fn a_path_swapped_after_the_check_never_opens_the_carve_out_in_a_container() {
+    if !runtime_ok() {
+        return;
+    }
+    let agent = Agent::start();
+    let script = "/bin/race_open /data/ok.txt /secret/s.txt top-secret-marker 20000";
+    let build = |b: &Path| {
+        let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/attacks/race_open.c");
+        let o = Command::new("cc")
+            .args(["-static", "-O2", "-pthread", "-o"])
+            .arg(b.join("rootfs/bin/race_open"))
+            .arg(&src)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "cc -static: {}", stderr(&o));
+    };
+    let leaks = |out: &str| -> u64 {
+        let n = out.split_whitespace().find_map(|w| w.strip_prefix("leaks=")).and_then(|n| n.parse().ok());
+        n.unwrap_or_else(|| panic!("no leaks=N in {out:?}"))
+    };
+    let natively = bundle(&agent, "race-native", "ro.toml", script);
+    build(natively.path());
+    let out = native(natively.path(), "interpose-race-native");
+    assert!(leaks(&out) > 0, "the race reads the secret natively: {out}");
+    let confined = bundle(&agent, "race", "ro.toml", script);
+    build(confined.path());
+    let o = runc(confined.path(), "interpose-race").wait_with_output().unwrap();
+    let out = format!("{}{}", stdout(&o), stderr(&o));
+    assert_eq!(leaks(&out), 0, "{out}{}", agent.log());
+    assert!(out.contains("opened="), "{out}");
 }
