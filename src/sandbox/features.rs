@@ -67,6 +67,13 @@ pub fn probe() -> Vec<Feature> {
             },
         },
         Feature {
+            name: "pid_max per PID namespace (the default task limit)",
+            present: version >= PID_MAX_PER_NAMESPACE,
+            required: false,
+            detail: "needs Linux 6.14+; otherwise a pids cgroup, whose cgroup v1 migration adds ~10 ms to start-up"
+                .into(),
+        },
+        Feature {
             name: "Landlock TCP port rules (--net connect=)",
             present: landlock.as_ref().is_ok_and(|abi| *abi >= 4),
             required: false,
@@ -88,8 +95,11 @@ pub fn probe() -> Vec<Feature> {
 /// before, writing it from inside one changes the whole system's.
 pub fn pid_max_per_namespace() -> bool {
     let release = nix::sys::utsname::uname().map(|u| u.release().to_string_lossy().into_owned()).unwrap_or_default();
-    kernel_version(&release) >= (6, 14)
+    kernel_version(&release) >= PID_MAX_PER_NAMESPACE
 }
+
+/// The first kernel with a `pid_max` per PID namespace.
+const PID_MAX_PER_NAMESPACE: (u32, u32) = (6, 14);
 
 fn kernel_version(release: &str) -> (u32, u32) {
     let mut it = release.split(|c: char| !c.is_ascii_digit()).filter_map(|p| p.parse().ok());
