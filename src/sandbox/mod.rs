@@ -284,9 +284,9 @@ pub fn start(
                 e
             };
             let mut msg = [0u8; 8];
-            match process::recv_with_fd(ours.as_fd(), &mut msg) {
-                Ok((8, _)) if msg[0] == TAG_LISTENER => {}
-                Ok((8, _)) if msg[0] == TAG_ERROR => {
+            match process::recv_with_fds(ours.as_fd(), &mut msg) {
+                Ok((8, _, _)) if msg[0] == TAG_LISTENER => {}
+                Ok((8, _, _)) if msg[0] == TAG_ERROR => {
                     return Err(fail(decode_error(&msg).unwrap_or(SpawnError::ChildVanished)));
                 }
                 _ => return Err(fail(SpawnError::ChildVanished)),
@@ -342,8 +342,8 @@ fn decode_error(msg: &[u8; 8]) -> Option<SpawnError> {
 /// exec'd (`Ok`) or reports why `execve` failed.
 pub fn exec_result(channel: &OwnedFd) -> Result<(), Errno> {
     let mut msg = [0u8; 8];
-    match process::recv_with_fd(channel.as_fd(), &mut msg) {
-        Ok((8, _)) if msg[0] == TAG_ERROR && msg[1] == Stage::Exec as u8 => {
+    match process::recv_with_fds(channel.as_fd(), &mut msg) {
+        Ok((8, _, _)) if msg[0] == TAG_ERROR && msg[1] == Stage::Exec as u8 => {
             Err(Errno::from_raw(i32::from_ne_bytes(msg[4..8].try_into().expect("4 bytes"))))
         }
         _ => Ok(()),

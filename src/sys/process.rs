@@ -173,41 +173,6 @@ pub fn read_byte(fd: BorrowedFd<'_>) -> Result<Option<u8>, Errno> {
     }
 }
 
-/// Receives one message of up to `buf.len()` bytes from `sock`, with at most
-/// one descriptor attached (`recvmsg(2)`). Returns the byte count (0 at end of
-/// stream) and the descriptor, if one came.
-pub fn recv_with_fd(sock: BorrowedFd<'_>, buf: &mut [u8]) -> Result<(usize, Option<OwnedFd>), Errno> {
-    let mut iov = libc::iovec { iov_base: buf.as_mut_ptr().cast(), iov_len: buf.len() };
-    let mut control = [0u64; 4];
-    // SAFETY: msghdr is plain data; zeroed is a valid empty header.
-    let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
-    msg.msg_iov = &mut iov;
-    msg.msg_iovlen = 1;
-    msg.msg_control = control.as_mut_ptr().cast();
-    msg.msg_controllen = std::mem::size_of_val(&control);
-    let n = loop {
-        // SAFETY: msg points to buffers we own for the duration of the call.
-        match cvt(unsafe { libc::recvmsg(sock.as_raw_fd(), &mut msg, libc::MSG_CMSG_CLOEXEC) } as libc::c_long) {
-            Err(Errno::EINTR) => continue,
-            other => break other? as usize,
-        }
-    };
-    let mut fd = None;
-    // SAFETY: the kernel filled msg_control/msg_controllen; the CMSG macros
-    // walk only within them.
-    unsafe {
-        let mut cmsg = libc::CMSG_FIRSTHDR(&msg);
-        while !cmsg.is_null() {
-            if (*cmsg).cmsg_level == libc::SOL_SOCKET && (*cmsg).cmsg_type == libc::SCM_RIGHTS {
-                let raw = std::ptr::read_unaligned(libc::CMSG_DATA(cmsg).cast::<RawFd>());
-                fd = Some(OwnedFd::from_raw_fd(raw));
-            }
-            cmsg = libc::CMSG_NXTHDR(&msg, cmsg);
-        }
-    }
-    Ok((n, fd))
-}
-
 /// Receives one message of up to `buf.len()` bytes from `sock` with every
 /// descriptor attached to it (up to 16; the kernel closes any beyond), for a
 /// peer that is not trusted: each descriptor is owned at once, so one the
