@@ -362,7 +362,7 @@ impl Call<'_> {
                 let why = Why::Note("object held by a sandboxed process", RuleKind::Held);
                 self.push(arg, Some(&r.path), name, Verdict::Allow, None, why);
             }
-            Target::Exists { fd, mode, .. } if self.ungranted_terminal(fd.as_fd(), *mode, &r.path)? => {
+            Target::Exists { fd, stat } if self.ungranted_terminal(stat, &r.path) => {
                 // A terminal no surface entry grants (any /dev/pts/N but the
                 // one interpose runs in) is one the command created, or
                 // someone else's, refused even when learning: another
@@ -380,14 +380,12 @@ impl Call<'_> {
         Ok(r)
     }
 
-    /// Whether the object `fd` (of `mode`, at `path`) is a pseudo-terminal
-    /// slave that no surface entry grants.
-    fn ungranted_terminal(&self, fd: std::os::fd::BorrowedFd<'_>, mode: u32, path: &[u8]) -> Result<bool, Stop> {
-        if mode & libc::S_IFMT != libc::S_IFCHR {
-            return Ok(false);
-        }
-        let slave = crate::policy::system::is_pty_slave(fs::fstat(fd)?.st_rdev);
-        Ok(slave && !self.sup.surface().decide(path, Access::Read, self.sup.procs()).allowed)
+    /// Whether the object of `stat`, at `path`, is a pseudo-terminal slave
+    /// that no surface entry grants.
+    fn ungranted_terminal(&self, stat: &libc::stat, path: &[u8]) -> bool {
+        stat.st_mode & libc::S_IFMT == libc::S_IFCHR
+            && crate::policy::system::is_pty_slave(stat.st_rdev)
+            && !self.sup.surface().decide(path, Access::Read, self.sup.procs()).allowed
     }
 
     /// Decides `access` to the canonical `path` against the surface and
@@ -592,7 +590,7 @@ impl Call<'_> {
         let r = self.resolve(arg, follow, empty, 0);
         let r = self.check(arg, r, access)?;
         match r.target {
-            Target::Exists { fd, mode, .. } => Ok((fd, mode)),
+            Target::Exists { fd, stat } => Ok((fd, stat.st_mode)),
             Target::Anonymous { fd } => Ok((fd, 0)),
             Target::Missing { .. } => Err(Errno::ENOENT.into()),
         }
@@ -733,7 +731,7 @@ impl Call<'_> {
                 let r = self.resolve(&arg, follow, empty, 0);
                 let r = self.check(&arg, r, Access::Stat)?;
                 match r.target {
-                    Target::Exists { fd, stat, .. } => (fd, Some(stat), Some(r.path)),
+                    Target::Exists { fd, stat } => (fd, Some(stat), Some(r.path)),
                     Target::Anonymous { fd } => (fd, None, None),
                     Target::Missing { .. } => return Err(Errno::ENOENT.into()),
                 }
@@ -1031,8 +1029,8 @@ impl Call<'_> {
         // through its descriptor (runc's exec FIFO): the process holds it
         // already, and it is opened here, on the object resolved.
         let own_fifo = !self.sup.backstop()
-            && Self::own_descriptor_path(&arg.bytes)
-            && matches!(&r, Ok(Resolved { target: Target::Exists { mode, .. }, .. }) if mode & libc::S_IFMT == libc::S_IFIFO);
+            && own_descriptor_path(&arg.bytes)
+            && matches!(&r, Ok(Resolved { target: Target::Exists { stat, .. }, .. }) if stat.st_mode & libc::S_IFMT == libc::S_IFIFO);
         let r = match r {
             Ok(r) if own_fifo => {
                 let why = Why::Note("the caller's own descriptor (a FIFO its runtime gave it)", RuleKind::Held);
@@ -1062,10 +1060,13 @@ impl Call<'_> {
                 _ => Ok(Answer::Continue),
             };
         }
+        // The caller's flags, for an object reopened here: never as a
+        // controlling terminal.
+        let reopen = flags & !(libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW | libc::O_CLOEXEC) | libc::O_NOCTTY;
         match r.target {
             Target::Missing { .. } if create && exact => Ok(Answer::Continue),
-            Target::Exists { mode, .. }
-                if exact && !exclusive && matches!(mode & libc::S_IFMT, libc::S_IFREG | libc::S_IFDIR) =>
+            Target::Exists { stat, .. }
+                if exact && !exclusive && matches!(stat.st_mode & libc::S_IFMT, libc::S_IFREG | libc::S_IFDIR) =>
             {
                 Ok(Answer::Continue)
             }
@@ -1085,69 +1086,48 @@ impl Call<'_> {
                 Ok(Answer::Install { fd, cloexec })
             }
             Target::Exists { .. } if exclusive => Err(Errno::EEXIST.into()),
-            Target::Exists { mode: st_mode, fd, .. } => match st_mode & libc::S_IFMT {
-                libc::S_IFLNK => Err(Errno::ELOOP.into()),
-                libc::S_IFREG | libc::S_IFDIR => {
-                    let reopen =
-                        flags & !(libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW | libc::O_CLOEXEC) | libc::O_NOCTTY;
-                    let mode = if tmpfile { mode & !self.umask()? & 0o7777 } else { 0 };
-                    let fd = self.on_behalf(proc, || self.sup.resolver().reopen(fd.as_fd(), reopen, mode))?;
-                    Ok(Answer::Install { fd, cloexec })
+            Target::Exists { stat, fd } => {
+                let opened_here = match stat.st_mode & libc::S_IFMT {
+                    libc::S_IFLNK => return Err(Errno::ELOOP.into()),
+                    libc::S_IFREG | libc::S_IFDIR => true,
+                    // A terminal the command created (decided above):
+                    // opened here, on the checked slave; the ruleset grants
+                    // none.
+                    libc::S_IFCHR if self.ungranted_terminal(&stat, &r.path) => true,
+                    // The pseudo-terminal multiplexer: opened here, so that
+                    // the terminal it makes is known to be the command's
+                    // (its slave is granted to the command, no other).
+                    libc::S_IFCHR if stat.st_rdev == libc::makedev(5, 2) => {
+                        let master = self.sup.resolver().reopen(fd.as_fd(), reopen, 0)?;
+                        let n = fs::pty_number(master.as_fd())?;
+                        let name = std::ffi::CString::new(format!("/dev/pts/{n}")).expect("no NUL in a number");
+                        let slave = fs::openat(Dir::Cwd, &name, libc::O_PATH | libc::O_NOFOLLOW, 0)?;
+                        self.sup.terminal_created(n, slave);
+                        return Ok(Answer::Install { fd: master, cloexec });
+                    }
+                    // Devices, FIFOs and sockets: opening them from here
+                    // could block the supervisor (a FIFO waits for its
+                    // peer). The kernel opens them instead, under the
+                    // Landlock ruleset built from the same surface; without
+                    // one nothing confines the kernel's own lookup, so they
+                    // are opened here (a FIFO without its peer then holds
+                    // this worker as it would the caller, and another takes
+                    // the turn over: supervisor::turn).
+                    _ => !self.sup.backstop(),
+                };
+                if !opened_here {
+                    return Ok(Answer::Continue);
                 }
-                // A terminal the command created (decided above): opened
-                // here, on the checked slave; the ruleset grants none.
-                libc::S_IFCHR if self.ungranted_terminal(fd.as_fd(), st_mode, &r.path)? => {
-                    let reopen =
-                        flags & !(libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW | libc::O_CLOEXEC) | libc::O_NOCTTY;
-                    let fd = self.sup.resolver().reopen(fd.as_fd(), reopen, 0)?;
-                    Ok(Answer::Install { fd, cloexec })
-                }
-                // The pseudo-terminal multiplexer: opened here, so that the
-                // terminal it makes is known to be the command's (its slave
-                // is granted to the command, no other).
-                libc::S_IFCHR if fs::fstat(fd.as_fd())?.st_rdev == libc::makedev(5, 2) => {
-                    let reopen =
-                        flags & !(libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW | libc::O_CLOEXEC) | libc::O_NOCTTY;
-                    let master = self.sup.resolver().reopen(fd.as_fd(), reopen, 0)?;
-                    let n = fs::pty_number(master.as_fd())?;
-                    let name = std::ffi::CString::new(format!("/dev/pts/{n}")).expect("no NUL in a number");
-                    let slave = fs::openat(Dir::Cwd, &name, libc::O_PATH | libc::O_NOFOLLOW, 0)?;
-                    self.sup.terminal_created(n, slave);
-                    Ok(Answer::Install { fd: master, cloexec })
-                }
-                // Devices, FIFOs and sockets: opening them from here could
-                // block the supervisor (a FIFO waits for its peer) or change
-                // whose terminal it is. The kernel opens them instead, under
-                // the Landlock ruleset built from the same surface.
-                _ if self.sup.backstop() => Ok(Answer::Continue),
-                // Without a ruleset nothing confines the kernel's own
-                // lookup: opened here (never a controlling terminal). A FIFO
-                // without its peer holds this worker as it would the caller;
-                // another takes the turn over (supervisor::turn).
-                _ => {
-                    let reopen =
-                        flags & !(libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW | libc::O_CLOEXEC) | libc::O_NOCTTY;
-                    let fd = self.on_behalf(proc, || self.sup.resolver().reopen(fd.as_fd(), reopen, 0))?;
-                    Ok(Answer::Install { fd, cloexec })
-                }
-            },
-            Target::Anonymous { .. } if self.sup.backstop() => Ok(Answer::Continue),
-            Target::Anonymous { fd } => {
-                let reopen =
-                    flags & !(libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW | libc::O_CLOEXEC) | libc::O_NOCTTY;
-                let fd = self.sup.resolver().reopen(fd.as_fd(), reopen, 0)?;
+                let mode = if tmpfile { mode & !self.umask()? & 0o7777 } else { 0 };
+                let fd = self.on_behalf(proc, || self.sup.resolver().reopen(fd.as_fd(), reopen, mode))?;
                 Ok(Answer::Install { fd, cloexec })
             }
+            // A pipe or socket behind a sandboxed process's /proc/<pid>/fd/N.
+            Target::Anonymous { .. } if self.sup.backstop() => Ok(Answer::Continue),
+            Target::Anonymous { fd } => {
+                Ok(Answer::Install { fd: self.sup.resolver().reopen(fd.as_fd(), reopen, 0)?, cloexec })
+            }
         }
-    }
-
-    /// Whether `path` names one of the caller's own descriptors through procfs
-    /// (`/proc/self/fd/N`, `/proc/thread-self/fd/N`).
-    fn own_descriptor_path(path: &[u8]) -> bool {
-        [&b"/proc/self/fd/"[..], b"/proc/thread-self/fd/"]
-            .iter()
-            .filter_map(|p| path.strip_prefix(*p))
-            .any(|n| !n.is_empty() && n.iter().all(u8::is_ascii_digit))
     }
 
     /// Reads up to [`ARGV_MAX`] arguments of an exec, each cut at
@@ -1246,4 +1226,13 @@ enum TimeFormat {
     Timeval,
     /// `struct timespec[2]`.
     Timespec,
+}
+
+/// Whether `path` names one of the caller's own descriptors through procfs
+/// (`/proc/self/fd/N`, `/proc/thread-self/fd/N`).
+fn own_descriptor_path(path: &[u8]) -> bool {
+    [&b"/proc/self/fd/"[..], b"/proc/thread-self/fd/"]
+        .iter()
+        .filter_map(|p| path.strip_prefix(*p))
+        .any(|n| !n.is_empty() && n.iter().all(u8::is_ascii_digit))
 }

@@ -32,10 +32,8 @@ pub enum Target {
     Exists {
         /// The handle.
         fd: OwnedFd,
-        /// `st_mode` of the object.
-        mode: u32,
-        /// The object's `fstat`, taken when it was found (a `stat` call
-        /// answers with it instead of asking again).
+        /// The object's `fstat`, taken when it was found (its type decides
+        /// how it is answered; a `stat` call answers with it).
         stat: libc::stat,
     },
     /// The last component does not exist; `fd` is a handle on the directory
@@ -292,7 +290,7 @@ impl Resolver {
         let dir = Request { path: dir, follow: true, empty_path: false, resolve: req.resolve };
         let r = self.resolve(at, dir)?;
         match r.target {
-            Target::Exists { fd, mode, .. } if mode & libc::S_IFMT == libc::S_IFDIR => {
+            Target::Exists { fd, stat } if stat.st_mode & libc::S_IFMT == libc::S_IFDIR => {
                 Ok(Some(Parent { fd, path: r.path, name, trailing_slash: req.path.ends_with(b"/") }))
             }
             Target::Missing { .. } => Err(Errno::ENOENT.into()),
@@ -320,7 +318,7 @@ impl Resolver {
             return self.walk(at, req);
         }
         let stat = fs::fstat(fd.as_fd())?;
-        Ok(Resolved { target: Target::Exists { fd, mode: stat.st_mode, stat }, path })
+        Ok(Resolved { target: Target::Exists { fd, stat }, path })
     }
 
     /// The fast path found nothing: find the parent for a create.
@@ -529,7 +527,7 @@ impl Resolver {
             Some(st) => st,
             None => fs::fstat(cur.fd.as_fd())?,
         };
-        Ok(Resolved { target: Target::Exists { fd: cur.fd, mode: stat.st_mode, stat }, path: cur.path })
+        Ok(Resolved { target: Target::Exists { fd: cur.fd, stat }, path: cur.path })
     }
 }
 

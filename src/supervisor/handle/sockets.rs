@@ -116,7 +116,7 @@ impl Call<'_> {
         let r = self.resolve(&arg, true, false, 0);
         let r = self.check(&arg, r, Access::Write)?;
         match r.target {
-            Target::Exists { fd, mode, .. } if mode & libc::S_IFMT == libc::S_IFSOCK => Ok(fd),
+            Target::Exists { fd, stat } if stat.st_mode & libc::S_IFMT == libc::S_IFSOCK => Ok(fd),
             Target::Missing { .. } => Err(Errno::ENOENT.into()),
             _ => Err(Errno::ECONNREFUSED.into()),
         }
