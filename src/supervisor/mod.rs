@@ -462,10 +462,10 @@ impl Supervisor {
                 self.answer(notif.id, Answer::Continue);
                 continue;
             }
-            self.turn.busy(tenure);
+            let started = std::time::Instant::now();
+            self.turn.busy(tenure, started);
             self.idle.fetch_sub(1, Ordering::SeqCst);
             self.stats.notifications.fetch_add(1, Ordering::Relaxed);
-            let started = std::time::Instant::now();
             // Records carry the time the call arrived: workers write them in
             // the order they finish, which is not the order of the calls.
             let received_ns = if self.audit.is_some() { audit::now_ns() } else { 0 };

@@ -79,11 +79,11 @@ impl Turn {
         }
     }
 
-    /// The holder received a call and is handling it.
-    pub fn busy(&self, t: Tenure) {
+    /// The holder received a call at `since` and is handling it.
+    pub fn busy(&self, t: Tenure, since: Instant) {
         let mut s = self.lock();
         if s.tenure == t.0 {
-            s.busy_since = Some(Instant::now());
+            s.busy_since = Some(since);
         }
     }
 
@@ -139,7 +139,7 @@ mod tests {
         assert!(!waiter.is_finished());
         assert!(turn.done(first));
         // Busy with one call past the stall: taken over.
-        turn.busy(first);
+        turn.busy(first, Instant::now());
         let second = waiter.join().unwrap();
         assert_ne!(second, first);
         assert!(!turn.done(first), "the old holder lost the turn");
