@@ -102,10 +102,15 @@ struct Beneath(std::collections::HashMap<PathBuf, Mode>);
 impl Beneath {
     fn of(surface: &Surface) -> Beneath {
         let mut map = std::collections::HashMap::new();
-        // A procfs mount is never granted whole (see `grant`): above it,
-        // as above a carve-out, directories are expanded.
+        // A procfs mount is never granted whole: granted whole, it would
+        // grant every process's /proc/<pid> (the host's, where the command
+        // has no PID namespace of its own), which the surface refuses
+        // outside the sandbox, and a CONTINUEd open whose path is swapped
+        // after its check would reach them. So it, and every directory
+        // above it, is expanded as around a carve-out (`grant` then skips
+        // its pid entries).
         for m in surface.proc_mounts() {
-            for a in m.ancestors().skip(1) {
+            for a in m.ancestors() {
                 map.insert(a.to_path_buf(), Mode::Deny);
             }
         }
@@ -169,19 +174,14 @@ fn grant(surface: &Surface, beneath: &Beneath, path: &Path, mode: Mode, out: &mu
         }
         return;
     };
-    // A procfs mount is always expanded: granted whole, it would grant
-    // every process's /proc/<pid> (the host's, where the command has no
-    // PID namespace of its own), which the surface refuses outside the
-    // sandbox, and a CONTINUEd open whose path is swapped after its check
-    // would reach them.
-    let procfs = surface.proc_mounts().iter().any(|m| m == path);
-    if !md.is_dir() || (!procfs && !beneath.narrower(path, mode)) {
+    if !md.is_dir() || !beneath.narrower(path, mode) {
         out.push((path.to_path_buf(), Grant::Tree(mode), md.is_dir()));
         return;
     }
     // The directory gets no content rights; its entries are granted one by one.
     out.push((path.to_path_buf(), Grant::Parent(mode), true));
     let Ok(entries) = std::fs::read_dir(path) else { return };
+    let procfs = surface.proc_mounts().iter().any(|m| m == path);
     for entry in entries.flatten() {
         // In procfs, the processes that exist now (interpose, init, the
         // host's) are never granted, nor `self`, which would name the

@@ -242,20 +242,20 @@ pub fn run(args: &Config) -> Result<i32, RunError> {
     let plan = plan(args, &parts.surface, &namespace, user, trapping, (program, &env), landlock, staging.as_deref())?;
     phase("landlock ruleset, environment, filter");
 
-    let pids = pids_cgroup(args, &namespace)?;
-    let task_limit = match (&pids, &plan.pid_max) {
-        (Some(_), _) => format!("a pids cgroup, pids.max {}", args.max_procs.unwrap_or(DEFAULT_MAX_PROCS)),
-        (None, Some(max)) => format!("pid_max {} in the command's PID namespace", String::from_utf8_lossy(max)),
-        (None, None) => "none: no pids cgroup could be made here".into(),
-    };
+    let pids = pids_cgroup(args, &plan)?;
     let sink = trail.map(|(out, key)| Sink::start(out, Some(key)));
     if let Some(sink) = &sink {
         let mode = mode_record(trapping, args.learn);
         let record = session_start(args, &parts.surface, &parts.loaded, &dropped, mode, &parts.caches);
         let mut record = with_namespace(record, &namespace);
         if let audit::Record::SessionStart(start) = &mut record {
+            let detail = match (&pids, &plan.pid_max) {
+                (Some(_), _) => format!("a pids cgroup, pids.max {}", args.max_procs.unwrap_or(DEFAULT_MAX_PROCS)),
+                (None, Some(max)) => format!("pid_max {} in the command's PID namespace", String::from_utf8_lossy(max)),
+                (None, None) => "none: no pids cgroup could be made here".into(),
+            };
             let present = pids.is_some() || plan.pid_max.is_some();
-            start.features.insert("task_limit".into(), audit::Feature { present, detail: task_limit });
+            start.features.insert("task_limit".into(), audit::Feature { present, detail });
         }
         sink.send(record);
     }
@@ -519,11 +519,8 @@ fn task_limit_by_pid_max(args: &Config, namespace: &sandbox::namespace::Namespac
 
 /// The pids cgroup that bounds the command's tasks: required with
 /// `--max-procs`, best effort otherwise (unless `pid_max` bounds them).
-fn pids_cgroup(
-    args: &Config,
-    namespace: &sandbox::namespace::Namespace,
-) -> Result<Option<sandbox::pids::PidsCgroup>, RunError> {
-    if task_limit_by_pid_max(args, namespace) {
+fn pids_cgroup(args: &Config, plan: &Plan) -> Result<Option<sandbox::pids::PidsCgroup>, RunError> {
+    if plan.pid_max.is_some() {
         return Ok(None);
     }
     match sandbox::pids::PidsCgroup::create(args.max_procs.unwrap_or(DEFAULT_MAX_PROCS)) {
