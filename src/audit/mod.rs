@@ -79,6 +79,17 @@ pub struct Sink {
     failure: Arc<Failure>,
 }
 
+/// How a trail file is opened: readable too (a record cut short by a
+/// failed write is found and removed from the end), mode 0600, never
+/// through a symlink. A new trail adds `create_new`: a trail is never
+/// truncated or appended to.
+pub fn trail_file_options() -> std::fs::OpenOptions {
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut open = std::fs::OpenOptions::new();
+    open.read(true).write(true).mode(0o600).custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC);
+    open
+}
+
 /// Wall-clock nanoseconds since the Unix epoch.
 pub fn now_ns() -> u64 {
     std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos() as u64).unwrap_or(0)

@@ -354,6 +354,36 @@ pub struct PolicyRecord {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SurfaceEntry(pub String, pub String, pub String);
 
+impl SurfaceEntry {
+    /// Every entry of `surface` in effect, then its patterns.
+    pub fn all_of(surface: &crate::policy::Surface) -> Vec<SurfaceEntry> {
+        surface
+            .effective_rules()
+            .map(|(_, r)| SurfaceEntry(r.path.to_string_lossy().into(), r.mode.name().into(), r.origin.to_string()))
+            .chain(surface.globs().iter().map(|g| {
+                SurfaceEntry(
+                    g.pattern.to_string_lossy().into(),
+                    format!("glob:{}", g.effect.name()),
+                    g.origin.to_string(),
+                )
+            }))
+            .collect()
+    }
+}
+
+/// SHA-256 of the sorted `(mode, path)` entries of `surface` in effect,
+/// without a run's own session directories: equal for runs under the same
+/// surface (`surface_digest`).
+pub fn surface_digest(surface: &crate::policy::Surface) -> String {
+    let mut entries: Vec<String> = surface
+        .effective_rules()
+        .filter(|(_, r)| !r.origin.is_session())
+        .map(|(_, r)| format!("{} {}", r.mode.name(), r.path.display()))
+        .collect();
+    entries.sort();
+    super::line_hash(entries.join("\n").as_bytes())
+}
+
 /// A kernel feature probed at start.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Feature {

@@ -180,11 +180,17 @@ fn container(opts: &Options, key: Option<audit::TrailKey>, conn: &UnixStream) ->
         .get(POLICY_ANNOTATION)
         .cloned()
         .or_else(|| (!state.metadata.is_empty()).then(|| state.metadata.clone()));
-    // The container's root, pinned before anything is read through it.
+    // The container's root: its first process is pinned by a pidfd, its
+    // root opened through /proc/<pid>, and the pidfd then says the process
+    // has not exited meanwhile (a pid is not reused while it lives), so the
+    // root is that process's, not a successor's.
     let pidfd = process::pidfd_open(state.pid).map_err(|e| format!("container {id}: pid {}: {e}", state.pid))?;
     let root_path = CString::new(format!("/proc/{}/root", state.pid)).expect("no NUL in a number");
     let root = fs::openat(Dir::Cwd, &root_path, libc::O_PATH | libc::O_DIRECTORY, 0)
         .map_err(|e| format!("container {id}: its root: {e}"))?;
+    if exited(pidfd.as_fd()) {
+        return Err(format!("container {id}: its first process (pid {}) exited before it was supervised", state.pid));
+    }
     let (surface, policy_label) =
         surface(opts, policy_name.as_deref(), root.as_fd()).map_err(|e| format!("container {id}: {e}"))?;
     let sink = match (&opts.audit_dir, key) {
@@ -214,37 +220,26 @@ fn container(opts: &Options, key: Option<audit::TrailKey>, conn: &UnixStream) ->
     eprintln!("interpose oci-agent: container {id} (pid {}) under policy {policy_label}", state.pid);
     sup.wait_for_hang_up();
     sup.quiesce();
-    drop(pidfd);
-    if let Some(sink) = &sink {
-        use std::sync::atomic::Ordering::Relaxed;
-        sink.send(audit::Record::SessionEnd(audit::SessionEnd {
-            // The runtime reaps the container; the agent does not see it.
-            exit_status: -1,
-            allowed: sup.stats.allowed.load(Relaxed),
-            denied: sup.stats.denied.load(Relaxed),
-            would_deny: 0,
-            dropped_allow_records: sink.dropped(),
-            time_ns: audit::now_ns(),
-        }));
-        sink.flush();
-        if let Some(why) = sink.failure() {
-            return Err(format!("container {id}: {why}"));
-        }
+    // The runtime reaps the container; the agent does not see its status.
+    if let Some(why) = sup.end_trail(-1) {
+        return Err(format!("container {id}: {why}"));
     }
     eprintln!("interpose oci-agent: container {id} ended");
     Ok(())
 }
 
+/// Whether the process behind `pidfd` has exited (its pidfd is readable).
+fn exited(pidfd: std::os::fd::BorrowedFd<'_>) -> bool {
+    use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
+    let mut fds = [PollFd::new(pidfd, PollFlags::POLLIN)];
+    poll(&mut fds, PollTimeout::ZERO).map_or(true, |n| n > 0)
+}
+
 /// A new trail `<dir>/<id>.jsonl` (never an existing one).
 fn trail(dir: &Path, id: &str, key: audit::TrailKey) -> Result<Sink, String> {
-    use std::os::unix::fs::OpenOptionsExt;
     let path = dir.join(format!("{id}.jsonl"));
-    let file = std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
+    let file = audit::trail_file_options()
         .create_new(true)
-        .mode(0o600)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
         .open(&path)
         .map_err(|e| format!("trail {}: {e}", path.display()))?;
     Ok(Sink::start(audit::Output::File(file), Some(key)))
@@ -252,18 +247,12 @@ fn trail(dir: &Path, id: &str, key: audit::TrailKey) -> Result<Sink, String> {
 
 /// The session record of a container's trail.
 fn start_record(state: &ProcessState, surface: &Surface, policy: &str) -> audit::Record {
-    let entries: Vec<audit::SurfaceEntry> = surface
-        .effective_rules()
-        .map(|(_, r)| audit::SurfaceEntry(r.path.to_string_lossy().into(), r.mode.name().into(), r.origin.to_string()))
-        .collect();
-    let mut sorted: Vec<String> = entries.iter().map(|e| format!("{} {}", e.1, e.0)).collect();
-    sorted.sort();
     audit::Record::SessionStart(Box::new(audit::SessionStart {
         schema: audit::SCHEMA,
         version: env!("CARGO_PKG_VERSION").into(),
         command: vec![audit::Bytes(b"oci-agent".to_vec()), audit::Bytes(state.state.id.as_bytes().to_vec())],
-        surface_digest: audit::line_hash(sorted.join("\n").as_bytes()),
-        surface: entries,
+        surface_digest: audit::surface_digest(surface),
+        surface: audit::SurfaceEntry::all_of(surface),
         policy: None,
         env_dropped: Vec::new(),
         mode: audit::ModeRecord {

@@ -314,8 +314,8 @@ pub fn run(args: &Config) -> Result<i32, RunError> {
     drop(pids);
     supervisor.quiesce();
     phase("leftovers killed, pids cgroup removed");
-    if let Some(sink) = &sink {
-        close_trail(sink, &supervisor, status, args.audit_failure)?;
+    if let Some(why) = supervisor.end_trail(status) {
+        return Err(RunError::TrailFailed { why, stopped: args.audit_failure == audit::OnFailure::Stop });
     }
     drop(parts.caches);
     drop(session);
@@ -546,29 +546,6 @@ fn explain_failed_start(supervisor: &Supervisor, program: &Path, status: i32, ex
     };
     for line in lines {
         eprintln!("interpose: {line}");
-    }
-}
-
-/// Ends the trail with the session's totals and waits until it is written.
-fn close_trail(
-    sink: &Sink,
-    supervisor: &Supervisor,
-    status: i32,
-    on_failure: audit::OnFailure,
-) -> Result<(), RunError> {
-    use std::sync::atomic::Ordering::Relaxed;
-    sink.send(audit::Record::SessionEnd(audit::SessionEnd {
-        exit_status: status,
-        allowed: supervisor.stats.allowed.load(Relaxed),
-        denied: supervisor.stats.denied.load(Relaxed),
-        would_deny: supervisor.stats.would_deny.load(Relaxed),
-        dropped_allow_records: sink.dropped(),
-        time_ns: audit::now_ns(),
-    }));
-    sink.flush();
-    match sink.failure() {
-        Some(why) => Err(RunError::TrailFailed { why, stopped: on_failure == audit::OnFailure::Stop }),
-        None => Ok(()),
     }
 }
 

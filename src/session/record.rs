@@ -44,11 +44,8 @@ pub(super) fn open_trail(
         // planted in its place) is refused, never truncated or followed.
         // A device or a FIFO (/dev/null, a pipe to a collector) holds no
         // trail to lose.
-        use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
-        let mut open = std::fs::OpenOptions::new();
-        // Readable too: a record cut short by a failed write is found and
-        // removed from the end.
-        open.read(true).write(true).mode(0o600).custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC);
+        use std::os::unix::fs::FileTypeExt;
+        let open = audit::trail_file_options();
         let f = match open.clone().create_new(true).open(p) {
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
                 let stream = std::fs::symlink_metadata(p)
@@ -132,19 +129,7 @@ pub(super) fn session_start(
         schema: audit::SCHEMA,
         version: env!("CARGO_PKG_VERSION").into(),
         command: args.command.iter().map(|a| audit::Bytes(a.as_bytes().to_vec())).collect(),
-        surface: surface
-            .effective_rules()
-            .map(|(_, r)| {
-                audit::SurfaceEntry(r.path.to_string_lossy().into(), r.mode.name().into(), r.origin.to_string())
-            })
-            .chain(surface.globs().iter().map(|g| {
-                audit::SurfaceEntry(
-                    g.pattern.to_string_lossy().into(),
-                    format!("glob:{}", g.effect.name()),
-                    g.origin.to_string(),
-                )
-            }))
-            .collect(),
+        surface: audit::SurfaceEntry::all_of(surface),
         policy: Some(policy),
         env_dropped: dropped.iter().map(|d| format!("{} ({})", d.name.to_string_lossy(), d.rule)).collect(),
         mode,
@@ -153,17 +138,7 @@ pub(super) fn session_start(
             .iter()
             .map(|(path, kept)| audit::CacheRecord { path: path.to_string_lossy().into(), kept: kept.to_string() })
             .collect(),
-        surface_digest: {
-            // Sorted (mode, path) pairs of the entries in effect, without the
-            // run's own session directories.
-            let mut entries: Vec<String> = surface
-                .effective_rules()
-                .filter(|(_, r)| !r.origin.is_session())
-                .map(|(_, r)| format!("{} {}", r.mode.name(), r.path.display()))
-                .collect();
-            entries.sort();
-            audit::line_hash(entries.join("\n").as_bytes())
-        },
+        surface_digest: audit::surface_digest(surface),
         features,
         container: None,
         time_ns: audit::now_ns(),

@@ -526,6 +526,23 @@ impl Supervisor {
         }
     }
 
+    /// Ends the trail, if there is one, with `exit_status` and this
+    /// supervisor's counts, and waits until it is written; why writing it
+    /// failed, if it did.
+    pub fn end_trail(&self, exit_status: i32) -> Option<String> {
+        let sink = self.audit.as_ref()?;
+        sink.send(audit::Record::SessionEnd(audit::SessionEnd {
+            exit_status,
+            allowed: self.stats.allowed.load(Ordering::Relaxed),
+            denied: self.stats.denied.load(Ordering::Relaxed),
+            would_deny: self.stats.would_deny.load(Ordering::Relaxed),
+            dropped_allow_records: sink.dropped(),
+            time_ns: audit::now_ns(),
+        }));
+        sink.flush();
+        sink.failure()
+    }
+
     /// Blocks until no task uses the listener's filter any more (every
     /// process it was installed on has exited).
     pub fn wait_for_hang_up(&self) {
