@@ -212,8 +212,7 @@ fn container(opts: &Options, key: Option<audit::TrailKey>, conn: &UnixStream) ->
         // Every caller's root is read from its own /proc/<pid>/root.
         isolated: true,
         command_root: Some(root),
-        killable_wait: false,
-        backstop: false,
+        runtime_filter: true,
     };
     let sup = Supervisor::new(listener, config).map_err(|e| format!("container {id}: starting its supervisor: {e}"))?;
     sup.start();

@@ -298,9 +298,7 @@ pub fn run(args: &Config) -> Result<i32, RunError> {
         },
         isolated: args.isolate,
         command_root: root,
-        killable_wait: true,
-        // With --no-landlock the user was told CONTINUE can be raced.
-        backstop: true,
+        runtime_filter: false,
     };
     let supervisor = Supervisor::new(listener, config).map_err(errno("starting the supervisor"))?;
     supervisor.start();

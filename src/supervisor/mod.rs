@@ -116,8 +116,7 @@ pub struct Supervisor {
     tcp_ports: Option<Vec<u16>>,
     /// With `--isolate`: paths are resolved from the caller's own root.
     isolated: bool,
-    killable_wait: bool,
-    backstop: bool,
+    runtime_filter: bool,
     /// The first execs refused (denied, or failed before a decision), to
     /// explain a command that exits 126 or 127.
     exec_refusals: std::sync::Mutex<Vec<ExecRefusal>>,
@@ -222,16 +221,14 @@ pub struct Config {
     /// With `--isolate`: absolute paths are resolved from each caller's
     /// own root.
     pub isolated: bool,
-    /// The listener's callers wait killable only
-    /// (`SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV`, set by `interpose run`;
-    /// a runtime's filter may lack it): a descriptor can then be installed
-    /// and answered in two steps.
-    pub killable_wait: bool,
-    /// A Landlock ruleset built from the same surface confines the callers
-    /// (`interpose run`); without one (a runtime's container) no open is
-    /// answered CONTINUE, since the kernel's own lookup of a path swapped
-    /// after the check would then be unconfined.
-    pub backstop: bool,
+    /// The filter was installed by an OCI runtime, not by `interpose run`:
+    /// no Landlock ruleset from the same surface stands behind an answer of
+    /// CONTINUE (so no open is continued: the kernel's own lookup of a path
+    /// swapped after the check would be unconfined), and the callers may
+    /// not wait killable only (so a descriptor is installed and answered in
+    /// one step). (`interpose run --no-landlock` keeps continuing: its user
+    /// was told CONTINUE can be raced.)
+    pub runtime_filter: bool,
     /// With a PID namespace: the command's root directory, in a mount
     /// namespace whose `/proc` is that PID namespace's. Absolute paths are
     /// resolved from it, and `/proc` is decided by presence there (every
@@ -252,8 +249,7 @@ impl Supervisor {
             tcp_ports,
             isolated,
             command_root,
-            killable_wait,
-            backstop,
+            runtime_filter,
         } = config;
         let (audit, audit_level) = match audit {
             Some((sink, level)) => (Some(sink), level),
@@ -290,8 +286,7 @@ impl Supervisor {
             exec_generation: AtomicU64::new(0),
             tcp_ports,
             isolated,
-            killable_wait,
-            backstop,
+            runtime_filter,
             exec_refusals: std::sync::Mutex::new(Vec::new()),
             // Waiting calls hold descriptors; the command was started
             // with its own limits already.
@@ -319,9 +314,10 @@ impl Supervisor {
         self.learn
     }
 
-    /// Whether a Landlock ruleset from the same surface confines the callers.
+    /// Whether an answer of CONTINUE has a Landlock ruleset from the same
+    /// surface behind it (not for a runtime's filter; see [`Config::runtime_filter`]).
     pub fn backstop(&self) -> bool {
-        self.backstop
+        !self.runtime_filter
     }
 
     /// Whether decisions go to a trail.
@@ -598,7 +594,7 @@ impl Supervisor {
             // the descriptor dies with it.
             // Without a killable wait a signal could end the call between
             // the two steps and leave the descriptor behind: one step then.
-            Answer::Install { fd, cloexec } if !self.killable_wait => {
+            Answer::Install { fd, cloexec } if self.runtime_filter => {
                 match seccomp::addfd_send(listener, id, fd.as_fd(), cloexec) {
                     Ok(_) | Err(Errno::ENOENT) => Ok(()),
                     Err(e) => seccomp::send(listener, NotifResp { id, val: 0, error: -(e as i32), flags: 0 }),
