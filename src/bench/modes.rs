@@ -94,19 +94,14 @@ pub(super) fn modes(
             None => c.clone(),
         };
         let prefix: Vec<OsString> = prefix.split_whitespace().map(OsString::from).collect();
-        if known.is_some() && find_on_path(&prefix[0]).is_none() {
+        let path = std::env::var_os("PATH");
+        if known.is_some() && crate::session::find_program(&prefix[0], path.as_deref()).is_none() {
             missing.push(format!("{c}: not installed"));
             continue;
         }
         out.push(mode(c, prefix));
     }
     (out, missing)
-}
-
-/// `program` as `execvp` would find it.
-fn find_on_path(program: &std::ffi::OsStr) -> Option<PathBuf> {
-    let path = std::env::var_os("PATH")?;
-    std::env::split_paths(&path).map(|d| d.join(program)).find(|p| p.is_file())
 }
 
 /// Runs `prefix + cmd` in `cwd` ([`command`]); its stdout, and the wall

@@ -180,7 +180,7 @@ fn parse_user(spec: &str) -> Result<(u32, u32), RunError> {
 }
 
 /// Finds `program` the way `execvp` would, in `path` (the command's PATH).
-fn find_program(program: &OsStr, path: Option<&OsStr>) -> Option<PathBuf> {
+pub(crate) fn find_program(program: &OsStr, path: Option<&OsStr>) -> Option<PathBuf> {
     if program.as_bytes().contains(&b'/') {
         return Some(PathBuf::from(program));
     }
