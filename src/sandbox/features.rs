@@ -23,8 +23,7 @@ pub fn probe() -> Vec<Feature> {
     let listener = seccomp::filter_flags_supported(seccomp::FILTER_FLAG_NEW_LISTENER);
     let killable =
         seccomp::filter_flags_supported(seccomp::FILTER_FLAG_NEW_LISTENER | seccomp::FILTER_FLAG_WAIT_KILLABLE_RECV);
-    let release = nix::sys::utsname::uname().map(|u| u.release().to_string_lossy().into_owned()).unwrap_or_default();
-    let version = kernel_version(&release);
+    let (release, version) = running_kernel();
     let landlock = crate::sys::landlock::abi_version();
     vec![
         Feature {
@@ -94,8 +93,14 @@ pub fn probe() -> Vec<Feature> {
 /// Whether each PID namespace has a `pid_max` of its own (Linux 6.14);
 /// before, writing it from inside one changes the whole system's.
 pub fn pid_max_per_namespace() -> bool {
+    running_kernel().1 >= PID_MAX_PER_NAMESPACE
+}
+
+/// The running kernel's release string and its (major, minor).
+fn running_kernel() -> (String, (u32, u32)) {
     let release = nix::sys::utsname::uname().map(|u| u.release().to_string_lossy().into_owned()).unwrap_or_default();
-    kernel_version(&release) >= PID_MAX_PER_NAMESPACE
+    let version = kernel_version(&release);
+    (release, version)
 }
 
 /// The first kernel with a `pid_max` per PID namespace.
