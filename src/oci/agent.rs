@@ -301,6 +301,14 @@ fn surface(opts: &Options, name: Option<&str>, root: std::os::fd::BorrowedFd<'_>
     if policy.system {
         add_container_system(&mut surface, root);
     }
+    // Containers take plain paths: no host variables, no patterns.
+    let plain_path = |text: &str, origin: &Origin| match text.contains(['$', '*', '?', '[', '{', '~']) {
+        true => Err(format!("{origin} {text:?}: containers take plain paths (no variables or patterns)")),
+        false => Ok(()),
+    };
+    if let Some((c, origin)) = &policy.cwd {
+        plain_path(c, origin)?;
+    }
     let cwd = policy.cwd.as_ref().map(|(c, _)| PathBuf::from(c));
     if let (true, Some(cwd)) = (policy.grants_workspace, &cwd) {
         let path = in_container(root, cwd)?;
@@ -313,9 +321,7 @@ fn surface(opts: &Options, name: Option<&str>, root: std::os::fd::BorrowedFd<'_>
             Field::Deny => Mode::Deny,
             f => return Err(format!("{} `{}` {:?}: not supported for containers", e.origin, f.key(), e.text)),
         };
-        if e.text.contains(['$', '*', '?', '[', '{', '~']) {
-            return Err(format!("{} {:?}: containers take plain paths (no variables or patterns)", e.origin, e.text));
-        }
+        plain_path(&e.text, &e.origin)?;
         let p = Path::new(&e.text);
         let p = match (&cwd, p.is_absolute()) {
             (_, true) => p.to_path_buf(),
@@ -369,6 +375,30 @@ mod tests {
         assert!(parse("{}").is_err());
         assert!(parse(r#"{"ociVersion":"1.0.2","fds":["seccompFd"],"pid":1,"state":{"id":"a"}}"#).is_ok());
         assert!(parse(r#"{"ociVersion":"1.0.2","fds":"x","pid":1,"state":{"id":"a"}}"#).is_err());
+    }
+
+    #[test]
+    fn container_policies_take_plain_paths_from_their_own_directory() {
+        let dir = tempfile::tempdir().unwrap();
+        let policies = dir.path().join("policies");
+        std::fs::create_dir_all(&policies).unwrap();
+        std::fs::write(policies.join("vars.toml"), "cwd = \"$HOME/work\"\n").unwrap();
+        std::fs::write(policies.join("glob.toml"), "cwd = \"/data\"\ndeny = [\"/data/*.key\"]\n").unwrap();
+        std::fs::write(policies.join("ok.toml"), "cwd = \"/data\"\ndeny = [\"/data/secret\"]\n").unwrap();
+        let root = dir.path().join("root");
+        std::fs::create_dir_all(root.join("data")).unwrap();
+        let root = fs::openat(Dir::Cwd, &CString::new(root.as_os_str().as_bytes()).unwrap(), libc::O_PATH, 0).unwrap();
+        let opts = Options { socket: "/x".into(), policy_dir: Some(policies), audit_dir: None, audit_key: None };
+        let err = |name: &str| surface(&opts, Some(name), root.as_fd()).map(|_| ()).unwrap_err();
+        assert!(err("vars.toml").contains("plain paths"), "{}", err("vars.toml"));
+        assert!(err("glob.toml").contains("plain paths"), "{}", err("glob.toml"));
+        assert!(err("../ok.toml").contains("not a file name"), "{}", err("../ok.toml"));
+        let (s, name) = surface(&opts, Some("ok.toml"), root.as_fd()).unwrap();
+        assert_eq!(name, "ok.toml");
+        // (Paths that exist are read back as the container names them only
+        // where its root is its mount namespace's: tests/e2e/oci.rs.)
+        let decide = |p: &str| s.decide(p.as_bytes(), crate::policy::Access::Read, &crate::policy::NoProcesses).allowed;
+        assert!(decide("/bin/sh") && !decide("/data/secret/x"));
     }
 
     #[test]
