@@ -41,6 +41,7 @@ pub mod cli;
 pub mod forensics;
 pub mod layers;
 pub mod library;
+pub mod network;
 pub mod oci;
 pub mod policy;
 pub mod sandbox;

@@ -116,7 +116,8 @@ pub enum AccessKind {
     Exec,
     /// Metadata, an `O_PATH` handle, the cwd.
     Stat,
-    /// A TCP connect under `--net connect=` (the path is `tcp:HOST:PORT`).
+    /// A network connection: a connect the supervisor decided (the path
+    /// is `tcp:HOST:PORT` or `udp:HOST:PORT`), or one through the proxy.
     Connect,
 }
 
@@ -184,7 +185,8 @@ pub enum RuleKind {
     /// A terminal (`/dev/pts/N`) no surface entry grants: allowed when the
     /// command created it (through `/dev/ptmx`), never otherwise.
     Terminal,
-    /// A `--net connect=` port rule.
+    /// The network: a `--net connect=` port, the proxy's allowlist, or
+    /// the rule that every connection goes through the proxy.
     Network,
     /// The call failed before a decision.
     Failure,
@@ -277,6 +279,54 @@ pub struct Exec {
     pub argv: Vec<Bytes>,
     /// Whether arguments or their bytes were left out.
     pub argv_truncated: bool,
+}
+
+/// How a connection reached the proxy.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ProxyProtocol {
+    /// An HTTP `CONNECT` tunnel (HTTPS through `HTTPS_PROXY`).
+    HttpConnect,
+    /// A plain HTTP request in absolute form (`HTTP_PROXY`).
+    Http,
+    /// A SOCKS5 `CONNECT` (`ALL_PROXY=socks5h://`).
+    Socks5,
+}
+
+/// One connection through interpose's network proxy: written when it
+/// ends (or is refused).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Connection {
+    /// Sequence number, shared with decisions.
+    pub seq: u64,
+    /// Wall-clock time the connection was accepted, nanoseconds since the
+    /// Unix epoch.
+    pub time_ns: u64,
+    /// Always `connect`.
+    pub access: AccessKind,
+    /// How the client asked.
+    pub protocol: ProxyProtocol,
+    /// The host as the client named it (normalized: lower case).
+    pub host: String,
+    /// The port.
+    pub port: u16,
+    /// The address the proxy connected to, if it got that far.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub address: Option<String>,
+    /// Allowed, refused, would be refused (learning), or failed (the host
+    /// was allowed but could not be reached).
+    pub decision: Verdict,
+    /// The allowlist entry that allowed it and where it came from, or why
+    /// it was refused or failed.
+    pub rule: String,
+    /// Always `network`.
+    pub rule_kind: RuleKind,
+    /// Bytes from the command to the host.
+    pub bytes_up: u64,
+    /// Bytes from the host to the command.
+    pub bytes_down: u64,
+    /// How long the connection lasted, in milliseconds.
+    pub duration_ms: u64,
 }
 
 /// Which mode the run was in.
@@ -481,6 +531,8 @@ pub enum Record {
     Decision(Box<Decision>),
     /// An allowed exec.
     Exec(Box<Exec>),
+    /// A connection through the network proxy.
+    Connection(Box<Connection>),
     /// The run ended.
     SessionEnd(SessionEnd),
     /// The last line: the trail's final hash, signed with interpose's key.

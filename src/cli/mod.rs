@@ -289,12 +289,18 @@ pub struct RunArgs {
     /// then not checked. Same as `mode = "fast"` in a policy.
     #[arg(long)]
     pub fast: bool,
-    /// The network: `host` (default; an agent must reach its API), `none`
-    /// (a network namespace of its own with only loopback; needs root), or
-    /// `connect=PORT,PORT` (TCP connects only to these ports, by Landlock
-    /// and the supervisor, refusals recorded).
-    #[arg(long, value_name = "host|none|connect=PORTS", default_value = "host", value_parser = parse_net)]
+    /// The network. Default: only through interpose's proxy, to the hosts
+    /// the policy and its profiles allow (`[net] allow`); `allow=HOST,...`
+    /// adds hosts (`HOST[:PORT]`, `*.DOMAIN`, IP literals; ports default to
+    /// 443 and 80); `host` gives the host's network back; `none` is
+    /// loopback only (needs root or a user namespace); `connect=PORT,...`
+    /// allows TCP connects to those ports on any host.
+    #[arg(long, value_name = "allow=HOSTS|host|none|connect=PORTS", default_value = "proxy", value_parser = parse_net)]
     pub net: Net,
+    /// For tests: the proxy resolves NAME to ADDRESS without asking DNS
+    /// (trusted as given, loopback included).
+    #[arg(long, hide = true, value_name = "NAME=ADDRESS", value_parser = parse_resolve)]
+    pub net_resolve: Vec<(String, std::net::IpAddr)>,
     /// For `interpose bench`: answer every notification with CONTINUE at
     /// once, reading and deciding nothing (the notification round-trip
     /// floor). Enforces nothing.
@@ -316,15 +322,30 @@ pub struct RunArgs {
 
 pub use crate::session::Net;
 
+/// Parses `--net-resolve NAME=ADDRESS`.
+fn parse_resolve(s: &str) -> Result<(String, std::net::IpAddr), String> {
+    let (name, addr) = s.split_once('=').ok_or_else(|| format!("{s:?}: expected NAME=ADDRESS"))?;
+    let addr = addr.parse().map_err(|_| format!("{addr:?} is not an IP address"))?;
+    let name = crate::policy::hosts::normalize_host(name).ok_or_else(|| format!("{name:?} is not a host name"))?;
+    Ok((name, addr))
+}
+
 /// Parses `--net`.
 pub fn parse_net(s: &str) -> Result<Net, String> {
     match s {
         "host" => Ok(Net::Host),
         "none" => Ok(Net::None),
+        "proxy" => Ok(Net::Proxy(Vec::new())),
+        _ if s.starts_with("allow=") => s["allow=".len()..]
+            .split(',')
+            .filter(|h| !h.trim().is_empty())
+            .map(|h| crate::policy::hosts::HostRule::parse(h, "--net allow"))
+            .collect::<Result<Vec<_>, _>>()
+            .map(Net::Proxy),
         _ => {
-            let ports = s
-                .strip_prefix("connect=")
-                .ok_or_else(|| format!("{s:?}: expected host, none, or connect=PORT[,PORT...]"))?;
+            let ports = s.strip_prefix("connect=").ok_or_else(|| {
+                format!("{s:?}: expected allow=HOST[,HOST...], host, none, or connect=PORT[,PORT...]")
+            })?;
             let ports = ports
                 .split(',')
                 .map(|p| {

@@ -24,6 +24,7 @@ impl RunArgs {
             isolate: self.isolate,
             fast: self.fast,
             net: self.net.clone(),
+            net_resolve: self.net_resolve.clone(),
             bench_floor: self.bench_floor,
             no_namespace: self.no_namespace,
             no_landlock: self.no_landlock,

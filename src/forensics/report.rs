@@ -59,6 +59,21 @@ pub struct Report {
     denials_by_directory: BTreeMap<String, DenialGroup>,
     processes: BTreeMap<u32, ProcessCounts>,
     syscalls: BTreeMap<String, SyscallCounts>,
+    /// Connections through the proxy, by `host:port`.
+    hosts: BTreeMap<String, HostCounts>,
+}
+
+/// Connections through the proxy to one `host:port`.
+#[derive(Debug, Default, Serialize)]
+struct HostCounts {
+    allowed: u64,
+    refused: u64,
+    /// Allowed but unreachable.
+    failed: u64,
+    bytes_up: u64,
+    bytes_down: u64,
+    /// The allowlist entry that allowed it, or the flag that would.
+    rule: String,
 }
 
 fn parent(path: &str) -> String {
@@ -83,6 +98,20 @@ pub fn build<R: std::io::BufRead>(reader: &mut Reader<R>) -> std::io::Result<(Re
         match record? {
             Record::SessionStart(_) | Record::Anchor(_) => {}
             Record::SessionEnd(end) => r.exit_status = Some(end.exit_status),
+            Record::Connection(c) => {
+                let host = if c.host.contains(':') { format!("[{}]", c.host) } else { c.host.clone() };
+                let h = r.hosts.entry(sanitize(&format!("{host}:{}", c.port))).or_default();
+                match c.decision {
+                    Verdict::Allow => h.allowed += 1,
+                    Verdict::Error => h.failed += 1,
+                    Verdict::Deny | Verdict::WouldDeny => h.refused += 1,
+                }
+                h.bytes_up += c.bytes_up;
+                h.bytes_down += c.bytes_down;
+                if h.rule.is_empty() || c.decision == Verdict::Allow {
+                    h.rule = sanitize(&c.rule);
+                }
+            }
             Record::Exec(e) => {
                 let p = r.processes.entry(e.pid).or_default();
                 p.ppid = Some(e.ppid);
@@ -201,6 +230,15 @@ pub fn print_text(r: &Report) {
                 println!("           e.g. {e}");
             }
             println!("           allowed by: {}", g.allowed_by);
+        }
+    }
+    if !r.hosts.is_empty() {
+        println!("\nhosts (through the proxy):   allowed refused failed   bytes up/down");
+        for (host, h) in &r.hosts {
+            println!(
+                "  {host:<32} {:>6} {:>7} {:>6}   {}/{}  {}",
+                h.allowed, h.refused, h.failed, h.bytes_up, h.bytes_down, h.rule
+            );
         }
     }
     println!("\nprocess tree (decisions, denials):");

@@ -133,6 +133,16 @@ struct Raw {
     caches: Vec<Spanned<RawCache>>,
     #[serde(default)]
     env: RawEnv,
+    #[serde(default)]
+    net: RawNet,
+}
+
+/// `[net]`: the hosts the command may reach through interpose's proxy.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawNet {
+    #[serde(default)]
+    allow: Vec<Spanned<String>>,
 }
 
 /// One `caches` entry: a package cache the command may write to without
@@ -273,6 +283,9 @@ pub struct Policy {
     pub home: Home,
     /// How much is trapped, if the policy says.
     pub mode: Option<RunMode>,
+    /// `[net] allow`: the hosts the proxy connects to, with where each
+    /// was written.
+    pub net_allow: Vec<crate::policy::hosts::HostRule>,
     /// The files and profiles that make up the policy, in load order, with
     /// their text (for the digest in the session record).
     pub sources: Vec<(String, String)>,
@@ -429,6 +442,7 @@ impl Policy {
     /// Leaves out the entries of the built-in tooling profile (`--no-tooling`).
     pub fn without_tooling(&mut self) {
         self.entries.retain(|e| !matches!(&e.origin, Origin::Profile { name, .. } if name == "tooling"));
+        self.net_allow.retain(|r| !r.origin.starts_with("profile tooling"));
         self.sources.retain(|(name, _)| name != "profile tooling");
     }
 
@@ -565,6 +579,15 @@ impl Policy {
         }
         if raw.mode.is_some() {
             self.mode = raw.mode;
+        }
+        for host in &raw.net.allow {
+            let origin = src.origin(host.span().start).to_string();
+            let rule = crate::policy::hosts::HostRule::parse(host.get_ref(), &origin).map_err(|why| {
+                src.error(host.span().start, ErrorKind::Invalid(format!("`[net] allow` entry {why}")))
+            })?;
+            if !self.net_allow.iter().any(|r| r.host == rule.host && r.port == rule.port) {
+                self.net_allow.push(rule);
+            }
         }
         Ok(())
     }

@@ -7,6 +7,7 @@
 pub mod env;
 pub mod file;
 pub mod glob;
+pub mod hosts;
 pub mod system;
 pub mod trie;
 

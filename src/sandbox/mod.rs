@@ -156,6 +156,9 @@ pub struct Plan {
     pub user: Option<(u32, u32)>,
     /// Give the command a network namespace of its own, with only loopback.
     pub no_network: bool,
+    /// In that namespace: listen on `127.0.0.1:PORT` for interpose's proxy
+    /// (the socket is handed to the parent, which serves it from outside).
+    pub proxy_port: Option<u16>,
     /// Give the command an IPC namespace of its own (System V objects and
     /// POSIX message queues of its own; the filter refuses them otherwise).
     pub new_ipc: bool,
@@ -226,6 +229,9 @@ pub struct Started {
     /// mount namespace, whose `/proc` is the namespace's), from which the
     /// supervisor resolves the command's paths.
     pub root: Option<OwnedFd>,
+    /// With [`Plan::proxy_port`]: the listening socket made in the
+    /// command's network namespace.
+    pub proxy: Option<OwnedFd>,
 }
 
 const TAG_LISTENER: u8 = b'L';
@@ -283,22 +289,29 @@ pub fn start(
                 reap(pid);
                 e
             };
-            let mut msg = [0u8; 8];
+            let mut msg = [0u8; 12];
             match process::recv_with_fds(ours.as_fd(), &mut msg) {
-                Ok((8, _, _)) if msg[0] == TAG_LISTENER => {}
+                Ok((12, _, _)) if msg[0] == TAG_LISTENER => {}
                 Ok((8, _, _)) if msg[0] == TAG_ERROR => {
-                    return Err(fail(decode_error(&msg).unwrap_or(SpawnError::ChildVanished)));
+                    let error: &[u8; 8] = msg[..8].try_into().expect("8 bytes");
+                    return Err(fail(decode_error(error).unwrap_or(SpawnError::ChildVanished)));
                 }
                 _ => return Err(fail(SpawnError::ChildVanished)),
             }
             // The child names its listener; we take a copy with
             // pidfd_getfd, then tell it to close its own and exec.
             let number = i32::from_ne_bytes(msg[4..8].try_into().expect("4 bytes"));
-            let listener = process::pidfd_open(pid)
-                .and_then(|pidfd| process::pidfd_getfd(std::os::fd::AsFd::as_fd(&pidfd), number))
-                .map_err(|errno| {
-                    fail(SpawnError::Parent { what: "taking the seccomp listener (pidfd_getfd)", errno })
-                })?;
+            let pidfd = process::pidfd_open(pid)
+                .map_err(|errno| fail(SpawnError::Parent { what: "pidfd_open of the child", errno }))?;
+            let listener = process::pidfd_getfd(pidfd.as_fd(), number).map_err(|errno| {
+                fail(SpawnError::Parent { what: "taking the seccomp listener (pidfd_getfd)", errno })
+            })?;
+            let proxy = match i32::from_ne_bytes(msg[8..12].try_into().expect("4 bytes")) {
+                -1 => None,
+                number => Some(process::pidfd_getfd(pidfd.as_fd(), number).map_err(|errno| {
+                    fail(SpawnError::Parent { what: "taking the proxy's socket (pidfd_getfd)", errno })
+                })?),
+            };
             // The child has made its mount namespace and /proc by now.
             let root = match plan.pid_namespace {
                 true => Some(command_root(pid).map_err(|errno| {
@@ -309,7 +322,7 @@ pub fn start(
             before_exec(pid).map_err(fail)?;
             process::write_all(ours.as_fd(), &[TAG_GO])
                 .map_err(|errno| fail(SpawnError::Parent { what: "releasing the child", errno }))?;
-            Ok(Started { pid, listener, channel: ours, root })
+            Ok(Started { pid, listener, channel: ours, root, proxy })
         }
     }
 }
@@ -418,6 +431,11 @@ fn child(
             report(Stage::Network, e);
         }
     }
+    let proxy = match plan.proxy_port.map(process::listen_on_loopback) {
+        Some(Err(e)) => report(Stage::Network, e),
+        Some(Ok(sock)) => Some(sock),
+        None => None,
+    };
     if plan.new_ipc {
         if let Err(e) = process::unshare(libc::CLONE_NEWIPC) {
             report(Stage::Ipc, e);
@@ -455,9 +473,10 @@ fn child(
     // does not hold the listener yet, so until the parent has taken it only
     // untrapped calls are made: write the listener's number, wait for the
     // parent's go (it copies the listener with pidfd_getfd), close ours.
-    let mut msg = [0u8; 8];
+    let mut msg = [0u8; 12];
     msg[0] = TAG_LISTENER;
     msg[4..8].copy_from_slice(&listener.as_raw_fd().to_ne_bytes());
+    msg[8..12].copy_from_slice(&proxy.as_ref().map_or(-1, |p| p.as_raw_fd()).to_ne_bytes());
     if let Err(e) = process::write_all(channel.as_fd(), &msg) {
         report(Stage::SendListener, e);
     }
@@ -467,8 +486,10 @@ fn child(
         Err(e) => report(Stage::SendListener, e),
     }
     // The command must not hold its own listener: it could answer its own
-    // notifications.
+    // notifications. Nor the proxy's socket: it could take connections
+    // meant for the proxy.
     drop(listener);
+    drop(proxy);
     if plan.pid_namespace {
         // The init holds a copy of interpose's memory and environment: once
         // the supervisor has taken what it needs from it (the listener, its

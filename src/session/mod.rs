@@ -4,6 +4,7 @@
 //! start a session the same way.
 
 mod dir;
+mod net;
 mod record;
 pub mod surface;
 mod wait;
@@ -30,6 +31,9 @@ pub enum Net {
     None,
     /// TCP connects only to these ports.
     Connect(Vec<u16>),
+    /// Only through interpose's proxy, to the hosts the policy allows and
+    /// these (the default).
+    Proxy(Vec<crate::policy::hosts::HostRule>),
 }
 
 /// Everything a session is started with.
@@ -61,6 +65,8 @@ pub struct Config {
     pub fast: bool,
     /// The network the command gets.
     pub net: Net,
+    /// Names the proxy resolves to these addresses without DNS (tests).
+    pub net_resolve: Vec<(String, std::net::IpAddr)>,
     /// `interpose bench`'s notification floor.
     pub bench_floor: bool,
     /// Stay in the host's mount namespace.
@@ -218,17 +224,18 @@ pub fn run(args: &Config) -> Result<i32, RunError> {
     let mut parts = assemble(args, &session, &namespace, user)?;
     phase("surface, session home, caches");
     let trail = open_trail(args, &mut parts.surface)?;
+    let mut network = net::NetSetup::plan(args, &parts.loaded.0.net_allow, namespace.unprivileged())?;
     if args.learn {
         eprintln!("interpose: learning mode: nothing is enforced; what would be denied is recorded as would_deny");
     }
-    let (landlock, trapping) = backstop(args, &parts)?;
+    let (landlock, trapping) = backstop(args, &parts, &network)?;
     // The isolated root is built on an empty directory next to the session
     // directory (inside it, the session's own bind would contain it).
     let staging = match args.isolate {
         true => Some(StagingDir::beside(&session)?),
         false => None,
     };
-    let (env, dropped) = environment(args, &parts, &session);
+    let (env, dropped) = environment(args, &parts, &session, &network);
     for note in &parts.notes {
         eprintln!("interpose: {note}");
     }
@@ -240,6 +247,7 @@ pub fn run(args: &Config) -> Result<i32, RunError> {
     // With Landlock, what it enforces exactly may be answered with CONTINUE.
     let continuable = landlock.as_ref().and_then(|b| sandbox::landlock::exact_rules(&parts.surface, &b.rules));
     let plan = plan(args, &parts.surface, &namespace, user, trapping, (program, &env), landlock, staging.as_deref())?;
+    let plan = Plan { no_network: network.own_namespace, proxy_port: network.child_proxy_port(), ..plan };
     phase("landlock ruleset, environment, filter");
 
     let pids = pids_cgroup(args, &plan)?;
@@ -256,6 +264,7 @@ pub fn run(args: &Config) -> Result<i32, RunError> {
             };
             let present = pids.is_some() || plan.pid_max.is_some();
             start.features.insert("task_limit".into(), audit::Feature { present, detail });
+            start.features.insert("network".into(), network.feature(args));
         }
         sink.send(record);
     }
@@ -273,7 +282,8 @@ pub fn run(args: &Config) -> Result<i32, RunError> {
     // The supervisor creates files for the command with the command's umask,
     // applied by hand; its own must not interfere.
     process::umask(0);
-    let sandbox::Started { pid, listener, channel, root } = started;
+    let sandbox::Started { pid, listener, channel, root, proxy } = started;
+    let proxy = network.start_proxy(proxy, &args.net_resolve, args.learn, sink.clone())?;
     if let (Some(sink), audit::OnFailure::Stop) = (&sink, args.audit_failure) {
         sink.stop_on_failure(pid);
     }
@@ -292,10 +302,7 @@ pub fn run(args: &Config) -> Result<i32, RunError> {
         learn: args.learn,
         floor: args.bench_floor,
         landlock_exact: continuable.unwrap_or_default(),
-        tcp_ports: match &args.net {
-            Net::Connect(ports) => Some(ports.clone()),
-            _ => None,
-        },
+        net: network.rule.clone(),
         isolated: args.isolate,
         command_root: root,
         runtime_filter: false,
@@ -311,7 +318,8 @@ pub fn run(args: &Config) -> Result<i32, RunError> {
     end_sandbox();
     drop(pids);
     supervisor.quiesce();
-    phase("leftovers killed, pids cgroup removed");
+    net::stop_proxy(proxy);
+    phase("leftovers killed, pids cgroup removed, proxy stopped");
     if let Some(why) = supervisor.end_trail(status) {
         return Err(RunError::TrailFailed { why, stopped: args.audit_failure == audit::OnFailure::Stop });
     }
@@ -408,6 +416,7 @@ fn assemble(
 fn backstop(
     args: &Config,
     parts: &Parts,
+    network: &net::NetSetup,
 ) -> Result<(Option<sandbox::landlock::Backstop>, crate::syscalls::Trapping), RunError> {
     use crate::syscalls::Trapping;
     let landlock = if args.no_landlock || args.learn || args.bench_floor {
@@ -416,11 +425,7 @@ fn backstop(
         }
         None
     } else {
-        let ports = match &args.net {
-            Net::Connect(ports) => Some(ports.as_slice()),
-            _ => None,
-        };
-        let backstop = sandbox::landlock::build_with_network(&parts.surface, ports)?;
+        let backstop = sandbox::landlock::build_with_network(&parts.surface, network.landlock_ports.as_deref())?;
         if !backstop.scoped {
             eprintln!(
                 "interpose: warning: Landlock ABI {} has no scopes; the command can signal processes outside the sandbox",
@@ -448,6 +453,7 @@ fn environment(
     args: &Config,
     parts: &Parts,
     session: &SessionDir,
+    network: &net::NetSetup,
 ) -> (Vec<(OsString, OsString)>, Vec<crate::policy::env::Dropped>) {
     let mut rules = parts.loaded.0.env.clone();
     rules.keep.extend(args.env_keep.iter().cloned());
@@ -459,6 +465,11 @@ fn environment(
         env.retain(|(k, _)| k != "HOME");
         env.push(("HOME".into(), session.home().into_os_string()));
     }
+    // The proxy's variables, over any the caller had (a proxy of the host's
+    // is not reachable from the sandbox).
+    let proxy = network.environment();
+    env.retain(|(k, _)| !proxy.iter().any(|(name, _)| k.as_bytes() == name.as_bytes()));
+    env.extend(proxy.into_iter().map(|(k, v)| (k.into(), v.into())));
     (env, dropped)
 }
 
@@ -488,7 +499,8 @@ fn plan(
         // user does not have outside it: the command keeps none.
         capabilities: if namespace.unprivileged() { 0 } else { sandbox::kept_capabilities() },
         user,
-        no_network: args.net == Net::None,
+        no_network: false,
+        proxy_port: None,
         new_ipc: own_ipc,
         isolate: match staging {
             Some(dir) => Some(sandbox::isolate::plan(

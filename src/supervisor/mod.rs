@@ -112,8 +112,8 @@ pub struct Supervisor {
     rule_names: Vec<String>,
     /// Bumped at every allowed exec: cached process names go stale then.
     exec_generation: AtomicU64,
-    /// With `--net connect=`, the TCP ports connects may go to.
-    tcp_ports: Option<Vec<u16>>,
+    /// What IPv4 and IPv6 addresses may be reached.
+    net: NetRule,
     /// With `--isolate`: paths are resolved from the caller's own root.
     isolated: bool,
     runtime_filter: bool,
@@ -215,9 +215,8 @@ pub struct Config {
     /// answer, so an allowed open beneath it can be continued instead of
     /// emulated ([`crate::sandbox::landlock::exact_rules`]); empty for none.
     pub landlock_exact: Vec<bool>,
-    /// With `--net connect=`: the only TCP ports connects may go to
-    /// (Landlock enforces the same list; this makes refusals visible).
-    pub tcp_ports: Option<Vec<u16>>,
+    /// What IPv4 and IPv6 addresses connects and sends may name.
+    pub net: NetRule,
     /// With `--isolate`: absolute paths are resolved from each caller's
     /// own root.
     pub isolated: bool,
@@ -236,6 +235,22 @@ pub struct Config {
     pub command_root: Option<OwnedFd>,
 }
 
+/// What the supervisor decides about IPv4 and IPv6 addresses.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum NetRule {
+    /// Nothing: the host's network, or a network namespace of the
+    /// command's own (where only loopback, and the proxy, are).
+    #[default]
+    Open,
+    /// `--net connect=`: TCP connects to these ports only (Landlock
+    /// enforces the same list; deciding here records the refusals).
+    Ports(Vec<u16>),
+    /// Only interpose's proxy, at this address on the host's loopback:
+    /// the supervisor makes that connect itself, on the caller's socket;
+    /// every other IPv4 or IPv6 connect or datagram address is refused.
+    ProxyOnly(std::net::SocketAddrV4),
+}
+
 impl Supervisor {
     /// A supervisor for the listener of a sandbox started by this process.
     pub fn new(listener: OwnedFd, config: Config) -> Result<Arc<Self>, Errno> {
@@ -246,7 +261,7 @@ impl Supervisor {
             learn,
             floor,
             landlock_exact,
-            tcp_ports,
+            net,
             isolated,
             command_root,
             runtime_filter,
@@ -284,7 +299,7 @@ impl Supervisor {
             floor,
             exact: landlock_exact,
             exec_generation: AtomicU64::new(0),
-            tcp_ports,
+            net,
             isolated,
             runtime_filter,
             exec_refusals: std::sync::Mutex::new(Vec::new()),
@@ -384,9 +399,9 @@ impl Supervisor {
         self.isolated
     }
 
-    /// The allowed TCP ports, if connects are limited.
-    pub fn tcp_ports(&self) -> Option<&[u16]> {
-        self.tcp_ports.as_deref()
+    /// What IPv4 and IPv6 addresses may be reached.
+    pub fn net(&self) -> &NetRule {
+        &self.net
     }
 
     /// Whether an access the rule with index `rule` allowed may be continued.

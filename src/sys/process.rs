@@ -453,6 +453,28 @@ pub fn unshare(flags: i32) -> Result<(), Errno> {
     cvt(unsafe { libc::unshare(flags) } as libc::c_long).map(drop)
 }
 
+/// A TCP socket listening on `127.0.0.1:port` of the current network
+/// namespace (`socket`, `bind`, `listen` with a backlog of 1024).
+/// Async-signal-safe: no allocation.
+pub fn listen_on_loopback(port: u16) -> Result<OwnedFd, Errno> {
+    // SAFETY: a plain socket(2) call; the descriptor is owned at once.
+    let fd = cvt(unsafe { libc::socket(libc::AF_INET, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0) } as libc::c_long)?;
+    // SAFETY: `fd` was just returned by socket(2) and nothing else owns it.
+    let sock = unsafe { OwnedFd::from_raw_fd(fd as i32) };
+    let addr = libc::sockaddr_in {
+        sin_family: libc::AF_INET as libc::sa_family_t,
+        sin_port: port.to_be(),
+        sin_addr: libc::in_addr { s_addr: u32::from_be_bytes([127, 0, 0, 1]).to_be() },
+        sin_zero: [0; 8],
+    };
+    let len = std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t;
+    // SAFETY: `addr` is a valid sockaddr_in of `len` bytes.
+    cvt(unsafe { libc::bind(sock.as_raw_fd(), (&addr as *const libc::sockaddr_in).cast(), len) } as libc::c_long)?;
+    // SAFETY: listen takes a descriptor and a number.
+    cvt(unsafe { libc::listen(sock.as_raw_fd(), 1024) } as libc::c_long)?;
+    Ok(sock)
+}
+
 /// Brings the loopback interface of the current network namespace up
 /// (`SIOCSIFFLAGS` with `IFF_UP` on `lo`). Async-signal-safe: one socket,
 /// two ioctls, no allocation.

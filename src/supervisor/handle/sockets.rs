@@ -15,9 +15,10 @@ use crate::policy::Access;
 use crate::supervisor::identity;
 use crate::supervisor::later::Retry;
 use crate::supervisor::resolve::{Resolver, Target};
-use crate::supervisor::Answer;
+use crate::supervisor::{Answer, NetRule};
 use crate::sys::{fs, mem, Errno};
 use crate::syscalls::Op;
+use std::net::{SocketAddr, SocketAddrV4};
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 
 /// `struct mmsghdr`: a `msghdr` (56 bytes) and `msg_len`, padded to 64.
@@ -41,9 +42,9 @@ enum Address {
     Inet(Vec<u8>),
     /// A pathname unix socket.
     Path(Vec<u8>),
-    /// An abstract unix address or another family: no file (Landlock
-    /// scopes abstract unix sockets to the sandbox).
-    Elsewhere,
+    /// An abstract unix address (no file; Landlock scopes abstract unix
+    /// sockets to the sandbox), or another family, named.
+    Elsewhere(i32),
 }
 
 /// One datagram, read from the caller and ready to send.
@@ -97,7 +98,7 @@ impl Call<'_> {
                 let end = sun_path.iter().position(|&c| c == 0).unwrap_or(sun_path.len());
                 Address::Path(sun_path[..end].to_vec())
             }
-            _ => Address::Elsewhere,
+            family => Address::Elsewhere(family),
         })
     }
 
@@ -125,9 +126,10 @@ impl Call<'_> {
     fn connect(&mut self, addr: u64, len: u64) -> Result<Answer, Stop> {
         let sockfd = self.notif.data.args[0] as i32;
         let bytes = match self.address(addr, len)? {
-            Address::Inet(addr) => return self.tcp_connect(&addr, sockfd),
+            Address::Inet(addr) => return self.inet_connect(&addr, sockfd),
             Address::Path(bytes) => bytes,
-            Address::Unnamed | Address::Elsewhere => return Ok(Answer::Continue),
+            Address::Elsewhere(family) => return self.other_family(family, true),
+            Address::Unnamed => return Ok(Answer::Continue),
         };
         let socket_file = self.destination(bytes)?;
         // The caller's own socket: a duplicate of its descriptor shares the
@@ -182,13 +184,31 @@ impl Call<'_> {
             };
             addresses.push(self.address(addr, len)?);
         }
+        if let NetRule::ProxyOnly(_) = self.sup.net() {
+            // Only the proxy is reached, and it takes no datagrams: an IPv4
+            // or IPv6 address in a send is refused whatever the socket
+            // (its type could change under the same number before the
+            // kernel looked at it).
+            for d in &addresses {
+                match d {
+                    Address::Inet(addr) => {
+                        let (host, port) = inet_text(addr);
+                        return self.refuse_inet(&format!("udp:{host}:{port}"));
+                    }
+                    Address::Elsewhere(family) => {
+                        self.other_family(*family, false)?;
+                    }
+                    _ => {}
+                }
+            }
+        }
         if !addresses.iter().any(|d| matches!(d, Address::Path(_))) {
             return Ok(Answer::Continue);
         }
         let sock = self.caller_fd(a[0] as i32)?;
         let stream = nix::sys::socket::getsockopt(&sock, nix::sys::socket::sockopt::SockType).map_err(Stop::Fail)?
             != nix::sys::socket::SockType::Datagram;
-        if stream || addresses.iter().any(|d| matches!(d, Address::Elsewhere | Address::Inet(_))) {
+        if stream || addresses.iter().any(|d| matches!(d, Address::Elsewhere(_) | Address::Inet(_))) {
             // Stream and seqpacket sockets ignore the address (or refuse
             // it); a vector mixing pathname and abstract destinations is
             // not sent by the supervisor (an abstract one would escape the
@@ -350,19 +370,21 @@ impl Call<'_> {
         Ok(rights)
     }
 
-    /// An IPv4 or IPv6 connect under `--net connect=PORTS`: a TCP socket may
-    /// connect only to those ports (Landlock enforces the same list on the
-    /// kernel's side; deciding here records the refusals).
-    fn tcp_connect(&mut self, addr: &[u8], sockfd: i32) -> Result<Answer, Stop> {
-        let Some(ports) = self.sup.tcp_ports() else { return Ok(Answer::Continue) };
-        let port = u16::from_be_bytes([addr[2], addr[3]]);
-        let host = match (addr.len(), i32::from(u16::from_ne_bytes([addr[0], addr[1]]))) {
-            (l, libc::AF_INET) if l >= 8 => std::net::Ipv4Addr::new(addr[4], addr[5], addr[6], addr[7]).to_string(),
-            (l, libc::AF_INET6) if l >= 24 => {
-                std::net::Ipv6Addr::from(<[u8; 16]>::try_from(&addr[8..24]).expect("16 bytes")).to_string()
+    /// An IPv4 or IPv6 connect: continued on the host's network or a
+    /// namespace of the command's own; under `--net connect=PORTS` a TCP
+    /// socket may connect only to those ports (Landlock enforces the same
+    /// list; deciding here records the refusals); with the proxy on the
+    /// host's loopback, only the proxy, connected by the supervisor.
+    fn inet_connect(&mut self, addr: &[u8], sockfd: i32) -> Result<Answer, Stop> {
+        let ports = match self.sup.net() {
+            NetRule::Open => return Ok(Answer::Continue),
+            NetRule::ProxyOnly(proxy) => {
+                let proxy = *proxy;
+                return self.proxy_connect(addr, sockfd, proxy);
             }
-            _ => "?".into(),
+            NetRule::Ports(ports) => ports.clone(),
         };
+        let (host, port) = inet_text(addr);
         let sock = self.caller_fd(sockfd)?;
         let stream = nix::sys::socket::getsockopt(&sock, nix::sys::socket::sockopt::SockType)
             .is_ok_and(|t| t == nix::sys::socket::SockType::Stream);
@@ -386,6 +408,112 @@ impl Call<'_> {
             self.push(&arg, None, AccessKind::Connect, Verdict::Deny, Some(Errno::EACCES), why(false));
             Err(Errno::EACCES.into())
         }
+    }
+
+    /// A connect with the proxy on the host's loopback: to the proxy, the
+    /// supervisor connects the caller's own socket (the open file
+    /// description, so neither the address nor the socket can change after
+    /// the check); anything else is refused and recorded.
+    fn proxy_connect(&mut self, addr: &[u8], sockfd: i32, proxy: SocketAddrV4) -> Result<Answer, Stop> {
+        let Some(to) = inet_address(addr) else {
+            return self.refuse_inet(&format!("tcp:{}", inet_text(addr).0));
+        };
+        let sock = self.caller_fd(sockfd)?;
+        let stream = nix::sys::socket::getsockopt(&sock, nix::sys::socket::sockopt::SockType)
+            .is_ok_and(|t| t == nix::sys::socket::SockType::Stream);
+        let kind = if stream { "tcp" } else { "udp" };
+        let canonical = match to {
+            SocketAddr::V6(v6) => v6.ip().to_ipv4_mapped().map_or(to, |v4| SocketAddr::new(v4.into(), v6.port())),
+            v4 => v4,
+        };
+        let host = match to {
+            SocketAddr::V6(v6) => format!("[{}]", v6.ip()),
+            v4 => v4.ip().to_string(),
+        };
+        let subject = format!("{kind}:{host}:{}", to.port());
+        if !stream || canonical != SocketAddr::V4(proxy) {
+            return self.refuse_inet(&subject);
+        }
+        let arg = PathArg { bytes: subject.into_bytes(), base: None };
+        let note = Why::Note("interpose's network proxy", RuleKind::Network);
+        self.push(&arg, None, AccessKind::Connect, Verdict::Allow, None, note);
+        let blocking = fs::status_flags(sock.as_fd())? & libc::O_NONBLOCK == 0;
+        let attempt = move || -> Result<i64, Errno> {
+            let r = without_blocking(sock.as_fd(), blocking, || match to {
+                SocketAddr::V4(a) => {
+                    nix::sys::socket::connect(sock.as_raw_fd(), &nix::sys::socket::SockaddrIn::from(a))
+                }
+                SocketAddr::V6(a) => {
+                    nix::sys::socket::connect(sock.as_raw_fd(), &nix::sys::socket::SockaddrIn6::from(a))
+                }
+            });
+            match r {
+                Ok(()) | Err(Errno::EISCONN) => Ok(0),
+                // Under way: a blocking caller waits in the retry queue
+                // until the handshake ends; a non-blocking one is told so.
+                Err(Errno::EINPROGRESS | Errno::EALREADY) if blocking => Err(Errno::EAGAIN),
+                Err(e) => Err(e),
+            }
+        };
+        match attempt() {
+            Err(Errno::EAGAIN) if blocking => {
+                Ok(Answer::Later(Retry { tid: self.notif.pid, fds: 1, attempt: Box::new(attempt) }))
+            }
+            r => r.map(Answer::Value).map_err(Stop::Fail),
+        }
+    }
+
+    /// Refuses a direct IPv4/IPv6 connection with the proxy in place,
+    /// recording the address it named.
+    fn refuse_inet(&mut self, subject: &str) -> Result<Answer, Stop> {
+        let arg = PathArg { bytes: subject.as_bytes().to_vec(), base: None };
+        let note = Why::Note(
+            "direct connections are refused: the network is reached through interpose's proxy (HTTPS_PROXY, --net allow=)",
+            RuleKind::Network,
+        );
+        if self.sup.learns() {
+            self.push(&arg, None, AccessKind::Connect, Verdict::WouldDeny, None, note);
+            return Ok(Answer::Continue);
+        }
+        self.push(&arg, None, AccessKind::Connect, Verdict::Deny, Some(Errno::EACCES), note);
+        Err(Errno::EACCES.into())
+    }
+
+    /// An address of a family that is neither a path, IPv4 nor IPv6: with
+    /// the proxy on the host's loopback only abstract unix (scoped by
+    /// Landlock) and netlink (the kernel's own routing and address
+    /// information) are reached; anything else (vsock to the hypervisor,
+    /// TIPC, ...) is refused. `Ok` means go on.
+    fn other_family(&mut self, family: i32, connect: bool) -> Result<Answer, Stop> {
+        if matches!(self.sup.net(), NetRule::ProxyOnly(_)) && !matches!(family, libc::AF_UNIX | libc::AF_NETLINK) {
+            return self.refuse_inet(&format!("family {family}"));
+        }
+        let _ = connect;
+        Ok(Answer::Continue)
+    }
+}
+
+/// The host and port of an IPv4 or IPv6 address as the caller wrote it.
+fn inet_text(addr: &[u8]) -> (String, u16) {
+    match inet_address(addr) {
+        Some(SocketAddr::V6(a)) => (format!("[{}]", a.ip()), a.port()),
+        Some(a) => (a.ip().to_string(), a.port()),
+        None => ("?".into(), 0),
+    }
+}
+
+/// An IPv4 or IPv6 socket address as the caller wrote it.
+fn inet_address(addr: &[u8]) -> Option<SocketAddr> {
+    let port = u16::from_be_bytes([*addr.get(2)?, *addr.get(3)?]);
+    match i32::from(u16::from_ne_bytes([addr[0], addr[1]])) {
+        libc::AF_INET if addr.len() >= 8 => {
+            Some(SocketAddr::new(std::net::Ipv4Addr::new(addr[4], addr[5], addr[6], addr[7]).into(), port))
+        }
+        libc::AF_INET6 if addr.len() >= 24 => {
+            let ip = std::net::Ipv6Addr::from(<[u8; 16]>::try_from(&addr[8..24]).ok()?);
+            Some(SocketAddr::new(ip.into(), port))
+        }
+        _ => None,
     }
 }
 

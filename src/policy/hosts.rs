@@ -1,0 +1,218 @@
+//! The network allowlist: `HOST[:PORT]` entries (`*.example.org`
+//! wildcards, IP literals), from `--net allow=` and `[net] allow` in policy
+//! files, and the decision for one destination. Pure: no I/O.
+
+use std::net::IpAddr;
+
+/// The ports an entry without one allows: HTTPS and HTTP.
+pub const DEFAULT_PORTS: [u16; 2] = [443, 80];
+
+/// What an entry names.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum HostPattern {
+    /// One name (lower case, no trailing dot).
+    Name(String),
+    /// `*.SUFFIX`: every name ending in `.SUFFIX`, at any depth, not
+    /// `SUFFIX` itself.
+    Wildcard(String),
+    /// An IP address, allowed only when listed as such.
+    Ip(IpAddr),
+}
+
+/// One allowlist entry.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HostRule {
+    /// The host or pattern.
+    pub host: HostPattern,
+    /// The port; `None` for [`DEFAULT_PORTS`].
+    pub port: Option<u16>,
+    /// Where it came from (`--net allow`, `policy.toml:12`, `profile claude`).
+    pub origin: String,
+}
+
+impl std::fmt::Display for HostRule {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.host {
+            HostPattern::Name(n) => write!(f, "{n}")?,
+            HostPattern::Wildcard(s) => write!(f, "*.{s}")?,
+            HostPattern::Ip(IpAddr::V6(ip)) => write!(f, "[{ip}]")?,
+            HostPattern::Ip(ip) => write!(f, "{ip}")?,
+        }
+        if let Some(p) = self.port {
+            write!(f, ":{p}")?;
+        }
+        Ok(())
+    }
+}
+
+/// Whether `name` is a DNS name as the proxy accepts one: labels of
+/// letters, digits, `-` and `_`, 1-63 bytes each, 253 in all.
+pub fn is_host_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= 253
+        && name.split('.').all(|l| {
+            !l.is_empty()
+                && l.len() <= 63
+                && l.bytes().all(|c| c.is_ascii_alphanumeric() || c == b'-' || c == b'_')
+                && !l.starts_with('-')
+        })
+}
+
+/// A host as a client names it, normalized: lower case, no trailing dot,
+/// IPv6 literals without brackets. `None` if it is neither a name nor an
+/// address.
+pub fn normalize_host(host: &str) -> Option<String> {
+    let host = host.strip_prefix('[').and_then(|h| h.strip_suffix(']')).unwrap_or(host);
+    if let Ok(ip) = host.parse::<IpAddr>() {
+        return Some(ip.to_string());
+    }
+    let host = host.strip_suffix('.').unwrap_or(host).to_ascii_lowercase();
+    is_host_name(&host).then_some(host)
+}
+
+impl HostRule {
+    /// Parses `HOST[:PORT]`, `*.SUFFIX[:PORT]`, `IPV4[:PORT]` or
+    /// `[IPV6][:PORT]`.
+    pub fn parse(text: &str, origin: &str) -> Result<HostRule, String> {
+        let text = text.trim();
+        let bad = |why: &str| format!("{text:?}: {why} (expected HOST[:PORT], *.DOMAIN[:PORT] or an IP address)");
+        let (host, port) = if let Some(rest) = text.strip_prefix('[') {
+            let (ip, after) = rest.split_once(']').ok_or_else(|| bad("an IPv6 address needs its closing ]"))?;
+            let port = match after {
+                "" => None,
+                p => Some(p.strip_prefix(':').ok_or_else(|| bad("text after the ]"))?),
+            };
+            (ip, port)
+        } else if text.matches(':').count() > 1 {
+            return Err(bad("an IPv6 address must be written in brackets"));
+        } else {
+            match text.split_once(':') {
+                Some((h, p)) => (h, Some(p)),
+                None => (text, None),
+            }
+        };
+        let port = port
+            .map(|p| p.parse::<u16>().ok().filter(|&p| p != 0).ok_or_else(|| bad(&format!("{p:?} is not a port"))))
+            .transpose()?;
+        let pattern = if let Ok(ip) = host.parse::<IpAddr>() {
+            HostPattern::Ip(ip)
+        } else if let Some(suffix) = host.strip_prefix("*.") {
+            let suffix = suffix.to_ascii_lowercase();
+            if !is_host_name(&suffix) || !suffix.contains('.') {
+                return Err(bad("a wildcard stands for the leftmost labels of a domain with at least two"));
+            }
+            HostPattern::Wildcard(suffix)
+        } else {
+            let name = host.strip_suffix('.').unwrap_or(host).to_ascii_lowercase();
+            if !is_host_name(&name) {
+                return Err(bad("not a host name"));
+            }
+            HostPattern::Name(name)
+        };
+        Ok(HostRule { host: pattern, port, origin: origin.to_string() })
+    }
+
+    /// Whether this entry allows `host` (normalized) on `port`.
+    pub fn allows(&self, host: &str, port: u16) -> bool {
+        let port_ok = match self.port {
+            Some(p) => p == port,
+            None => DEFAULT_PORTS.contains(&port),
+        };
+        // A name pattern never matches an address (`*.0.0.1` is not
+        // `127.0.0.1`'s).
+        let literal = host.parse::<IpAddr>().is_ok();
+        port_ok
+            && match &self.host {
+                HostPattern::Name(_) | HostPattern::Wildcard(_) if literal => false,
+                HostPattern::Name(n) => n == host,
+                HostPattern::Wildcard(s) => {
+                    host.len() > s.len() + 1
+                        && host.ends_with(s.as_str())
+                        && host.as_bytes()[host.len() - s.len() - 1] == b'.'
+                }
+                HostPattern::Ip(ip) => host.parse::<IpAddr>().is_ok_and(|h| h == *ip),
+            }
+    }
+}
+
+/// The hosts a session may reach through the proxy.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Allowlist {
+    /// The entries, in the order they were given.
+    pub rules: Vec<HostRule>,
+}
+
+impl Allowlist {
+    /// The first entry that allows `host` on `port`.
+    pub fn find(&self, host: &str, port: u16) -> Option<&HostRule> {
+        self.rules.iter().find(|r| r.allows(host, port))
+    }
+
+    /// Adds `rule` unless an equal entry is there already.
+    pub fn add(&mut self, rule: HostRule) {
+        if !self.rules.iter().any(|r| r.host == rule.host && r.port == rule.port) {
+            self.rules.push(rule);
+        }
+    }
+
+    /// The entries as written, for the session record.
+    pub fn texts(&self) -> Vec<String> {
+        self.rules.iter().map(ToString::to_string).collect()
+    }
+}
+
+/// The `--net allow=` text that would allow `host` on `port`.
+pub fn allow_flag(host: &str, port: u16) -> String {
+    let host = if host.contains(':') { format!("[{host}]") } else { host.to_string() };
+    if DEFAULT_PORTS.contains(&port) {
+        format!("--net allow={host}")
+    } else {
+        format!("--net allow={host}:{port}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rule(t: &str) -> HostRule {
+        HostRule::parse(t, "test").unwrap()
+    }
+
+    #[test]
+    fn names_wildcards_and_ports() {
+        let r = rule("API.Example.org");
+        assert!(r.allows("api.example.org", 443) && r.allows("api.example.org", 80));
+        assert!(!r.allows("api.example.org", 22) && !r.allows("x.api.example.org", 443));
+        let w = rule("*.example.org:8443");
+        assert!(w.allows("a.example.org", 8443) && w.allows("a.b.example.org", 8443));
+        assert!(!w.allows("example.org", 8443) && !w.allows("badexample.org", 8443) && !w.allows("a.example.org", 443));
+        let ip = rule("10.0.0.1");
+        assert!(ip.allows("10.0.0.1", 443) && !ip.allows("10.0.0.2", 443));
+        let v6 = rule("[::1]:8080");
+        assert!(v6.allows("::1", 8080));
+        assert_eq!(v6.to_string(), "[::1]:8080");
+        assert_eq!(w.to_string(), "*.example.org:8443");
+    }
+
+    #[test]
+    fn bad_entries_are_named() {
+        for bad in ["", "a b", "*.org", "*", "host:0", "host:x", "::1", "[::1", "-a.org", "a..org", "*.*.org"] {
+            let e = HostRule::parse(bad, "test").unwrap_err();
+            assert!(e.contains("expected HOST[:PORT]"), "{bad}: {e}");
+        }
+    }
+
+    #[test]
+    fn hosts_are_normalized_before_matching() {
+        assert_eq!(normalize_host("Example.ORG.").as_deref(), Some("example.org"));
+        assert_eq!(normalize_host("[::1]").as_deref(), Some("::1"));
+        assert_eq!(normalize_host("a/b"), None);
+        assert_eq!(normalize_host(""), None);
+        let list = Allowlist { rules: vec![rule("*.example.org"), rule("pypi.org")] };
+        assert_eq!(list.find("files.example.org", 443).map(|r| r.to_string()).as_deref(), Some("*.example.org"));
+        assert!(list.find("evil.org", 443).is_none());
+        assert_eq!(allow_flag("evil.org", 443), "--net allow=evil.org");
+        assert_eq!(allow_flag("evil.org", 22), "--net allow=evil.org:22");
+    }
+}

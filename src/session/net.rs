@@ -1,0 +1,163 @@
+//! The session's network: what `--net` and the policy's `[net] allow` turn
+//! into before the command starts (a namespace, Landlock ports, the
+//! supervisor's rule, the proxy and its variables), and the proxy's start
+//! and end around the command.
+
+use super::{io, Config, Net, RunError};
+use crate::audit::{self, Sink};
+use crate::network::proxy::{self, Proxy};
+use crate::policy::hosts::{Allowlist, HostRule};
+use crate::supervisor::NetRule;
+use std::net::{Ipv4Addr, SocketAddrV4, TcpListener};
+use std::os::fd::OwnedFd;
+
+/// The network, decided before the command starts.
+pub(super) struct NetSetup {
+    /// What the supervisor decides about IPv4 and IPv6 addresses.
+    pub rule: NetRule,
+    /// TCP ports Landlock lets the command connect to (`None`: Landlock
+    /// does not handle TCP).
+    pub landlock_ports: Option<Vec<u16>>,
+    /// Whether the command gets a network namespace of its own.
+    pub own_namespace: bool,
+    /// The proxy, unless the network is `host`, `none` or `connect=`.
+    pub proxy: Option<ProxyPlan>,
+}
+
+/// The proxy a session will run.
+pub(super) struct ProxyPlan {
+    /// Where the command reaches it.
+    pub addr: SocketAddrV4,
+    /// Its socket on the host's loopback; `None` when the command has a
+    /// network namespace of its own, where the child makes it.
+    pub host_listener: Option<TcpListener>,
+    /// The hosts it connects to.
+    pub allow: Allowlist,
+}
+
+impl NetSetup {
+    /// Decides the network for `args`, with the policy's allowlist.
+    pub fn plan(args: &Config, policy_allow: &[HostRule], unprivileged: bool) -> Result<NetSetup, RunError> {
+        let open = |own_namespace| NetSetup { rule: NetRule::Open, landlock_ports: None, own_namespace, proxy: None };
+        let flags = match &args.net {
+            Net::Host => return Ok(open(false)),
+            Net::None => return Ok(open(true)),
+            Net::Connect(ports) => {
+                return Ok(NetSetup {
+                    rule: NetRule::Ports(ports.clone()),
+                    landlock_ports: Some(ports.clone()),
+                    own_namespace: false,
+                    proxy: None,
+                })
+            }
+            Net::Proxy(flags) => flags,
+        };
+        let mut allow = Allowlist::default();
+        for rule in policy_allow.iter().chain(flags) {
+            allow.add(rule.clone());
+        }
+        // A namespace of its own as root, or in interpose's user namespace
+        // (where interpose holds CAP_NET_ADMIN over the new one).
+        let own_namespace = nix::unistd::geteuid().is_root() || unprivileged;
+        if own_namespace {
+            // Any port is free in a new namespace; one the host picks keeps
+            // clear of the fixed ports programs like to serve on.
+            let port = TcpListener::bind("127.0.0.1:0")
+                .and_then(|l| l.local_addr())
+                .map_err(io("choosing a port for the network proxy"))?
+                .port();
+            let addr = SocketAddrV4::new(Ipv4Addr::LOCALHOST, port);
+            let proxy = ProxyPlan { addr, host_listener: None, allow };
+            return Ok(NetSetup { rule: NetRule::Open, landlock_ports: None, own_namespace, proxy: Some(proxy) });
+        }
+        let listener = crate::network::listen_on_host().map_err(io("listening for the network proxy"))?;
+        let addr = match listener.local_addr().map_err(io("the network proxy's address"))? {
+            std::net::SocketAddr::V4(a) => a,
+            std::net::SocketAddr::V6(_) => unreachable!("bound to an IPv4 address"),
+        };
+        // Landlock's TCP rules (ABI 4) back the supervisor's decision where
+        // the kernel has them; the supervisor alone decides elsewhere (it
+        // never continues a connect then).
+        let landlock_ports = crate::sys::landlock::abi_version().is_ok_and(|v| v >= 4).then(|| vec![addr.port()]);
+        let proxy = ProxyPlan { addr, host_listener: Some(listener), allow };
+        Ok(NetSetup { rule: NetRule::ProxyOnly(addr), landlock_ports, own_namespace: false, proxy: Some(proxy) })
+    }
+
+    /// The port the child listens on for the proxy, in its own namespace.
+    pub fn child_proxy_port(&self) -> Option<u16> {
+        self.proxy.as_ref().filter(|p| p.host_listener.is_none()).map(|p| p.addr.port())
+    }
+
+    /// The variables pointing the command at the proxy.
+    pub fn environment(&self) -> Vec<(String, String)> {
+        self.proxy.as_ref().map(|p| crate::network::proxy_environment(p.addr.into())).unwrap_or_default()
+    }
+
+    /// The session record's `network` feature.
+    pub fn feature(&self, args: &Config) -> audit::Feature {
+        let detail = match (&args.net, &self.proxy) {
+            (Net::Host, _) => {
+                "the host's network (--net host): every host and every service on the host's loopback".into()
+            }
+            (Net::None, _) => "none: a network namespace of the command's own with only loopback".into(),
+            (Net::Connect(ports), _) => format!("TCP connects to ports {ports:?} only (Landlock and the supervisor)"),
+            (_, Some(p)) => {
+                let allowed = if p.allow.rules.is_empty() { "none".into() } else { p.allow.texts().join(", ") };
+                let how = if self.own_namespace {
+                    "in a network namespace of the command's own, where nothing else is routable".to_string()
+                } else {
+                    let landlock = if self.landlock_ports.is_some() { "Landlock and " } else { "" };
+                    format!("on the host's loopback; every other connect and datagram address refused by {landlock}the supervisor")
+                };
+                format!(
+                    "through interpose's proxy at {} {how}; DNS inside the sandbox refused; allowed hosts: {allowed}",
+                    p.addr
+                )
+            }
+            (Net::Proxy(_), None) => unreachable!("a proxy network has a proxy"),
+        };
+        audit::Feature { present: !matches!(args.net, Net::Host), detail }
+    }
+
+    /// Starts the proxy on its socket: the host's, or the one the child
+    /// made in its namespace.
+    pub fn start_proxy(
+        &mut self,
+        from_child: Option<OwnedFd>,
+        resolve: &[(String, std::net::IpAddr)],
+        learn: bool,
+        sink: Option<Sink>,
+    ) -> Result<Option<Proxy>, RunError> {
+        let Some(plan) = &mut self.proxy else { return Ok(None) };
+        let listener = match (plan.host_listener.take(), from_child) {
+            (Some(l), _) => l,
+            (None, Some(fd)) => TcpListener::from(fd),
+            (None, None) => unreachable!("the child makes the proxy's socket when the host does not"),
+        };
+        let settings = proxy::Settings {
+            allow: plan.allow.clone(),
+            resolve: resolve.iter().cloned().collect(),
+            learn,
+            audit: sink,
+        };
+        proxy::start(listener, settings).map(Some).map_err(io("starting the network proxy"))
+    }
+}
+
+/// Stops the proxy and says, on stderr, what it refused and whether it
+/// failed: a refused host is the first thing a user needs to know when a
+/// tool cannot download.
+pub(super) fn stop_proxy(proxy: Option<Proxy>) {
+    let Some(proxy) = proxy else { return };
+    let summary = proxy.stop();
+    if let Some(why) = summary.failed {
+        eprintln!("interpose: the network proxy failed ({why}); the command's connections were refused from then on");
+    }
+    for ((host, port), times) in summary.refused {
+        let s = if times == 1 { "" } else { "s" };
+        eprintln!(
+            "interpose: network: refused {host}:{port} ({times} time{s}); to allow it: {}",
+            crate::policy::hosts::allow_flag(&host, port)
+        );
+    }
+}
