@@ -68,7 +68,12 @@ impl NetSetup {
                 .port();
             let addr = SocketAddrV4::new(Ipv4Addr::LOCALHOST, port);
             let proxy = ProxyPlan { addr, host_listener: None, allow };
-            return Ok(NetSetup { rule: NetRule::Open, landlock_ports: None, own_namespace, proxy: Some(proxy) });
+            return Ok(NetSetup {
+                rule: NetRule::OwnNamespace,
+                landlock_ports: None,
+                own_namespace,
+                proxy: Some(proxy),
+            });
         }
         let listener = crate::network::listen_on_host().map_err(io("listening for the network proxy"))?;
         let addr = match listener.local_addr().map_err(io("the network proxy's address"))? {

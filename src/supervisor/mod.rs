@@ -249,6 +249,18 @@ pub enum NetRule {
     /// the supervisor makes that connect itself, on the caller's socket;
     /// every other IPv4 or IPv6 connect or datagram address is refused.
     ProxyOnly(std::net::SocketAddrV4),
+    /// The proxy in a network namespace of the command's own: loopback
+    /// addresses (the namespace's own, where the proxy listens) are
+    /// continued; any other IPv4 or IPv6 address is refused and recorded
+    /// (nothing else is routable there anyway).
+    OwnNamespace,
+}
+
+impl NetRule {
+    /// Whether the network is reached only through the proxy.
+    pub fn proxied(&self) -> bool {
+        matches!(self, NetRule::ProxyOnly(_) | NetRule::OwnNamespace)
+    }
 }
 
 impl Supervisor {

@@ -17,4 +17,5 @@ mod livable;
 mod network;
 mod oci;
 mod policy;
+mod proxy;
 mod routes;

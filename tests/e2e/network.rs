@@ -26,9 +26,12 @@ fn net_none_has_only_its_own_loopback() {
                   c = socket.create_connection(l.getsockname()); print('inside ok')\n";
     let o = t.command(&["--net", "none"], &["/usr/bin/python3", "-c", inside]).output().unwrap();
     assert_eq!(stdout(&o), "inside ok\n", "{}", stderr(&o));
-    // The host network is the default.
-    let o = t.command(&[], &["/usr/bin/python3", "-c", &connect_script(&[port])]).output().unwrap();
+    // The host network is there only when asked for; by default only the
+    // proxy is (tests/e2e/proxy.rs), and the host's loopback is not.
+    let o = t.command(&["--net", "host"], &["/usr/bin/python3", "-c", &connect_script(&[port])]).output().unwrap();
     assert_eq!(stdout(&o), format!("{port} ok\n"), "{}", stderr(&o));
+    let o = t.command(&[], &["/usr/bin/python3", "-c", &connect_script(&[port])]).output().unwrap();
+    assert_eq!(stdout(&o), format!("{port} ECONNREFUSED\n"), "{}", stderr(&o));
 }
 
 #[test]

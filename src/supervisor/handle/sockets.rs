@@ -128,7 +128,7 @@ impl Call<'_> {
         let bytes = match self.address(addr, len)? {
             Address::Inet(addr) => return self.inet_connect(&addr, sockfd),
             Address::Path(bytes) => bytes,
-            Address::Elsewhere(family) => return self.other_family(family, true),
+            Address::Elsewhere(family) => return self.other_family(family),
             Address::Unnamed => return Ok(Answer::Continue),
         };
         let socket_file = self.destination(bytes)?;
@@ -184,19 +184,22 @@ impl Call<'_> {
             };
             addresses.push(self.address(addr, len)?);
         }
-        if let NetRule::ProxyOnly(_) = self.sup.net() {
+        if self.sup.net().proxied() {
             // Only the proxy is reached, and it takes no datagrams: an IPv4
             // or IPv6 address in a send is refused whatever the socket
             // (its type could change under the same number before the
-            // kernel looked at it).
+            // kernel looked at it); in a namespace of the command's own,
+            // its loopback is its own.
+            let own = *self.sup.net() == NetRule::OwnNamespace;
             for d in &addresses {
                 match d {
+                    Address::Inet(addr) if own && inet_address(addr).is_some_and(|a| loopback(a.ip())) => {}
                     Address::Inet(addr) => {
                         let (host, port) = inet_text(addr);
                         return self.refuse_inet(&format!("udp:{host}:{port}"));
                     }
                     Address::Elsewhere(family) => {
-                        self.other_family(*family, false)?;
+                        self.other_family(*family)?;
                     }
                     _ => {}
                 }
@@ -378,6 +381,16 @@ impl Call<'_> {
     fn inet_connect(&mut self, addr: &[u8], sockfd: i32) -> Result<Answer, Stop> {
         let ports = match self.sup.net() {
             NetRule::Open => return Ok(Answer::Continue),
+            NetRule::OwnNamespace => {
+                return match inet_address(addr) {
+                    Some(a) if loopback(a.ip()) => Ok(Answer::Continue),
+                    _ => {
+                        let (host, port) = inet_text(addr);
+                        let kind = self.socket_kind(sockfd);
+                        self.refuse_inet(&format!("{kind}:{host}:{port}"))
+                    }
+                };
+            }
             NetRule::ProxyOnly(proxy) => {
                 let proxy = *proxy;
                 return self.proxy_connect(addr, sockfd, proxy);
@@ -484,12 +497,24 @@ impl Call<'_> {
     /// Landlock) and netlink (the kernel's own routing and address
     /// information) are reached; anything else (vsock to the hypervisor,
     /// TIPC, ...) is refused. `Ok` means go on.
-    fn other_family(&mut self, family: i32, connect: bool) -> Result<Answer, Stop> {
-        if matches!(self.sup.net(), NetRule::ProxyOnly(_)) && !matches!(family, libc::AF_UNIX | libc::AF_NETLINK) {
+    fn other_family(&mut self, family: i32) -> Result<Answer, Stop> {
+        if self.sup.net().proxied() && !matches!(family, libc::AF_UNIX | libc::AF_NETLINK) {
             return self.refuse_inet(&format!("family {family}"));
         }
-        let _ = connect;
         Ok(Answer::Continue)
+    }
+
+    /// `tcp` or `udp` (any other type too): the caller's socket `sockfd`.
+    fn socket_kind(&self, sockfd: i32) -> &'static str {
+        let stream = self.caller_fd(sockfd).is_ok_and(|sock| {
+            nix::sys::socket::getsockopt(&sock, nix::sys::socket::sockopt::SockType)
+                .is_ok_and(|t| t == nix::sys::socket::SockType::Stream)
+        });
+        if stream {
+            "tcp"
+        } else {
+            "udp"
+        }
     }
 }
 
@@ -499,6 +524,14 @@ fn inet_text(addr: &[u8]) -> (String, u16) {
         Some(SocketAddr::V6(a)) => (format!("[{}]", a.ip()), a.port()),
         Some(a) => (a.ip().to_string(), a.port()),
         None => ("?".into(), 0),
+    }
+}
+
+/// Whether `ip` is a loopback address (IPv4-mapped too).
+fn loopback(ip: std::net::IpAddr) -> bool {
+    match ip {
+        std::net::IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(v6.is_loopback(), |v4| v4.is_loopback()),
+        v4 => v4.is_loopback(),
     }
 }
 

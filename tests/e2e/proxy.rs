@@ -1,0 +1,416 @@
+//! The network by name: by default the command reaches only interpose's
+//! proxy, which connects only to allowed hosts and records every
+//! connection. Everything runs on the host's loopback: the test's own
+//! origin server, reached under names the proxy resolves for the test
+//! (`--net-resolve`), never an outside address.
+
+use crate::common::*;
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream, UdpSocket};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+
+/// An HTTP/1.0 server on the host serving the files of a directory (`/`
+/// is `index`; query strings ignored), one thread per connection.
+struct Origin {
+    port: u16,
+    dir: tempfile::TempDir,
+    served: Arc<AtomicUsize>,
+}
+
+fn origin(bind: &str) -> Origin {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("index"), "hello from the origin\n").unwrap();
+    let listener = TcpListener::bind(bind).unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let served = Arc::new(AtomicUsize::new(0));
+    let (root, count) = (dir.path().to_path_buf(), Arc::clone(&served));
+    std::thread::spawn(move || {
+        for conn in listener.incoming().flatten() {
+            let (root, count) = (root.clone(), Arc::clone(&count));
+            std::thread::spawn(move || serve(conn, &root, &count));
+        }
+    });
+    Origin { port, dir, served }
+}
+
+fn serve(mut conn: TcpStream, root: &Path, served: &AtomicUsize) {
+    let mut head = Vec::new();
+    let mut buf = [0u8; 4096];
+    while !head.windows(4).any(|w| w == b"\r\n\r\n") {
+        match conn.read(&mut buf) {
+            Ok(0) | Err(_) => return,
+            Ok(n) => head.extend_from_slice(&buf[..n]),
+        }
+    }
+    let head = String::from_utf8_lossy(&head);
+    let target = head.split(' ').nth(1).unwrap_or("/");
+    // The proxy rewrites absolute-form requests; a request that reached us
+    // in absolute form would mean it did not.
+    assert!(target.starts_with('/'), "the origin got {target:?}");
+    let path = target.split('?').next().unwrap().trim_start_matches('/');
+    let file = root.join(if path.is_empty() { "index" } else { path });
+    let reply = match std::fs::read(&file) {
+        Ok(body) if !path.contains("..") => {
+            let mut r = format!("HTTP/1.0 200 OK\r\nContent-Length: {}\r\n\r\n", body.len()).into_bytes();
+            r.extend(body);
+            r
+        }
+        _ => b"HTTP/1.0 404 Not Found\r\nContent-Length: 0\r\n\r\n".to_vec(),
+    };
+    served.fetch_add(1, Ordering::SeqCst);
+    let _ = conn.write_all(&reply);
+}
+
+/// The flags naming the test's hosts: `allowed.test` is allowed on the
+/// origin's port, `other.test` resolves to the same server but is not.
+fn net_flags(port: u16) -> Vec<String> {
+    vec![
+        "--net".into(),
+        format!("allow=allowed.test:{port}"),
+        "--net-resolve".into(),
+        "allowed.test=127.0.0.1".into(),
+        "--net-resolve".into(),
+        "other.test=127.0.0.1".into(),
+    ]
+}
+
+fn run(t: &Tree, flags: &[String], trail: &Path, script: &str) -> Output {
+    let mut extra: Vec<&str> = flags.iter().map(String::as_str).collect();
+    extra.extend(["--audit", trail.to_str().unwrap()]);
+    t.command(&extra, &["/bin/sh", "-c", script]).env("npm_config_update_notifier", "false").output().unwrap()
+}
+
+/// The connection records of a trail: (host, port, decision, bytes down).
+fn connections(trail: &Path) -> Vec<(String, u64, String, u64)> {
+    std::fs::read_to_string(trail)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .filter(|v| v["type"] == "connection")
+        .map(|v| {
+            (
+                v["host"].as_str().unwrap().to_string(),
+                v["port"].as_u64().unwrap(),
+                v["decision"].as_str().unwrap().to_string(),
+                v["bytes_down"].as_u64().unwrap(),
+            )
+        })
+        .collect()
+}
+
+/// A bare repository served over git's dumb HTTP protocol, and an npm
+/// package document, in the origin's directory.
+fn publish(o: &Origin) {
+    let src = o.dir.path().join("src");
+    std::fs::create_dir(&src).unwrap();
+    std::fs::write(src.join("README"), "cloned through the proxy\n").unwrap();
+    let git = |args: &[&str], dir: &Path| {
+        let ok = Command::new("git")
+            .args(["-c", "user.name=t", "-c", "user.email=t@example.org", "-c", "init.defaultBranch=main"])
+            .args(args)
+            .current_dir(dir)
+            .output()
+            .unwrap();
+        assert!(ok.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&ok.stderr));
+    };
+    git(&["init", "-q"], &src);
+    git(&["add", "README"], &src);
+    git(&["commit", "-qm", "init"], &src);
+    git(&["clone", "-q", "--bare", "src", "repo.git"], o.dir.path());
+    git(&["update-server-info"], &o.dir.path().join("repo.git"));
+    let doc = format!(
+        r#"{{"name":"demo-pkg","dist-tags":{{"latest":"1.2.3"}},"versions":{{"1.2.3":{{"name":"demo-pkg","version":"1.2.3","dist":{{"tarball":"http://allowed.test:{}/demo-pkg-1.2.3.tgz","shasum":"0000000000000000000000000000000000000000"}}}}}}}}"#,
+        o.port
+    );
+    std::fs::write(o.dir.path().join("demo-pkg"), doc).unwrap();
+}
+
+#[test]
+fn real_clients_reach_allowed_hosts_through_the_proxy_and_are_told_which_host_was_refused() {
+    if !kernel_ok() {
+        return;
+    }
+    let o = origin("127.0.0.1:0");
+    publish(&o);
+    let p = o.port;
+    let t = Tree::new();
+    let trail = t.outside.join("trail.jsonl");
+    let script = format!(
+        r#"
+curl -sS --proxytunnel http://allowed.test:{p}/ ; echo "curl-connect=$?"
+curl -sS http://allowed.test:{p}/ ; echo "curl-plain=$?"
+curl -sS -x "$ALL_PROXY" http://allowed.test:{p}/ ; echo "curl-socks=$?"
+curl -sS --proxytunnel http://other.test:{p}/ 2>&1 | tr -d '\r' | grep -o 'response 403' ; echo "curl-other"
+curl -sS http://other.test:{p}/ | grep -o 'other.test:{p} is not on the network allowlist; to allow it: --net allow=other.test:{p}'
+python3 - <<'EOF'
+import http.client, os, urllib.request, urllib.error
+print("urllib", urllib.request.urlopen("http://allowed.test:{p}/").read().decode().strip())
+try:
+    urllib.request.urlopen("http://other.test:{p}/")
+except urllib.error.HTTPError as e:
+    print("urllib-other", e.code, e.reason)
+host, port = os.environ["HTTPS_PROXY"].rsplit("/", 1)[1].split(":")
+c = http.client.HTTPConnection(host, int(port))
+c.set_tunnel("allowed.test", {p})
+c.request("GET", "/")
+print("tunnel", c.getresponse().read().decode().strip())
+EOF
+git clone -q http://allowed.test:{p}/repo.git clone && cat clone/README
+git clone -q http://other.test:{p}/repo.git clone2 2>&1 | grep -o '403' | head -1
+npm view demo-pkg version --registry http://allowed.test:{p}/ 2>/dev/null
+"#
+    );
+    let out = run(&t, &net_flags(p), &trail, &script);
+    let got = stdout(&out);
+    let expected = format!(
+        "hello from the origin\ncurl-connect=0\nhello from the origin\ncurl-plain=0\nhello from the origin\ncurl-socks=0\n\
+         response 403\ncurl-other\nother.test:{p} is not on the network allowlist; to allow it: --net allow=other.test:{p}\n\
+         urllib hello from the origin\nurllib-other 403 interpose refused other.test:{p}\ntunnel hello from the origin\n\
+         cloned through the proxy\n403\n1.2.3\n"
+    );
+    assert_eq!(got, expected, "{}", stderr(&out));
+    // The user is told on stderr which host was refused and how to allow it.
+    assert!(stderr(&out).contains(&format!("interpose: network: refused other.test:{p}")), "{}", stderr(&out));
+
+    // Every connection is a record: the allowed ones with the bytes they
+    // carried, the refused ones naming the host.
+    let records = connections(&trail);
+    let allowed: Vec<_> = records.iter().filter(|r| r.0 == "allowed.test" && r.2 == "allow").collect();
+    let refused: Vec<_> = records.iter().filter(|r| r.0 == "other.test" && r.2 == "deny").collect();
+    assert!(allowed.len() >= 8 && allowed.iter().all(|r| r.1 == u64::from(p) && r.3 > 0), "{records:?}");
+    assert!(refused.len() >= 4, "{records:?}");
+    assert_eq!(records.len(), allowed.len() + refused.len(), "nothing else was contacted: {records:?}");
+    // `report` lists the hosts.
+    let report = Command::new(interpose()).arg("report").arg(&trail).output().unwrap();
+    let text = stdout(&report);
+    assert!(text.contains(&format!("allowed.test:{p}")) && text.contains(&format!("other.test:{p}")), "{text}");
+    assert!(text.contains("hosts (through the proxy)"), "{text}");
+}
+
+#[test]
+fn a_policy_names_hosts_in_net_allow_and_a_bad_entry_is_pointed_at() {
+    if !kernel_ok() {
+        return;
+    }
+    let o = origin("127.0.0.1:0");
+    let t = Tree::new();
+    let policy = t.outside.join("p.toml");
+    std::fs::write(&policy, format!("cwd = {:?}\n[net]\nallow = [\"allowed.test:{}\"]\n", t.ws, o.port)).unwrap();
+    let script = format!("curl -sS http://allowed.test:{}/", o.port);
+    let o2 = Command::new(interpose())
+        .args(["run", "--policy", policy.to_str().unwrap(), "--net-resolve", "allowed.test=127.0.0.1", "--"])
+        .args(["/bin/sh", "-c", &script])
+        .current_dir(&t.ws)
+        .output()
+        .unwrap();
+    assert_eq!(stdout(&o2), "hello from the origin\n", "{}", stderr(&o2));
+    std::fs::write(&policy, "[net]\nallow = [\n  \"ok.example\",\n  \"bad host\",\n]\n").unwrap();
+    let bad = Command::new(interpose())
+        .args(["run", "--policy", policy.to_str().unwrap(), "--", "/bin/true"])
+        .output()
+        .unwrap();
+    assert_eq!(bad.status.code(), Some(125));
+    assert!(
+        stderr(&bad).contains("p.toml:4:") && stderr(&bad).contains("\"bad host\": not a host name"),
+        "{}",
+        stderr(&bad)
+    );
+    let flag = Command::new(interpose()).args(["run", "--net", "allow=*.org", "--", "/bin/true"]).output().unwrap();
+    assert_eq!(flag.status.code(), Some(125), "{}", stderr(&flag));
+    assert!(stderr(&flag).contains("a wildcard stands for"), "{}", stderr(&flag));
+}
+
+/// A Python program that ignores the proxy variables: TCP to the origin on
+/// the host's loopback and on the host's own address, UDP to a receiver,
+/// IPv6, and vsock (the hypervisor).
+const DIRECT: &str = r#"
+import errno, socket, sys
+port, udp_port, host_ip = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
+def attempt(name, f):
+    try:
+        f(); print(name, "ok")
+    except OSError as e:
+        print(name, errno.errorcode.get(e.errno, e.errno))
+def tcp(addr, family=socket.AF_INET):
+    s = socket.socket(family); s.settimeout(5); s.connect(addr); s.sendall(b"GET / HTTP/1.0\r\n\r\n"); s.recv(100)
+attempt("loopback", lambda: tcp(("127.0.0.1", port)))
+attempt("host-address", lambda: tcp((host_ip, port)))
+attempt("udp", lambda: socket.socket(socket.AF_INET, socket.SOCK_DGRAM).sendto(b"leaked", (host_ip, udp_port)))
+def udp_connected():
+    u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); u.connect((host_ip, udp_port)); u.send(b"leaked")
+attempt("udp-connect", udp_connected)
+attempt("vsock", lambda: socket.socket(40, socket.SOCK_STREAM).connect((2, 1234)))
+"#;
+
+/// The host's own (non-loopback) IPv4 address: the one a route out uses.
+fn host_address() -> String {
+    let probe = UdpSocket::bind("0.0.0.0:0").unwrap();
+    probe.connect("10.255.255.254:9").unwrap();
+    probe.local_addr().unwrap().ip().to_string()
+}
+
+/// Runs [`DIRECT`] natively and under interpose (as root, with a network
+/// namespace of the command's own; and as nobody without any namespace,
+/// where only the supervisor and Landlock stand between the command and
+/// the host's network): natively it reaches everything; under interpose
+/// nothing, and each attempt is recorded with the address it named.
+#[test]
+fn a_program_that_ignores_the_proxy_reaches_nothing_and_is_recorded() {
+    if !kernel_ok() {
+        return;
+    }
+    let o = origin("0.0.0.0:0");
+    let receiver = UdpSocket::bind("0.0.0.0:0").unwrap();
+    receiver.set_read_timeout(Some(std::time::Duration::from_millis(200))).unwrap();
+    let udp_port = receiver.local_addr().unwrap().port().to_string();
+    let ip = host_address();
+    let t = Tree::new();
+    let script = t.ws.join("direct.py");
+    std::fs::write(&script, DIRECT).unwrap();
+    let args = [script.to_str().unwrap(), &o.port.to_string(), &udp_port, &ip];
+    let native = Command::new("python3").args(args).output().unwrap();
+    let received = |r: &UdpSocket| {
+        let mut buf = [0u8; 16];
+        let mut n = 0;
+        while r.recv(&mut buf).is_ok() {
+            n += 1;
+        }
+        n
+    };
+    assert_eq!(
+        stdout(&native).lines().take(4).collect::<Vec<_>>(),
+        ["loopback ok", "host-address ok", "udp ok", "udp-connect ok"],
+        "natively every route works: {}",
+        stderr(&native)
+    );
+    assert_eq!(received(&receiver), 2, "natively the datagrams arrive");
+    let served = o.served.load(Ordering::SeqCst);
+
+    // As root: a namespace of its own. Its loopback is its own (nothing
+    // listens there), everything else is refused and recorded.
+    let trail = t.outside.join("root.jsonl");
+    let mut cmd = vec!["/usr/bin/python3"];
+    cmd.extend(args);
+    let out = t.command(&["--audit", trail.to_str().unwrap()], &cmd).output().unwrap();
+    assert_eq!(
+        stdout(&out),
+        "loopback ECONNREFUSED\nhost-address EACCES\nudp EACCES\nudp-connect EACCES\nvsock EACCES\n",
+        "{}",
+        stderr(&out)
+    );
+    let text = std::fs::read_to_string(&trail).unwrap();
+    for subject in [format!("tcp:{ip}:{}", o.port), format!("udp:{ip}:{udp_port}"), "family 40".to_string()] {
+        assert!(
+            text.lines().any(|l| l.contains(&format!("\"path\":\"{subject}\"")) && l.contains("\"decision\":\"deny\"")),
+            "{subject} recorded: {text}"
+        );
+    }
+
+    // As nobody, without namespaces: the host's network, the proxy on its
+    // loopback, and only the proxy reachable.
+    if !Path::new("/usr/bin/setpriv").exists() {
+        panic!("setpriv is needed to run as nobody (util-linux)");
+    }
+    let dir: PathBuf = t.outside.parent().unwrap().to_path_buf();
+    for d in [&dir, &t.ws, &t.ro, &t.outside] {
+        std::os::unix::fs::chown(d, Some(65534), Some(65534)).unwrap();
+    }
+    std::os::unix::fs::chown(&script, Some(65534), Some(65534)).unwrap();
+    let trail = t.outside.join("nobody.jsonl");
+    let out = Command::new("/usr/bin/setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups", interpose(), "run", "--no-namespace", "--rw"])
+        .arg(&t.ws)
+        .args(["--audit", trail.to_str().unwrap(), "--", "/usr/bin/python3"])
+        .args(args)
+        .current_dir(&t.ws)
+        .env("HOME", &t.ws)
+        .output()
+        .unwrap();
+    assert_eq!(
+        stdout(&out),
+        "loopback EACCES\nhost-address EACCES\nudp EACCES\nudp-connect EACCES\nvsock EACCES\n",
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(received(&receiver), 0, "no datagram left the sandbox");
+    assert_eq!(o.served.load(Ordering::SeqCst), served, "the origin saw no connection from the sandbox");
+    let text = std::fs::read_to_string(&trail).unwrap();
+    let network = first_network_feature(&text);
+    assert!(network.contains("on the host's loopback"), "{network}");
+    for subject in [format!("tcp:127.0.0.1:{}", o.port), format!("udp:{ip}:{udp_port}")] {
+        assert!(
+            text.lines().any(|l| l.contains(&format!("\"path\":\"{subject}\"")) && l.contains("\"decision\":\"deny\"")),
+            "{subject} recorded: {text}"
+        );
+    }
+}
+
+fn first_network_feature(trail: &str) -> String {
+    let first: serde_json::Value = serde_json::from_str(trail.lines().next().unwrap()).unwrap();
+    first["features"]["network"]["detail"].as_str().unwrap_or_default().to_string()
+}
+
+/// 200 tunnels open at once (each waits for all the others before it sends
+/// its request): every one is served and every one recorded.
+#[test]
+fn the_proxy_keeps_200_concurrent_connections_and_records_each() {
+    if !kernel_ok() {
+        return;
+    }
+    let o = origin("127.0.0.1:0");
+    let p = o.port;
+    let t = Tree::new();
+    let trail = t.outside.join("trail.jsonl");
+    let script = format!(
+        r#"python3 - <<'EOF'
+import http.client, os, threading
+host, port = os.environ["HTTPS_PROXY"].rsplit("/", 1)[1].split(":")
+n = 200
+barrier = threading.Barrier(n, timeout=60)
+ok = []
+def one():
+    c = http.client.HTTPConnection(host, int(port), timeout=60)
+    c.set_tunnel("allowed.test", {p})
+    c.connect()
+    barrier.wait()
+    c.request("GET", "/")
+    if c.getresponse().read() == b"hello from the origin\n":
+        ok.append(1)
+threads = [threading.Thread(target=one) for _ in range(n)]
+for t in threads: t.start()
+for t in threads: t.join()
+print(len(ok))
+EOF"#
+    );
+    let out = run(&t, &net_flags(p), &trail, &script);
+    assert_eq!(stdout(&out), "200\n", "{}", stderr(&out));
+    let records = connections(&trail);
+    assert_eq!(records.iter().filter(|r| r.2 == "allow" && r.3 > 0).count(), 200, "{records:?}");
+}
+
+/// The proxy failing (a fault injected in debug builds) leaves the command
+/// with no way out: the next connection is refused, never sent direct.
+#[test]
+fn the_proxy_failing_makes_connections_fail_never_bypass() {
+    if !kernel_ok() {
+        return;
+    }
+    let o = origin("127.0.0.1:0");
+    let p = o.port;
+    let t = Tree::new();
+    let trail = t.outside.join("trail.jsonl");
+    let script = format!(
+        "curl -sS http://allowed.test:{p}/; curl -sS http://panic-the-proxy.interpose-test/ > /dev/null 2>&1; \
+         sleep 0.2; curl -sS http://allowed.test:{p}/ 2>/dev/null; echo after=$?; \
+         curl -sS --noproxy '*' http://127.0.0.1:{p}/ 2>/dev/null; echo direct=$?"
+    );
+    let served = o.served.load(Ordering::SeqCst);
+    let out = run(&t, &net_flags(p), &trail, &script);
+    // curl: 7 is "failed to connect".
+    assert_eq!(stdout(&out), "hello from the origin\nafter=7\ndirect=7\n", "{}", stderr(&out));
+    assert!(stderr(&out).contains("the network proxy failed"), "{}", stderr(&out));
+    assert_eq!(o.served.load(Ordering::SeqCst), served + 1, "only the first request reached the origin");
+}
