@@ -281,6 +281,11 @@ pub struct Exec {
     pub argv_truncated: bool,
 }
 
+/// The rule of a refused direct connection (one that did not go through
+/// the proxy), as decision records name it.
+pub const DIRECT_REFUSED: &str =
+    "direct connections are refused: the network is reached through interpose's proxy (HTTPS_PROXY, --net allow=)";
+
 /// How a connection reached the proxy.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

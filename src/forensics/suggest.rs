@@ -13,7 +13,10 @@
 //!   commented warning unless `--confirm-credentials`; carve-outs and
 //!   `/proc` of outside processes are listed as what nothing can allow.
 //!
-//! Refused TCP connects become `--net connect=PORTS`, never a path.
+//! Hosts the proxy refused become `--net allow=` (`[net] allow` in a
+//! policy); refused TCP connects under `--net connect=` become `--net
+//! connect=PORTS`, never a path; direct connections refused because every
+//! connection goes through the proxy are listed, as nothing a policy lifts.
 
 use super::{allows, credentials_beneath, is_credential, recorded_surface, replayable, sanitize};
 use crate::audit::{self, AccessKind, ChainError, Reader, RuleKind};
@@ -45,6 +48,10 @@ pub struct Suggestion {
     pub impossible: BTreeMap<String, String>,
     /// Refused TCP ports and how often.
     pub ports: BTreeMap<u16, u64>,
+    /// Hosts the proxy refused (`host`, port) and how often.
+    pub hosts: BTreeMap<(String, u16), u64>,
+    /// Direct connections refused (the program did not use the proxy).
+    pub direct: BTreeSet<String>,
     /// Refused paths a policy file cannot name (not UTF-8).
     pub unexpressible: BTreeSet<String>,
     /// The policy file the recorded run had, if any (the suggestion adds
@@ -82,8 +89,19 @@ pub fn suggest<R: std::io::BufRead>(
     let mut needs: Vec<Need> = Vec::new();
     let mut seen: std::collections::HashMap<(audit::Bytes, AccessKind), usize> = std::collections::HashMap::new();
     for record in reader.by_ref() {
-        let audit::Record::Decision(d) = record? else { continue };
+        let d = match record? {
+            audit::Record::Decision(d) => d,
+            audit::Record::Connection(c) if c.decision.refuses() => {
+                *out.hosts.entry((c.host.clone(), c.port)).or_default() += 1;
+                continue;
+            }
+            _ => continue,
+        };
         if !d.decision.refuses() {
+            continue;
+        }
+        if d.access == AccessKind::Connect && d.rule == audit::DIRECT_REFUSED {
+            out.direct.insert(sanitize(&d.path.lossy()));
             continue;
         }
         if d.access == AccessKind::Connect {
@@ -235,7 +253,30 @@ fn why(g: &Grant) -> String {
     format!("{} refusal(s), by {}", g.accesses, who.join(", "))
 }
 
+/// The hosts refused, as `--net allow=` entries.
+fn hosts(s: &Suggestion) -> Vec<String> {
+    s.hosts
+        .keys()
+        .map(|(host, port)| {
+            let host = if host.contains(':') { format!("[{host}]") } else { host.clone() };
+            if crate::policy::hosts::DEFAULT_PORTS.contains(port) {
+                host
+            } else {
+                format!("{host}:{port}")
+            }
+        })
+        .collect::<BTreeSet<_>>()
+        .into_iter()
+        .collect()
+}
+
 fn footer(s: &Suggestion, out: &mut String) {
+    for d in &s.direct {
+        out.push_str(&format!(
+            "# a direct connection to {d} was refused: the program did not use the proxy (HTTPS_PROXY); no allowlist lifts that
+"
+        ));
+    }
     for (path, rule) in &s.impossible {
         out.push_str(&format!("# nothing can allow {path}: {rule}\n"));
     }
@@ -270,6 +311,9 @@ pub fn as_flags(s: &Suggestion) -> String {
     }
     if !s.ports.is_empty() {
         out.push_str(&format!("--net connect={}\n# ^ refused TCP connects\n", ports(s)));
+    }
+    if !s.hosts.is_empty() {
+        out.push_str(&format!("--net allow={}\n# ^ hosts the proxy refused\n", hosts(s).join(",")));
     }
     footer(s, &mut out);
     out
@@ -308,5 +352,11 @@ pub fn as_policy(s: &Suggestion) -> String {
         out.push_str(&format!("# refused TCP connects: add --net connect={} to the command line\n", ports(s)));
     }
     footer(s, &mut out);
+    if !s.hosts.is_empty() {
+        // Last: a table takes every key after it.
+        let list: Vec<String> =
+            hosts(s).iter().map(|h| format!("    {},  # refused by the proxy\n", quote(Path::new(h)))).collect();
+        out.push_str(&format!("[net]\nallow = [\n{}]\n", list.concat()));
+    }
     out
 }

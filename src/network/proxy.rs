@@ -81,9 +81,12 @@ pub fn start(listener: std::net::TcpListener, settings: Settings) -> std::io::Re
     let refused = Arc::new(Mutex::new(BTreeMap::new()));
     let r = Arc::clone(&refused);
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
-    let thread = std::thread::Builder::new()
-        .name("interpose-proxy".into())
-        .spawn(move || runtime.block_on(serve_all(listener, settings, r, stopped)))?;
+    let thread = std::thread::Builder::new().name("interpose-proxy".into()).spawn(move || {
+        runtime.block_on(serve_all(listener, settings, r, stopped));
+        // A name lookup still running on a blocking thread must not keep
+        // the session from ending.
+        runtime.shutdown_background();
+    })?;
     Ok(Proxy { stop, thread, refused })
 }
 
@@ -178,7 +181,11 @@ struct Outcome {
 async fn serve(mut client: TcpStream, shared: &Shared, mut stop: watch::Receiver<bool>) {
     let (started, time_ns) = (Instant::now(), audit::now_ns());
     let _ = client.set_nodelay(true);
-    let request = match tokio::time::timeout(HANDSHAKE, read_request(&mut client)).await {
+    let read = tokio::select! {
+        r = tokio::time::timeout(HANDSHAKE, read_request(&mut client)) => r,
+        _ = stop.changed() => return,
+    };
+    let request = match read {
         Ok(Ok(r)) => r,
         Ok(Err(Malformed(why))) => {
             let _ = client.write_all(&http_error(400, why, why)).await;
@@ -237,10 +244,16 @@ async fn connect_and_tunnel(
             (Verdict::WouldDeny, why)
         }
     };
-    let upstream = match tokio::time::timeout(RESOLVE_TIMEOUT, addresses(host, port, shared)).await {
-        Ok(Ok(addrs)) => connect_any(&addrs).await,
-        Ok(Err(why)) => Err(why),
-        Err(_) => Err(format!("resolving {host} took longer than {} s", RESOLVE_TIMEOUT.as_secs())),
+    let reach = async {
+        match tokio::time::timeout(RESOLVE_TIMEOUT, addresses(host, port, shared)).await {
+            Ok(Ok(addrs)) => connect_any(&addrs).await,
+            Ok(Err(why)) => Err(why),
+            Err(_) => Err(format!("resolving {host} took longer than {} s", RESOLVE_TIMEOUT.as_secs())),
+        }
+    };
+    let upstream = tokio::select! {
+        r = reach => r,
+        _ = stop.changed() => Err("the session ended before the host answered".into()),
     };
     let mut upstream = match upstream {
         Ok(s) => s,

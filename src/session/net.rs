@@ -153,16 +153,21 @@ impl NetSetup {
 /// failed: a refused host is the first thing a user needs to know when a
 /// tool cannot download.
 pub(super) fn stop_proxy(proxy: Option<Proxy>) {
+    use std::io::Write;
     let Some(proxy) = proxy else { return };
     let summary = proxy.stop();
+    // The terminal may be gone by now (a closed tmux pane): a failed write
+    // must not stop the trail from being ended.
+    let mut err = std::io::stderr().lock();
     if let Some(why) = summary.failed {
-        eprintln!("interpose: the network proxy failed ({why}); the command's connections were refused from then on");
+        let _ = writeln!(
+            err,
+            "interpose: the network proxy failed ({why}); the command's connections were refused from then on"
+        );
     }
     for ((host, port), times) in summary.refused {
         let s = if times == 1 { "" } else { "s" };
-        eprintln!(
-            "interpose: network: refused {host}:{port} ({times} time{s}); to allow it: {}",
-            crate::policy::hosts::allow_flag(&host, port)
-        );
+        let flag = crate::policy::hosts::allow_flag(&host, port);
+        let _ = writeln!(err, "interpose: network: refused {host}:{port} ({times} time{s}); to allow it: {flag}");
     }
 }

@@ -414,3 +414,50 @@ fn the_proxy_failing_makes_connections_fail_never_bypass() {
     assert!(stderr(&out).contains("the network proxy failed"), "{}", stderr(&out));
     assert_eq!(o.served.load(Ordering::SeqCst), served + 1, "only the first request reached the origin");
 }
+
+/// Learning: the proxy connects to hosts the allowlist does not name and
+/// records them as `would_deny`; `report --suggest` turns them into an
+/// allowlist under which the same command reaches them, enforced.
+#[test]
+fn learning_suggests_the_allowlist_a_session_needed() {
+    if !kernel_ok() {
+        return;
+    }
+    let o = origin("127.0.0.1:0");
+    let p = o.port;
+    let t = Tree::new();
+    let trail = t.outside.join("learn.jsonl");
+    let resolve = ["--net-resolve", "other.test=127.0.0.1"];
+    let script = format!("curl -sS http://other.test:{p}/");
+    let mut flags: Vec<String> = resolve.iter().map(|s| s.to_string()).collect();
+    flags.push("--learn".into());
+    let out = run(&t, &flags, &trail, &script);
+    assert_eq!(stdout(&out), "hello from the origin\n", "{}", stderr(&out));
+    assert!(
+        connections(&trail).iter().any(|r| r.0 == "other.test" && r.2 == "would_deny"),
+        "{:?}",
+        connections(&trail)
+    );
+
+    let as_flags =
+        Command::new(interpose()).args(["report", "--suggest", "--as", "flags"]).arg(&trail).output().unwrap();
+    assert!(stdout(&as_flags).contains(&format!("--net allow=other.test:{p}\n")), "{}", stdout(&as_flags));
+    let policy = Command::new(interpose()).args(["report", "--suggest"]).arg(&trail).output().unwrap();
+    let file = t.outside.join("suggested.toml");
+    std::fs::write(&file, stdout(&policy)).unwrap();
+    assert!(stdout(&policy).contains(&format!("[net]\nallow = [\n    \"other.test:{p}\",")), "{}", stdout(&policy));
+    // Enforced, without the suggestion the host is refused; with it, reached.
+    let enforced = |extra: &[&str]| {
+        let mut c = Command::new(interpose());
+        c.arg("run").args(extra).args(resolve).args(["--", "/bin/sh", "-c", &script]).current_dir(&t.ws);
+        c.output().unwrap()
+    };
+    let without = enforced(&["--rw", t.ws.to_str().unwrap()]);
+    assert!(
+        stdout(&without).contains("interpose refused") || stdout(&without).contains("not on the network allowlist"),
+        "{}",
+        stdout(&without)
+    );
+    let with = enforced(&["--policy", file.to_str().unwrap()]);
+    assert_eq!(stdout(&with), "hello from the origin\n", "{}", stderr(&with));
+}

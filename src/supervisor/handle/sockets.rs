@@ -480,10 +480,7 @@ impl Call<'_> {
     /// recording the address it named.
     fn refuse_inet(&mut self, subject: &str) -> Result<Answer, Stop> {
         let arg = PathArg { bytes: subject.as_bytes().to_vec(), base: None };
-        let note = Why::Note(
-            "direct connections are refused: the network is reached through interpose's proxy (HTTPS_PROXY, --net allow=)",
-            RuleKind::Network,
-        );
+        let note = Why::Note(crate::audit::DIRECT_REFUSED, RuleKind::Network);
         if self.sup.learns() {
             self.push(&arg, None, AccessKind::Connect, Verdict::WouldDeny, None, note);
             return Ok(Answer::Continue);
