@@ -432,6 +432,23 @@ pub fn preamble(surface: &Surface) -> String {
     out
 }
 
+/// What the preamble says about the network (the default, the proxy): the
+/// hosts reachable, and that nothing else is.
+pub fn network_preamble(allow: &[crate::policy::hosts::HostRule]) -> String {
+    let mut out = String::from(
+        "\nThe network is reached only through a proxy (HTTPS_PROXY, HTTP_PROXY and ALL_PROXY are set); \
+         it connects only to the hosts below and refuses every other one, naming it. DNS does not work \
+         inside the sandbox; direct connections are refused.\n",
+    );
+    if allow.is_empty() {
+        out.push_str("No host is allowed.\n");
+    }
+    for rule in allow {
+        out.push_str(&format!("- {rule}\n"));
+    }
+    out
+}
+
 /// One bind mount.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct Mount {

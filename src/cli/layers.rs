@@ -24,7 +24,8 @@ pub fn hook(args: &HookArgs) -> anyhow::Result<i32> {
 
 /// Prints the preamble.
 pub fn preamble(args: &SurfaceOnly) -> anyhow::Result<i32> {
-    print!("{}", layers::preamble(&args.surface.build()?));
+    let (surface, (policy, _)) = args.surface.build_with_policy(crate::policy::file::Effects::None)?;
+    print!("{}{}", layers::preamble(&surface), layers::network_preamble(&policy.net_allow));
     Ok(0)
 }
 

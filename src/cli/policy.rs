@@ -111,5 +111,12 @@ fn show(file: &Path) -> Result<String, String> {
         let _ = writeln!(out, "set  {k}={v}");
     }
     let _ = writeln!(out, "HOME: {}", format!("{:?}", policy.home).to_lowercase());
+    let _ = writeln!(out, "\n# network (through interpose's proxy; `--net allow=` adds, `--net host` lifts)");
+    if policy.net_allow.is_empty() {
+        let _ = writeln!(out, "no host is allowed");
+    }
+    for rule in &policy.net_allow {
+        let _ = writeln!(out, "allow {rule}  ({})", rule.origin);
+    }
     Ok(out)
 }
