@@ -161,15 +161,21 @@ EOF
 git clone -q http://allowed.test:{p}/repo.git clone && cat clone/README
 git clone -q http://other.test:{p}/repo.git clone2 2>&1 | grep -o '403' | head -1
 npm view demo-pkg version --registry http://allowed.test:{p}/ 2>/dev/null
+curl -sS --noproxy '' http://127.0.0.1:{p}/ | grep -o 'is not on the network allowlist'
+curl -sS --noproxy '' http://localhost:{p}/ | grep -o 'resolves only to local addresses'
 "#
     );
-    let out = run(&t, &net_flags(p), &trail, &script);
+    // `localhost` is allowed by name, but the system resolver maps it to
+    // the host's own loopback: an allowed name must not lead back there.
+    let mut flags = net_flags(p);
+    flags[1] = format!("allow=allowed.test:{p},localhost:{p}");
+    let out = run(&t, &flags, &trail, &script);
     let got = stdout(&out);
     let expected = format!(
         "hello from the origin\ncurl-connect=0\nhello from the origin\ncurl-plain=0\nhello from the origin\ncurl-socks=0\n\
          response 403\ncurl-other\nother.test:{p} is not on the network allowlist; to allow it: --net allow=other.test:{p}\n\
          urllib hello from the origin\nurllib-other 403 interpose refused other.test:{p}\ntunnel hello from the origin\n\
-         cloned through the proxy\n403\n1.2.3\n"
+         cloned through the proxy\n403\n1.2.3\nis not on the network allowlist\nresolves only to local addresses\n"
     );
     assert_eq!(got, expected, "{}", stderr(&out));
     // The user is told on stderr which host was refused and how to allow it.
@@ -182,7 +188,10 @@ npm view demo-pkg version --registry http://allowed.test:{p}/ 2>/dev/null
     let refused: Vec<_> = records.iter().filter(|r| r.0 == "other.test" && r.2 == "deny").collect();
     assert!(allowed.len() >= 8 && allowed.iter().all(|r| r.1 == u64::from(p) && r.3 > 0), "{records:?}");
     assert!(refused.len() >= 4, "{records:?}");
-    assert_eq!(records.len(), allowed.len() + refused.len(), "nothing else was contacted: {records:?}");
+    let literal = records.iter().filter(|r| r.0 == "127.0.0.1" && r.2 == "deny").count();
+    let local = records.iter().filter(|r| r.0 == "localhost" && r.2 == "error").count();
+    assert_eq!((literal, local), (1, 1), "{records:?}");
+    assert_eq!(records.len(), allowed.len() + refused.len() + 2, "nothing else was contacted: {records:?}");
     // `report` lists the hosts.
     let report = Command::new(interpose()).arg("report").arg(&trail).output().unwrap();
     let text = stdout(&report);
