@@ -159,8 +159,9 @@ c.request("GET", "/")
 print("tunnel", c.getresponse().read().decode().strip())
 EOF
 git clone -q http://allowed.test:{p}/repo.git clone && cat clone/README
-git clone -q http://other.test:{p}/repo.git clone2 2>&1 | grep -o '403' | head -1
+git clone -q http://other.test:{p}/repo.git clone2 2>&1 | grep -o 'interpose: other.test:{p} is not on the network allowlist'
 npm view demo-pkg version --registry http://allowed.test:{p}/ 2>/dev/null
+npm view demo-pkg version --registry http://other.test:{p}/ 2>&1 | grep -o '403 interpose refused other.test:{p}'
 curl -sS --noproxy '' http://127.0.0.1:{p}/ | grep -o 'is not on the network allowlist'
 curl -sS --noproxy '' http://localhost:{p}/ | grep -o 'resolves only to local addresses'
 "#
@@ -175,7 +176,8 @@ curl -sS --noproxy '' http://localhost:{p}/ | grep -o 'resolves only to local ad
         "hello from the origin\ncurl-connect=0\nhello from the origin\ncurl-plain=0\nhello from the origin\ncurl-socks=0\n\
          response 403\ncurl-other\nother.test:{p} is not on the network allowlist; to allow it: --net allow=other.test:{p}\n\
          urllib hello from the origin\nurllib-other 403 interpose refused other.test:{p}\ntunnel hello from the origin\n\
-         cloned through the proxy\n403\n1.2.3\nis not on the network allowlist\nresolves only to local addresses\n"
+         cloned through the proxy\ninterpose: other.test:{p} is not on the network allowlist\n1.2.3\n\
+         403 interpose refused other.test:{p}\nis not on the network allowlist\nresolves only to local addresses\n"
     );
     assert_eq!(got, expected, "{}", stderr(&out));
     // The user is told on stderr which host was refused and how to allow it.
