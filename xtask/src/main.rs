@@ -232,6 +232,8 @@ echo '$ touch /usr/local/pwned                       (read-only surface: denied)
 touch /usr/local/pwned
 echo '$ ls ~                                          (outside the surface: denied)'
 ls ~
+echo '$ curl -sS -o /dev/null https://example.com      (not on the network allowlist: refused by the proxy)'
+curl -sS -o /dev/null https://example.com
 exit 0";
     let status = Command::new(&bin)
         .args(["run", "--rw"])
