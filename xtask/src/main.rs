@@ -116,7 +116,7 @@ fn chromium() -> Result<()> {
 
 /// Debian packages the real-workload suite runs: (program that shows it is
 /// installed, package).
-const TOOLS: [(&str, &str); 7] = [
+const TOOLS: [(&str, &str); 8] = [
     ("/usr/bin/rsync", "rsync"),
     // The OCI agent's tests: the runtimes, and a static busybox for the
     // containers' root file systems.
@@ -126,6 +126,8 @@ const TOOLS: [(&str, &str); 7] = [
     ("/usr/bin/make", "make"),
     ("/usr/bin/gcc", "gcc"),
     ("/usr/bin/git", "git"),
+    // The network proxy's tests and the demo.
+    ("/usr/bin/curl", "curl"),
 ];
 
 /// Installs the programs of [`TOOLS`] that are missing, and Debian's venv
