@@ -337,6 +337,12 @@ impl Surface {
         Self::default()
     }
 
+    /// Gives back the lookup structure's spare room, once the surface is
+    /// complete (the supervisor's holds it for the whole session).
+    pub fn shrink(&mut self) {
+        self.trie.shrink();
+    }
+
     /// Adds an entry; a later entry for the same path replaces the earlier.
     pub fn add(&mut self, rule: Rule) {
         use std::os::unix::ffi::OsStrExt;

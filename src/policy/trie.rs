@@ -1,21 +1,39 @@
 //! A path-component prefix trie: the longest entry that is a prefix of a
 //! path, compared component by component, decides it.
+//!
+//! Every node (every prefix of an entry) is found by a hash of its whole
+//! prefix, so a lookup need not walk the path one component at a time:
+//! the prefixes of a path that are nodes form a contiguous range from the
+//! root, and the longest is found by a binary search over the depth, then
+//! checked byte by byte against the node's stored path. Each node carries
+//! the value of its nearest entry, so that node answers the lookup. The
+//! hash is keyed per trie (a path cannot be made to collide on purpose);
+//! a collision only costs time: when the check fails, the path is walked
+//! component by component, every step checked.
 
 /// Index of a node in [`Trie::nodes`].
 type NodeId = u32;
 
-/// No node.
-const NONE: NodeId = NodeId::MAX;
+/// No node, and no value.
+const NONE: u32 = u32::MAX;
+
+/// The deepest path the binary search handles; deeper ones are walked.
+const DEPTH: usize = 32;
 
 #[derive(Debug, Clone)]
 struct Node {
     /// The node this one is a child of (the root's is [`NONE`]).
     parent: NodeId,
-    /// The component's bytes: `names[name.0..name.0 + name.1]`.
-    name: (u32, u32),
-    /// The value of an entry that ends at this node.
-    value: Option<u32>,
-    /// The next node whose (parent, name) hashes to the same key.
+    /// How many components its path has.
+    depth: u16,
+    /// Its whole path, components joined by `/` without a leading one:
+    /// `paths[path.0..path.0 + path.1]`.
+    path: (u32, u32),
+    /// The value of an entry that ends at this node, or [`NONE`].
+    value: u32,
+    /// The value of the nearest entry at or above this node, or [`NONE`].
+    best: u32,
+    /// The next node whose prefix hashes to the same key.
     next: NodeId,
 }
 
@@ -39,23 +57,28 @@ type Index = std::collections::HashMap<u64, NodeId, std::hash::BuildHasherDefaul
 
 /// Maps absolute paths to `u32` values (rule indices) by longest prefix.
 ///
-/// `/a/b` is a prefix of `/a/b` and `/a/b/c`, never of `/a/bc`. Each edge is
-/// found with one hash of (parent, component) in a table shared by all
-/// nodes, so a lookup costs one probe per component whatever the number of
-/// entries. Lookups do not allocate.
+/// `/a/b` is a prefix of `/a/b` and `/a/b/c`, never of `/a/bc`. A lookup
+/// costs one pass over the path, about log2(depth) hash probes and one
+/// comparison with a stored path, whatever the number of entries. Lookups
+/// do not allocate.
 #[derive(Debug, Clone)]
 pub struct Trie {
     nodes: Vec<Node>,
-    names: Vec<u8>,
+    paths: Vec<u8>,
     index: Index,
+    /// The hash's key, random per trie.
+    seed: u64,
 }
 
 impl Default for Trie {
     fn default() -> Self {
+        use std::hash::BuildHasher;
+        let seed = std::collections::hash_map::RandomState::new().hash_one(0x1e7e_u64);
         Self {
-            nodes: vec![Node { parent: NONE, name: (0, 0), value: None, next: NONE }],
-            names: Vec::new(),
+            nodes: vec![Node { parent: NONE, depth: 0, path: (0, 0), value: NONE, best: NONE, next: NONE }],
+            paths: Vec::new(),
             index: Index::default(),
+            seed,
         }
     }
 }
@@ -68,24 +91,53 @@ pub fn components(path: &[u8]) -> impl Iterator<Item = &[u8]> {
     path.split(|&c| c == b'/').filter(|c| !c.is_empty() && *c != b".")
 }
 
-/// A 64-bit hash of an edge: 8 bytes at a time, then a final avalanche
-/// (the table uses the top bits as tags and the low bits as the bucket).
-fn edge_key(parent: NodeId, name: &[u8]) -> u64 {
-    const K: u64 = 0x9e37_79b9_7f4a_7c15;
-    let mut h = (u64::from(parent) ^ ((name.len() as u64) << 32)).wrapping_mul(K);
+const K: u64 = 0x9e37_79b9_7f4a_7c15;
+
+/// The hash of one component: 8 bytes at a time, seeded with its length
+/// (so `ab` then `c` differs from `a` then `bc`). Components are hashed
+/// independently, so the processor overlaps them.
+fn name_hash(name: &[u8]) -> u64 {
+    let mut h = (name.len() as u64).wrapping_mul(K);
     let mut chunks = name.chunks_exact(8);
     for c in &mut chunks {
         h = (h.rotate_left(23) ^ u64::from_le_bytes(c.try_into().expect("8 bytes"))).wrapping_mul(K);
     }
     let rest = chunks.remainder();
-    if !rest.is_empty() {
-        let mut w = [0u8; 8];
-        w[..rest.len()].copy_from_slice(rest);
-        h = (h.rotate_left(23) ^ u64::from_le_bytes(w)).wrapping_mul(K);
-    }
-    h ^= h >> 33;
-    h = h.wrapping_mul(0xff51_afd7_ed55_8ccd);
+    let n = rest.len();
+    // The tail read in place (a copy to a buffer stalls the load that
+    // follows it): the last 8 bytes, overlapping, or two overlapping
+    // halves, or three bytes. Overlap only makes collisions possible,
+    // which cost time, never a wrong answer.
+    let tail = if n == 0 {
+        return h;
+    } else if name.len() >= 8 {
+        u64::from_le_bytes(name[name.len() - 8..].try_into().expect("8 bytes"))
+    } else if n >= 4 {
+        let lo = u32::from_le_bytes(rest[..4].try_into().expect("4 bytes"));
+        let hi = u32::from_le_bytes(rest[n - 4..].try_into().expect("4 bytes"));
+        u64::from(lo) | u64::from(hi) << 32
+    } else {
+        u64::from(rest[0]) | u64::from(rest[n / 2]) << 8 | u64::from(rest[n - 1]) << 16
+    };
+    (h.rotate_left(23) ^ tail).wrapping_mul(K)
+}
+
+/// The running hash `h` of a prefix extended by one component: one
+/// multiplication on the chain from one component to the next.
+fn extend(h: u64, name: &[u8]) -> u64 {
+    (h.rotate_left(29) ^ name_hash(name)).wrapping_mul(0xff51_afd7_ed55_8ccd)
+}
+
+/// The table key of a prefix whose running hash is `h`: a final avalanche
+/// (the table uses the top bits as tags and the low bits as the bucket).
+fn key_of(h: u64) -> u64 {
+    let h = h ^ (h >> 33);
+    let h = h.wrapping_mul(0xc4ce_b9fe_1a85_ec53);
     h ^ (h >> 33)
+}
+
+fn some(v: u32) -> Option<u32> {
+    (v != NONE).then_some(v)
 }
 
 impl Trie {
@@ -94,79 +146,185 @@ impl Trie {
         Self::default()
     }
 
-    fn name(&self, node: &Node) -> &[u8] {
-        &self.names[node.name.0 as usize..(node.name.0 + node.name.1) as usize]
+    fn path_of(&self, node: &Node) -> &[u8] {
+        &self.paths[node.path.0 as usize..(node.path.0 + node.path.1) as usize]
     }
 
-    fn child(&self, parent: NodeId, name: &[u8]) -> Option<NodeId> {
-        let mut at = *self.index.get(&edge_key(parent, name))?;
+    /// The child of `parent` named `name`, whose prefix key is `key`.
+    fn child(&self, parent: NodeId, key: u64, name: &[u8]) -> Option<NodeId> {
+        let mut at = *self.index.get(&key)?;
+        let plen = self.nodes[parent as usize].path.1 as usize;
         while at != NONE {
             let node = &self.nodes[at as usize];
-            if node.parent == parent && self.name(node) == name {
-                return Some(at);
+            let path = self.path_of(node);
+            if node.parent == parent && path.len() >= name.len() && &path[path.len() - name.len()..] == name {
+                // The parent's path, a `/` (none under the root), the name.
+                let expect = if plen == 0 { name.len() } else { plen + 1 + name.len() };
+                if path.len() == expect {
+                    return Some(at);
+                }
             }
             at = node.next;
         }
         None
     }
 
+    /// The node whose prefix key is `key`, unchecked: the binary search
+    /// trusts the hash (and touches only the index), the final answer does
+    /// not.
+    fn probe(&self, key: u64) -> Option<NodeId> {
+        self.index.get(&key).copied()
+    }
+
+    /// Whether `node`'s path is exactly the first `depth` components of `path`.
+    fn is_prefix(&self, node: NodeId, path: &[u8], depth: usize) -> bool {
+        let mut stored = self.path_of(&self.nodes[node as usize]);
+        for (i, name) in components(path).take(depth).enumerate() {
+            if i > 0 {
+                match stored.split_first() {
+                    Some((b'/', rest)) => stored = rest,
+                    _ => return false,
+                }
+            }
+            match stored.strip_prefix(name) {
+                Some(rest) => stored = rest,
+                None => return false,
+            }
+        }
+        stored.is_empty()
+    }
+
     /// Sets the value of the entry for `path`, replacing an earlier one.
     pub fn insert(&mut self, path: &[u8], value: u32) {
         let mut at: NodeId = 0;
+        let mut h = self.seed;
         for name in components(path) {
-            at = match self.child(at, name) {
+            h = extend(h, name);
+            let key = key_of(h);
+            at = match self.child(at, key, name) {
                 Some(id) => id,
                 None => {
                     let id = self.nodes.len() as NodeId;
-                    let key = edge_key(at, name);
+                    let parent = &self.nodes[at as usize];
+                    let (depth, best, (off, len)) = (parent.depth + 1, parent.best, parent.path);
+                    let start = self.paths.len() as u32;
+                    if len > 0 {
+                        self.paths.extend_from_within(off as usize..(off + len) as usize);
+                        self.paths.push(b'/');
+                    }
+                    self.paths.extend_from_slice(name);
+                    let path = (start, self.paths.len() as u32 - start);
                     let next = self.index.insert(key, id).unwrap_or(NONE);
-                    let offset = self.names.len() as u32;
-                    self.names.extend_from_slice(name);
-                    self.nodes.push(Node { parent: at, name: (offset, name.len() as u32), value: None, next });
+                    self.nodes.push(Node { parent: at, depth, path, value: NONE, best, next });
                     id
                 }
             };
         }
-        self.nodes[at as usize].value = Some(value);
+        self.nodes[at as usize].value = value;
+        // Every descendant of `at` was made after it, and after its parent:
+        // one pass forward brings their nearest entry up to date.
+        for i in at as usize..self.nodes.len() {
+            let n = &self.nodes[i];
+            let inherited = if n.parent == NONE { NONE } else { self.nodes[n.parent as usize].best };
+            let best = if n.value != NONE { n.value } else { inherited };
+            self.nodes[i].best = best;
+        }
     }
 
-    /// Heap bytes the trie holds (nodes, names and the edge table), for the
+    /// Gives back what the trie's vectors and index reserved beyond what
+    /// they hold (once it is built: the supervisor's surface).
+    pub fn shrink(&mut self) {
+        self.nodes.shrink_to_fit();
+        self.paths.shrink_to_fit();
+        self.index.shrink_to_fit();
+    }
+
+    /// Heap bytes the trie holds (nodes, paths and the index), for the
     /// memory-per-entry figure of `interpose bench`.
     pub fn heap_bytes(&self) -> usize {
         // hashbrown: one control byte per bucket plus the (key, value) slot.
         let slot = std::mem::size_of::<(u64, NodeId)>() + 1;
-        self.nodes.capacity() * std::mem::size_of::<Node>() + self.names.capacity() + self.index.capacity() * slot
+        self.nodes.capacity() * std::mem::size_of::<Node>() + self.paths.capacity() + self.index.capacity() * slot
+    }
+
+    /// The deepest node whose path is a prefix of `path`, by a binary
+    /// search over the depth; `None` when a hash collision misled it (the
+    /// caller then walks).
+    fn deepest(&self, path: &[u8]) -> Option<NodeId> {
+        let mut hashes = [0u64; DEPTH];
+        let mut ends = [0u32; DEPTH];
+        let (mut n, mut h, mut start) = (0, self.seed, 0usize);
+        // Whether the components lie one `/` apart (no `//`, no `.`): the
+        // first `k` of them are then `path[first..ends[k - 1]]` as stored.
+        let (mut first, mut contiguous) = (None, true);
+        let seps = path.iter().enumerate().filter(|(_, &c)| c == b'/').map(|(i, _)| i);
+        for sep in seps.chain(std::iter::once(path.len())) {
+            let name = &path[start..sep];
+            if name.is_empty() || name == b"." {
+                contiguous &= first.is_none() || (name.is_empty() && sep == path.len());
+                start = sep + 1;
+                continue;
+            }
+            if n == DEPTH {
+                return None;
+            }
+            match first {
+                None => first = Some(start),
+                Some(_) => contiguous &= start == ends[n - 1] as usize + 1,
+            }
+            h = extend(h, name);
+            hashes[n] = h;
+            ends[n] = sep as u32;
+            n += 1;
+            start = sep + 1;
+        }
+        let (mut lo, mut hi, mut node) = (0usize, n, 0 as NodeId);
+        while lo < hi {
+            let mid = (lo + hi).div_ceil(2);
+            match self.probe(key_of(hashes[mid - 1])) {
+                Some(id) => (lo, node) = (mid, id),
+                None => hi = mid - 1,
+            }
+        }
+        if node == 0 {
+            return Some(0);
+        }
+        let n = &self.nodes[node as usize];
+        let checked = match first {
+            Some(first) if contiguous => self.path_of(n) == &path[first..ends[lo - 1] as usize],
+            _ => self.is_prefix(node, path, lo),
+        };
+        (checked && n.depth as usize == lo).then_some(node)
+    }
+
+    /// The deepest node whose path is a prefix of `path`, one checked
+    /// component at a time.
+    fn walk(&self, path: &[u8]) -> (NodeId, bool) {
+        let mut at: NodeId = 0;
+        let mut h = self.seed;
+        for name in components(path) {
+            h = extend(h, name);
+            match self.child(at, key_of(h), name) {
+                Some(id) => at = id,
+                None => return (at, false),
+            }
+        }
+        (at, true)
     }
 
     /// The value of the longest entry that is a prefix of `path`.
     pub fn lookup(&self, path: &[u8]) -> Option<u32> {
-        let mut at: NodeId = 0;
-        let mut best = self.nodes[0].value;
-        for name in components(path) {
-            match self.child(at, name) {
-                Some(id) => {
-                    at = id;
-                    if let Some(v) = self.nodes[id as usize].value {
-                        best = Some(v);
-                    }
-                }
-                None => break,
-            }
-        }
-        best
+        let node = self.deepest(path).unwrap_or_else(|| self.walk(path).0);
+        some(self.nodes[node as usize].best)
     }
 
     /// Whether `path` is an entry or lies on the way to one (every component
     /// is a node of the trie).
     pub fn reaches(&self, path: &[u8]) -> bool {
-        let mut at: NodeId = 0;
-        for name in components(path) {
-            match self.child(at, name) {
-                Some(id) => at = id,
-                None => return false,
-            }
+        match self.deepest(path) {
+            Some(node) => self.nodes[node as usize].depth as usize == components(path).count(),
+            None => self.walk(path).1,
         }
-        true
     }
 }
 
@@ -237,17 +395,39 @@ mod tests {
             assert_eq!(t.lookup(format!("/{n}/x/y").as_bytes()), Some(i as u32));
             assert_eq!(t.lookup(format!("/{n}/y").as_bytes()), None);
         }
-        // A chain built by hand, whatever the hash does.
-        let key = edge_key(0, b"n0");
+        // A node planted under another prefix's key and depth, whatever
+        // the hash does: the binary search is misled, the check is not.
+        let mut h = t.seed;
+        for name in [&b"n0"[..], b"x"] {
+            h = extend(h, name);
+        }
+        let key = key_of(h);
         let first = t.index[&key];
         let mut other = t.nodes[first as usize].clone();
         other.next = first;
-        other.name = (t.names.len() as u32, 3);
-        t.names.extend_from_slice(b"zzz");
+        other.value = 77;
+        other.best = 77;
+        other.path = (t.paths.len() as u32, 7);
+        t.paths.extend_from_slice(b"zzz/zzz");
         t.nodes.push(other);
         t.index.insert(key, (t.nodes.len() - 1) as NodeId);
-        assert_eq!(t.lookup(b"/n0/x"), Some(0), "found behind a colliding edge");
-        assert_eq!(t.child(0, b"zzz"), None, "a name is found only under its own key");
+        assert_eq!(t.lookup(b"/n0/x"), Some(0), "found behind a colliding node");
+        assert_eq!(t.lookup(b"/n0/x/deeper"), Some(0));
+        assert!(t.reaches(b"/n0/x"));
+        assert_eq!(t.lookup(b"/zzz/zzz"), None, "a path is found only under its own key");
+    }
+
+    #[test]
+    fn paths_deeper_than_the_search_are_walked() {
+        let deep: String = (0..DEPTH + 8).map(|i| format!("/d{i}")).collect();
+        let t = trie(&[(deep.as_str(), 1), ("/d0/d1", 2)]);
+        assert_eq!(t.lookup(format!("{deep}/x").as_bytes()), Some(1));
+        assert_eq!(t.lookup(b"/d0/d1/d2"), Some(2));
+        assert!(t.reaches(deep.as_bytes()));
+        assert!(!t.reaches(format!("{deep}/x").as_bytes()));
+        // The same path with `//` and `.` in it, and a trailing `/`.
+        let messy = deep.replace("/d3/", "//d3/./");
+        assert_eq!(t.lookup(format!("{messy}/").as_bytes()), Some(1));
     }
 
     #[test]

@@ -267,7 +267,7 @@ impl Supervisor {
     /// A supervisor for the listener of a sandbox started by this process.
     pub fn new(listener: OwnedFd, config: Config) -> Result<Arc<Self>, Errno> {
         let Config {
-            surface,
+            mut surface,
             audit,
             set_groups,
             learn,
@@ -283,6 +283,7 @@ impl Supervisor {
             None => (None, AuditLevel::All),
         };
         identity::init();
+        surface.shrink();
         let procs = Membership::new(std::process::id());
         if let Some(root) = &command_root {
             let proc = fs::openat(Dir::Fd(root.as_fd()), c"proc", libc::O_PATH | libc::O_DIRECTORY, 0)?;
