@@ -490,12 +490,14 @@ impl Call<'_> {
     }
 
     /// An address of a family that is neither a path, IPv4 nor IPv6: with
-    /// the proxy on the host's loopback only abstract unix (scoped by
-    /// Landlock) and netlink (the kernel's own routing and address
-    /// information) are reached; anything else (vsock to the hypervisor,
-    /// TIPC, ...) is refused. `Ok` means go on.
+    /// the proxy only abstract unix (scoped by Landlock), netlink (the
+    /// kernel's own routing and address information) and `AF_UNSPEC`
+    /// (which dissolves a datagram socket's association) pass; anything
+    /// else (vsock to the hypervisor, TIPC, ...) is refused. `Ok` means go
+    /// on.
     fn other_family(&mut self, family: i32) -> Result<Answer, Stop> {
-        if self.sup.net().proxied() && !matches!(family, libc::AF_UNIX | libc::AF_NETLINK) {
+        let local = matches!(family, libc::AF_UNIX | libc::AF_NETLINK | libc::AF_UNSPEC);
+        if self.sup.net().proxied() && !local {
             return self.refuse_inet(&format!("family {family}"));
         }
         Ok(Answer::Continue)
