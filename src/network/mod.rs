@@ -13,7 +13,38 @@
 
 pub mod proxy;
 
+use std::collections::HashSet;
 use std::net::SocketAddr;
+use std::sync::Mutex;
+
+/// The connections to a proxy on the host's loopback that the supervisor
+/// made for the command, by their local port: the proxy serves those and
+/// no other (another process of the host reaching the port is turned
+/// away, so it can neither use the allowlist nor add records to the
+/// session's trail). A port is admitted before its connect starts, so the
+/// proxy never sees a connection before its admission.
+#[derive(Debug, Default)]
+pub struct Admission {
+    ports: Mutex<HashSet<u16>>,
+}
+
+impl Admission {
+    /// Admits the next connection from local port `port`.
+    pub fn admit(&self, port: u16) {
+        self.ports.lock().unwrap_or_else(std::sync::PoisonError::into_inner).insert(port);
+    }
+
+    /// Withdraws an admission whose connect failed.
+    pub fn withdraw(&self, port: u16) {
+        self.ports.lock().unwrap_or_else(std::sync::PoisonError::into_inner).remove(&port);
+    }
+
+    /// Whether a connection from `port` was admitted (once: the admission
+    /// is used up).
+    pub fn take(&self, port: u16) -> bool {
+        self.ports.lock().unwrap_or_else(std::sync::PoisonError::into_inner).remove(&port)
+    }
+}
 
 /// The variables that point a program at the proxy, in both cases.
 /// `NO_PROXY` keeps the command's own loopback servers direct.

@@ -49,6 +49,10 @@ pub struct Settings {
     pub learn: bool,
     /// Where connections are recorded.
     pub audit: Option<Sink>,
+    /// On the host's loopback: the only connections to serve
+    /// ([`super::Admission`]); `None` in the command's own namespace,
+    /// where nothing else can reach the proxy.
+    pub admission: Option<std::sync::Arc<super::Admission>>,
 }
 
 /// The running proxy.
@@ -141,7 +145,19 @@ async fn serve_all(
         };
         tokio::select! {
             accepted = listener.accept() => {
-                let Ok((client, _)) = accepted else { continue };
+                let (client, peer) = match accepted {
+                    Ok(c) => c,
+                    Err(e) => {
+                        // Out of descriptors, say: wait rather than spin.
+                        tracing::warn!("the network proxy could not accept a connection: {e}");
+                        tokio::time::sleep(Duration::from_millis(10)).await;
+                        continue;
+                    }
+                };
+                if shared.settings.admission.as_ref().is_some_and(|a| !a.take(peer.port())) {
+                    tracing::warn!("the network proxy turned away {peer}: not a connection of the sandbox's");
+                    continue;
+                }
                 let (shared, stop) = (Arc::clone(&shared), stop.clone());
                 tasks.spawn(async move {
                     let _slot = slot;

@@ -10,6 +10,7 @@ use crate::policy::hosts::{Allowlist, HostRule};
 use crate::supervisor::NetRule;
 use std::net::{Ipv4Addr, SocketAddrV4, TcpListener};
 use std::os::fd::OwnedFd;
+use std::sync::Arc;
 
 /// The network, decided before the command starts.
 pub(super) struct NetSetup {
@@ -33,6 +34,9 @@ pub(super) struct ProxyPlan {
     pub host_listener: Option<TcpListener>,
     /// The hosts it connects to.
     pub allow: Allowlist,
+    /// On the host's loopback: the connections the supervisor made for the
+    /// command, the only ones the proxy serves.
+    pub admission: Option<Arc<crate::network::Admission>>,
 }
 
 impl NetSetup {
@@ -67,7 +71,7 @@ impl NetSetup {
                 .map_err(io("choosing a port for the network proxy"))?
                 .port();
             let addr = SocketAddrV4::new(Ipv4Addr::LOCALHOST, port);
-            let proxy = ProxyPlan { addr, host_listener: None, allow };
+            let proxy = ProxyPlan { addr, host_listener: None, allow, admission: None };
             return Ok(NetSetup {
                 rule: NetRule::OwnNamespace,
                 landlock_ports: None,
@@ -84,8 +88,10 @@ impl NetSetup {
         // the kernel has them; the supervisor alone decides elsewhere (it
         // never continues a connect then).
         let landlock_ports = crate::sys::landlock::abi_version().is_ok_and(|v| v >= 4).then(|| vec![addr.port()]);
-        let proxy = ProxyPlan { addr, host_listener: Some(listener), allow };
-        Ok(NetSetup { rule: NetRule::ProxyOnly(addr), landlock_ports, own_namespace: false, proxy: Some(proxy) })
+        let admission = std::sync::Arc::new(crate::network::Admission::default());
+        let proxy = ProxyPlan { addr, host_listener: Some(listener), allow, admission: Some(Arc::clone(&admission)) };
+        let rule = NetRule::ProxyOnly(addr, admission);
+        Ok(NetSetup { rule, landlock_ports, own_namespace: false, proxy: Some(proxy) })
     }
 
     /// The port the child listens on for the proxy, in its own namespace.
@@ -144,6 +150,7 @@ impl NetSetup {
             resolve: resolve.iter().cloned().collect(),
             learn,
             audit: sink,
+            admission: plan.admission.clone(),
         };
         proxy::start(listener, settings).map(Some).map_err(io("starting the network proxy"))
     }

@@ -236,7 +236,7 @@ pub struct Config {
 }
 
 /// What the supervisor decides about IPv4 and IPv6 addresses.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default)]
 pub enum NetRule {
     /// Nothing: the host's network, or a network namespace of the
     /// command's own (where only loopback, and the proxy, are).
@@ -248,7 +248,8 @@ pub enum NetRule {
     /// Only interpose's proxy, at this address on the host's loopback:
     /// the supervisor makes that connect itself, on the caller's socket;
     /// every other IPv4 or IPv6 connect or datagram address is refused.
-    ProxyOnly(std::net::SocketAddrV4),
+    /// Each connection is admitted to the proxy by its local port first.
+    ProxyOnly(std::net::SocketAddrV4, std::sync::Arc<crate::network::Admission>),
     /// The proxy in a network namespace of the command's own: loopback
     /// addresses (the namespace's own, where the proxy listens) are
     /// continued; any other IPv4 or IPv6 address is refused and recorded
@@ -259,7 +260,7 @@ pub enum NetRule {
 impl NetRule {
     /// Whether the network is reached only through the proxy.
     pub fn proxied(&self) -> bool {
-        matches!(self, NetRule::ProxyOnly(_) | NetRule::OwnNamespace)
+        matches!(self, NetRule::ProxyOnly(..) | NetRule::OwnNamespace)
     }
 }
 

@@ -472,3 +472,51 @@ fn learning_suggests_the_allowlist_a_session_needed() {
     let with = enforced(&["--policy", file.to_str().unwrap()]);
     assert_eq!(stdout(&with), "hello from the origin\n", "{}", stderr(&with));
 }
+
+/// On the host's loopback (no namespace of the command's own) the proxy's
+/// port is reachable by any process of the host: it serves only the
+/// connections the supervisor made for the command, so another process can
+/// neither use the allowlist nor add records to the session's trail.
+#[test]
+fn on_the_hosts_loopback_the_proxy_serves_only_the_sandbox() {
+    if !kernel_ok() {
+        return;
+    }
+    let o = origin("127.0.0.1:0");
+    let p = o.port;
+    let t = Tree::new();
+    let dir: PathBuf = t.outside.parent().unwrap().to_path_buf();
+    for d in [&dir, &t.ws, &t.outside] {
+        std::os::unix::fs::chown(d, Some(65534), Some(65534)).unwrap();
+    }
+    let trail = t.outside.join("trail.jsonl");
+    let script = format!("echo \"$HTTPS_PROXY\"; sleep 2; curl -sS http://allowed.test:{p}/");
+    let mut child = Command::new("/usr/bin/setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups", interpose(), "run", "--no-namespace", "--rw"])
+        .arg(&t.ws)
+        .args(net_flags(p))
+        .args(["--audit", trail.to_str().unwrap(), "--", "/bin/sh", "-c", &script])
+        .current_dir(&t.ws)
+        .env("HOME", &t.ws)
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut out = std::io::BufReader::new(child.stdout.take().unwrap());
+    let mut first = String::new();
+    std::io::BufRead::read_line(&mut out, &mut first).unwrap();
+    let proxy = first.trim().strip_prefix("http://").expect("the proxy's address").to_string();
+    // Another process of the host asks the proxy for the allowed host.
+    let mut outsider = TcpStream::connect(&proxy).unwrap();
+    outsider.set_read_timeout(Some(std::time::Duration::from_secs(5))).unwrap();
+    let _ = outsider.write_all(format!("CONNECT allowed.test:{p} HTTP/1.1\r\n\r\n").as_bytes());
+    let mut answer = Vec::new();
+    let _ = outsider.read_to_end(&mut answer);
+    assert!(answer.is_empty(), "the outsider was served: {}", String::from_utf8_lossy(&answer));
+    let mut rest = String::new();
+    out.read_to_string(&mut rest).unwrap();
+    assert!(child.wait().unwrap().success());
+    assert_eq!(rest, "hello from the origin\n", "the sandbox is served");
+    let records = connections(&trail);
+    assert_eq!(records.len(), 1, "only the sandbox's connection is recorded: {records:?}");
+    assert_eq!(o.served.load(Ordering::SeqCst), 1);
+}

@@ -190,7 +190,7 @@ impl Call<'_> {
             // (its type could change under the same number before the
             // kernel looked at it); in a namespace of the command's own,
             // its loopback is its own.
-            let own = *self.sup.net() == NetRule::OwnNamespace;
+            let own = matches!(self.sup.net(), NetRule::OwnNamespace);
             for d in &addresses {
                 match d {
                     Address::Inet(addr) if own && inet_address(addr).is_some_and(|a| loopback(a.ip())) => {}
@@ -391,9 +391,9 @@ impl Call<'_> {
                     }
                 };
             }
-            NetRule::ProxyOnly(proxy) => {
-                let proxy = *proxy;
-                return self.proxy_connect(addr, sockfd, proxy);
+            NetRule::ProxyOnly(proxy, admission) => {
+                let (proxy, admission) = (*proxy, std::sync::Arc::clone(admission));
+                return self.proxy_connect(addr, sockfd, proxy, admission);
             }
             NetRule::Ports(ports) => ports.clone(),
         };
@@ -427,7 +427,13 @@ impl Call<'_> {
     /// supervisor connects the caller's own socket (the open file
     /// description, so neither the address nor the socket can change after
     /// the check); anything else is refused and recorded.
-    fn proxy_connect(&mut self, addr: &[u8], sockfd: i32, proxy: SocketAddrV4) -> Result<Answer, Stop> {
+    fn proxy_connect(
+        &mut self,
+        addr: &[u8],
+        sockfd: i32,
+        proxy: SocketAddrV4,
+        admission: std::sync::Arc<crate::network::Admission>,
+    ) -> Result<Answer, Stop> {
         let Some(to) = inet_address(addr) else {
             return self.refuse_inet(&format!("tcp:{}", inet_text(addr).0));
         };
@@ -451,6 +457,11 @@ impl Call<'_> {
         let note = Why::Note("interpose's network proxy", RuleKind::Network);
         self.push(&arg, None, AccessKind::Connect, Verdict::Allow, None, note);
         let blocking = fs::status_flags(sock.as_fd())? & libc::O_NONBLOCK == 0;
+        // The local port is known before the connect starts (bound here if
+        // the caller did not bind it: the kernel would pick one from the
+        // same range), so the proxy finds its admission when it accepts.
+        let port = local_port(sock.as_fd(), to.is_ipv6())?;
+        admission.admit(port);
         let attempt = move || -> Result<i64, Errno> {
             let r = without_blocking(sock.as_fd(), blocking, || match to {
                 SocketAddr::V4(a) => {
@@ -465,7 +476,11 @@ impl Call<'_> {
                 // Under way: a blocking caller waits in the retry queue
                 // until the handshake ends; a non-blocking one is told so.
                 Err(Errno::EINPROGRESS | Errno::EALREADY) if blocking => Err(Errno::EAGAIN),
-                Err(e) => Err(e),
+                Err(e @ (Errno::EINPROGRESS | Errno::EALREADY)) => Err(e),
+                Err(e) => {
+                    admission.withdraw(port);
+                    Err(e)
+                }
             }
         };
         match attempt() {
@@ -524,6 +539,25 @@ fn inet_text(addr: &[u8]) -> (String, u16) {
         Some(a) => (a.ip().to_string(), a.port()),
         None => ("?".into(), 0),
     }
+}
+
+/// The local port of the caller's socket `sock`, bound first to the
+/// loopback at a port the kernel picks when it has none.
+fn local_port(sock: BorrowedFd<'_>, ipv6: bool) -> Result<u16, Errno> {
+    use nix::sys::socket::{bind, getsockname, SockaddrIn, SockaddrIn6, SockaddrStorage};
+    let port = |sock: BorrowedFd<'_>| -> Result<u16, Errno> {
+        let name: SockaddrStorage = getsockname(sock.as_raw_fd())?;
+        Ok(name.as_sockaddr_in().map(|a| a.port()).or_else(|| name.as_sockaddr_in6().map(|a| a.port())).unwrap_or(0))
+    };
+    match port(sock)? {
+        0 if ipv6 => {
+            let any = std::net::SocketAddrV6::new(std::net::Ipv4Addr::LOCALHOST.to_ipv6_mapped(), 0, 0, 0);
+            bind(sock.as_raw_fd(), &SockaddrIn6::from(any))?;
+        }
+        0 => bind(sock.as_raw_fd(), &SockaddrIn::new(127, 0, 0, 1, 0))?,
+        p => return Ok(p),
+    }
+    port(sock)
 }
 
 /// Whether `ip` is a loopback address (IPv4-mapped too).
