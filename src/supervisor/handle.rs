@@ -124,6 +124,7 @@ pub fn handle(sup: &Supervisor, notif: &seccomp::Notif) -> Outcome {
         own_ids: std::cell::OnceCell::new(),
         argv: None,
         decided_by: None,
+        base_hint: None,
     };
     let answer = match cx.run() {
         Ok(a) => Some(a),
@@ -184,6 +185,10 @@ struct Call<'a> {
     argv: Option<(Vec<Vec<u8>>, bool)>,
     /// What allowed the last access checked.
     decided_by: Option<Reason>,
+    /// With a trail: the directory a relative path started from, known
+    /// from its resolution (dirfd number, path as written, directory), so
+    /// the record need not read it back.
+    base_hint: Option<(i32, Vec<u8>, Vec<u8>)>,
 }
 
 impl Call<'_> {
@@ -375,7 +380,12 @@ impl Call<'_> {
                 let why = Why::Note("a terminal the command created", RuleKind::Terminal);
                 self.push(arg, Some(&r.path), name, Verdict::Allow, None, why);
             }
-            _ => self.decide(arg, &r.path, access)?,
+            _ => {
+                if let (Some((number, _)), true) = (&arg.base, self.sup.records()) {
+                    self.base_hint = r.base_path(&arg.bytes).map(|base| (*number, arg.bytes.clone(), base.to_vec()));
+                }
+                self.decide(arg, &r.path, access)?
+            }
         }
         Ok(r)
     }
@@ -557,8 +567,15 @@ impl Call<'_> {
         let audited = self.sup.records();
         let dirfd = match &arg.base {
             Some((number, fd)) if audited => {
-                let mut path = Vec::new();
-                let _ = self.sup.resolver().fd_path(fd.as_fd(), &mut path);
+                let hinted = self.base_hint.take().filter(|(n, written, _)| n == number && *written == arg.bytes);
+                let path = match hinted {
+                    Some((_, _, base)) => base,
+                    None => {
+                        let mut path = Vec::new();
+                        let _ = self.sup.resolver().fd_path(fd.as_fd(), &mut path);
+                        path
+                    }
+                };
                 Some((*number, path))
             }
             _ => None,

@@ -60,6 +60,36 @@ pub struct Resolved {
     /// Canonical absolute path (for [`Target::Missing`], parent plus name;
     /// for [`Target::Anonymous`], the kernel's description such as `pipe:[7]`).
     pub path: Vec<u8>,
+    /// Found by a lookup that crossed no symlink and no `..`: the path
+    /// is then the base directory's path followed by the path as written.
+    pub straight: bool,
+}
+
+impl Resolved {
+    /// Marks a resolution that crossed no symlink and no `..` (a procfs
+    /// path walked again is not: `found` walks those itself, and its
+    /// path is then not known to be straight).
+    fn straight(mut self) -> Self {
+        self.straight = matches!(self.target, Target::Exists { .. });
+        self
+    }
+
+    /// The directory a relative `written` path started from, when the
+    /// lookup crossed no symlink and no `..`: the canonical path less the
+    /// path as written (with `.` and repeated slashes folded).
+    pub fn base_path(&self, written: &[u8]) -> Option<&[u8]> {
+        if !self.straight || written.first() == Some(&b'/') {
+            return None;
+        }
+        let rel = lexical(written);
+        let rel = rel.strip_prefix(b"/").unwrap_or(&rel);
+        if rel.is_empty() {
+            return Some(&self.path);
+        }
+        let cut = self.path.len().checked_sub(rel.len() + 1)?;
+        (self.path.ends_with(rel) && self.path[cut] == b'/')
+            .then(|| if cut == 0 { &b"/"[..] } else { &self.path[..cut] })
+    }
 }
 
 /// The directory holding a path's last component, and that component:
@@ -264,10 +294,21 @@ impl Resolver {
             // object found.
             let strict = OpenHow { resolve: how.resolve | fs::RESOLVE_NO_SYMLINKS, ..how };
             match fs::openat2(Dir::Fd(base), &cpath, strict) {
-                Ok(fd) => return self.found(at, req, fd, lexical(req.path)),
+                Ok(fd) => return self.found(at, req, fd, lexical(req.path)).map(Resolved::straight),
                 Err(Errno::ENOENT) => return self.missing(at, req, base),
                 // A symlink on the way (ELOOP), or an error the general path
                 // reports the same way.
+                Err(_) => {}
+            }
+        } else if !absolute && !anchored && !dotdot {
+            // The same for a relative path, whose canonical form is read
+            // back from the object found: that it crossed no symlink lets
+            // the trail name the directory it started from without reading
+            // that one back too (the path's prefix).
+            let strict = OpenHow { resolve: how.resolve | fs::RESOLVE_NO_SYMLINKS, ..how };
+            match fs::openat2(Dir::Fd(base), &cpath, strict) {
+                Ok(fd) => return self.finish_existing(at, req, fd).map(Resolved::straight),
+                Err(Errno::ENOENT) => return self.missing(at, req, base),
                 Err(_) => {}
             }
         }
@@ -304,7 +345,7 @@ impl Resolver {
         self.fd_path(fd.as_fd(), &mut path)?;
         if path.first() != Some(&b'/') {
             // An fd of the caller that has no path (pipe, socket, anon inode).
-            return Ok(Resolved { target: Target::Anonymous { fd }, path });
+            return Ok(Resolved { target: Target::Anonymous { fd }, path, straight: false });
         }
         self.found(at, req, fd, path)
     }
@@ -318,7 +359,7 @@ impl Resolver {
             return self.walk(at, req);
         }
         let stat = fs::fstat(fd.as_fd())?;
-        Ok(Resolved { target: Target::Exists { fd, stat }, path })
+        Ok(Resolved { target: Target::Exists { fd, stat }, path, straight: false })
     }
 
     /// The fast path found nothing: find the parent for a create.
@@ -345,7 +386,7 @@ impl Resolver {
         match fs::fstatat(Dir::Fd(parent.as_fd()), &cname, libc::AT_SYMLINK_NOFOLLOW) {
             Err(Errno::ENOENT) => {
                 push_component(&mut path, name);
-                Ok(Resolved { target: Target::Missing { fd: parent, name: cname }, path })
+                Ok(Resolved { target: Target::Missing { fd: parent, name: cname }, path, straight: false })
             }
             // A dangling symlink (followed, it names a missing target
             // elsewhere) or an entry that appeared meanwhile: walk it.
@@ -459,7 +500,7 @@ impl Resolver {
                 Err(Errno::ENOENT) if last => {
                     let mut path = cur.path.clone();
                     push_component(&mut path, &name);
-                    return Ok(Resolved { target: Target::Missing { fd: cur.fd, name: cname }, path });
+                    return Ok(Resolved { target: Target::Missing { fd: cur.fd, name: cname }, path, straight: false });
                 }
                 Err(e) => return Err(e.into()),
             };
@@ -488,7 +529,7 @@ impl Resolver {
                         if !last {
                             return Err(Errno::ENOTDIR.into());
                         }
-                        return Ok(Resolved { target: Target::Anonymous { fd: obj }, path });
+                        return Ok(Resolved { target: Target::Anonymous { fd: obj }, path, straight: false });
                     }
                     cur = Cursor { fd: obj, path };
                     cur_stat = None;
@@ -527,7 +568,7 @@ impl Resolver {
             Some(st) => st,
             None => fs::fstat(cur.fd.as_fd())?,
         };
-        Ok(Resolved { target: Target::Exists { fd: cur.fd, stat }, path: cur.path })
+        Ok(Resolved { target: Target::Exists { fd: cur.fd, stat }, path: cur.path, straight: false })
     }
 }
 
@@ -739,7 +780,7 @@ mod differential {
                 let ours = resolver.resolve(&Lookup { surface: &surface, procs: &procs, caller: &caller }, req);
                 let kernel = std::fs::canonicalize(root.join(&rel));
                 match (&ours, &kernel) {
-                    (Ok(Resolved { target: Target::Exists { .. }, path }), Ok(k)) => {
+                    (Ok(Resolved { target: Target::Exists { .. }, path, .. }), Ok(k)) => {
                         assert_eq!(path.as_slice(), k.as_os_str().as_bytes(), "{rel} in {}", root.display());
                     }
                     (Ok(Resolved { target: Target::Missing { .. }, .. }), Err(e)) => {

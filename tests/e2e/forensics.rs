@@ -305,7 +305,12 @@ fn records_name_the_starting_directory_and_the_surface_digest() {
     }
     let t = Tree::new();
     let trail = t.outside.join("dirfd.jsonl");
-    let script = "import os\nfd = os.open(os.environ['RO'], os.O_RDONLY)\nos.open('data.txt', os.O_RDONLY, dir_fd=fd)\nprint(fd)";
+    // A symlink whose target ends with the same names as the path written
+    // (ws/d -> ro/d, then `d/x`): the starting directory is still ws.
+    std::fs::create_dir(t.ro.join("d")).unwrap();
+    std::fs::write(t.ro.join("d/x"), "x\n").unwrap();
+    std::os::unix::fs::symlink(t.ro.join("d"), t.ws.join("d")).unwrap();
+    let script = "import os\nfd = os.open(os.environ['RO'], os.O_RDONLY)\nos.open('data.txt', os.O_RDONLY, dir_fd=fd)\nos.open('d/x', os.O_RDONLY)\nprint(fd)";
     let o = t.command(&["--audit", trail.to_str().unwrap()], &["/usr/bin/python3", "-c", script]).output().unwrap();
     assert!(o.status.success(), "{}", stderr(&o));
     let fd: i64 = stdout(&o).trim().parse().unwrap();
@@ -314,6 +319,9 @@ fn records_name_the_starting_directory_and_the_surface_digest() {
     assert_eq!(rel["dirfd"], fd);
     assert_eq!(rel["dirfd_path"], t.ro.to_str().unwrap());
     assert_eq!(rel["resolved"], t.ro.join("data.txt").to_str().unwrap());
+    let linked = all.iter().find(|r| r["path"] == "d/x").expect("the open through the link");
+    assert_eq!(linked["resolved"], t.ro.join("d/x").to_str().unwrap());
+    assert_eq!(linked["dirfd_path"], t.ws.to_str().unwrap(), "the directory it started from, not the link's");
     // The same flags give the same digest; other flags another.
     let runs = std::cell::Cell::new(0);
     let digest = |extra: &[&str]| {
