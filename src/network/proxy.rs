@@ -489,9 +489,12 @@ fn parse_http(head: &str, rest: Vec<u8>) -> Result<Request, Malformed> {
     let (host, port) = authority(auth, Some(80))?;
     let mut forward = format!("{method} {path} {version}\r\n");
     for h in headers {
-        let name = h.split(':').next().unwrap_or_default().trim().to_ascii_lowercase();
+        let Some((name, value)) = h.split_once(':') else {
+            return Err(Malformed("a header line without a colon"));
+        };
+        let name = name.trim().to_ascii_lowercase();
         if name == "host" {
-            let (named, named_port) = authority(h[5..].trim(), Some(80))?;
+            let (named, named_port) = authority(value.trim(), Some(80))?;
             if named != host || named_port != port {
                 return Err(Malformed("the Host header names another host than the request"));
             }
@@ -570,6 +573,7 @@ mod tests {
             ("CONNECT a/b:443 HTTP/1.1\r\n\r\n", "not a host name"),
             ("GET http://a.example/ HTTP/2\r\n\r\n", "HTTP/1.x"),
             ("GET  http://a.example/ HTTP/1.1\r\n\r\n", "METHOD TARGET VERSION"),
+            ("GET http://a.example/ HTTP/1.1\r\nHost\r\n\r\n", "without a colon"),
         ] {
             let got = parse(head).err().unwrap_or("accepted");
             assert!(got.contains(why), "{head:?}: {got}");
