@@ -37,6 +37,9 @@ pub(super) struct ProxyPlan {
     /// On the host's loopback: the connections the supervisor made for the
     /// command, the only ones the proxy serves.
     pub admission: Option<Arc<crate::network::Admission>>,
+    /// The proxy the host itself goes through (interpose's own
+    /// `HTTPS_PROXY`), which connections are chained through.
+    pub upstream: Option<proxy::Upstream>,
 }
 
 impl NetSetup {
@@ -60,6 +63,10 @@ impl NetSetup {
         for rule in policy_allow.iter().chain(flags) {
             allow.add(rule.clone());
         }
+        let upstream = proxy::Upstream::from_env(|k| std::env::var(k).ok()).unwrap_or_else(|why| {
+            eprintln!("interpose: warning: the host's proxy is not used ({why}); allowed hosts are reached directly");
+            None
+        });
         // A namespace of its own as root, or in interpose's user namespace
         // (where interpose holds CAP_NET_ADMIN over the new one).
         let own_namespace = nix::unistd::geteuid().is_root() || unprivileged;
@@ -71,7 +78,7 @@ impl NetSetup {
                 .map_err(io("choosing a port for the network proxy"))?
                 .port();
             let addr = SocketAddrV4::new(Ipv4Addr::LOCALHOST, port);
-            let proxy = ProxyPlan { addr, host_listener: None, allow, admission: None };
+            let proxy = ProxyPlan { addr, host_listener: None, allow, admission: None, upstream };
             return Ok(NetSetup {
                 rule: NetRule::OwnNamespace,
                 landlock_ports: None,
@@ -89,7 +96,8 @@ impl NetSetup {
         // never continues a connect then).
         let landlock_ports = crate::sys::landlock::abi_version().is_ok_and(|v| v >= 4).then(|| vec![addr.port()]);
         let admission = std::sync::Arc::new(crate::network::Admission::default());
-        let proxy = ProxyPlan { addr, host_listener: Some(listener), allow, admission: Some(Arc::clone(&admission)) };
+        let proxy =
+            ProxyPlan { addr, host_listener: Some(listener), allow, admission: Some(Arc::clone(&admission)), upstream };
         let rule = NetRule::ProxyOnly(addr, admission);
         Ok(NetSetup { rule, landlock_ports, own_namespace: false, proxy: Some(proxy) })
     }
@@ -120,8 +128,12 @@ impl NetSetup {
                     let landlock = if self.landlock_ports.is_some() { "Landlock and " } else { "" };
                     format!("on the host's loopback; every other connect and datagram address refused by {landlock}the supervisor")
                 };
+                let chained = match &p.upstream {
+                    Some(up) => format!("; chained through the host's proxy {}", up.authority),
+                    None => String::new(),
+                };
                 format!(
-                    "through interpose's proxy at {} {how}; DNS inside the sandbox refused; allowed hosts: {allowed}",
+                    "through interpose's proxy at {} {how}; DNS inside the sandbox refused; allowed hosts: {allowed}{chained}",
                     p.addr
                 )
             }
@@ -151,6 +163,7 @@ impl NetSetup {
             learn,
             audit: sink,
             admission: plan.admission.clone(),
+            upstream: plan.upstream.clone(),
         };
         proxy::start(listener, settings).map(Some).map_err(io("starting the network proxy"))
     }

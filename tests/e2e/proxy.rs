@@ -526,3 +526,70 @@ fn on_the_hosts_loopback_the_proxy_serves_only_the_sandbox() {
     assert_eq!(records.len(), 1, "only the sandbox's connection is recorded: {records:?}");
     assert_eq!(o.served.load(Ordering::SeqCst), 1);
 }
+
+/// A host that reaches the network only through a proxy of its own
+/// (`HTTPS_PROXY` in interpose's environment): interpose's proxy tunnels
+/// allowed connections through it and still refuses the others itself.
+#[test]
+fn the_hosts_own_proxy_is_chained() {
+    if !kernel_ok() {
+        return;
+    }
+    let o = origin("127.0.0.1:0");
+    let p = o.port;
+    // The host's proxy: CONNECT only, to `allowed.test` (which only it can
+    // resolve: interpose's proxy is given no mapping for it).
+    let up = TcpListener::bind("127.0.0.1:0").unwrap();
+    let up_port = up.local_addr().unwrap().port();
+    let asked = Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
+    let seen = Arc::clone(&asked);
+    std::thread::spawn(move || {
+        for conn in up.incoming().flatten() {
+            let seen = Arc::clone(&seen);
+            std::thread::spawn(move || {
+                let mut conn = conn;
+                let mut head = Vec::new();
+                let mut b = [0u8; 1];
+                while !head.ends_with(b"\r\n\r\n") && conn.read(&mut b).unwrap_or(0) == 1 {
+                    head.push(b[0]);
+                }
+                let head = String::from_utf8_lossy(&head).to_string();
+                seen.lock().unwrap().push(head.lines().next().unwrap_or_default().to_string());
+                let target = head.split(' ').nth(1).unwrap_or_default().replace("allowed.test", "127.0.0.1");
+                let Ok(mut origin) = TcpStream::connect(target) else { return };
+                conn.write_all(b"HTTP/1.1 200 Connection established\r\n\r\n").unwrap();
+                let mut back = origin.try_clone().unwrap();
+                let mut client = conn.try_clone().unwrap();
+                std::thread::spawn(move || std::io::copy(&mut back, &mut client));
+                let _ = std::io::copy(&mut conn, &mut origin);
+            });
+        }
+    });
+    let t = Tree::new();
+    let trail = t.outside.join("trail.jsonl");
+    let script = format!(
+        "curl -sS --proxytunnel http://allowed.test:{p}/; curl -sS http://allowed.test:{p}/; \
+         curl -sS http://other.test:{p}/ | grep -o 'not on the network allowlist'"
+    );
+    let flag = format!("allow=allowed.test:{p}");
+    let out = t
+        .command(&["--net", &flag, "--audit", trail.to_str().unwrap()], &["/bin/sh", "-c", &script])
+        .env("HTTPS_PROXY", format!("http://127.0.0.1:{up_port}"))
+        .env("HTTP_PROXY", format!("http://127.0.0.1:{up_port}"))
+        .env_remove("NO_PROXY")
+        .env_remove("no_proxy")
+        .output()
+        .unwrap();
+    assert_eq!(
+        stdout(&out),
+        "hello from the origin\nhello from the origin\nnot on the network allowlist\n",
+        "{}",
+        stderr(&out)
+    );
+    let asked = asked.lock().unwrap().clone();
+    assert_eq!(asked, vec![format!("CONNECT allowed.test:{p} HTTP/1.1"); 2], "the host's proxy saw only allowed hosts");
+    let first: serde_json::Value =
+        serde_json::from_str(std::fs::read_to_string(&trail).unwrap().lines().next().unwrap()).unwrap();
+    let network = first["features"]["network"]["detail"].as_str().unwrap().to_string();
+    assert!(network.contains(&format!("chained through the host's proxy 127.0.0.1:{up_port}")), "{network}");
+}
