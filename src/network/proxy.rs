@@ -113,13 +113,7 @@ impl Upstream {
 
     /// Whether `host` is reached directly (its `NO_PROXY`).
     pub fn bypasses(&self, host: &str) -> bool {
-        self.no_proxy.iter().any(|e| {
-            e == "*"
-                || host == e
-                || (host.len() > e.len()
-                    && host.ends_with(e.as_str())
-                    && host.as_bytes()[host.len() - e.len() - 1] == b'.')
-        })
+        self.no_proxy.iter().any(|e| e == "*" || host == e || crate::policy::hosts::beneath(host, e))
     }
 }
 

@@ -125,14 +125,17 @@ impl HostRule {
             && match &self.host {
                 HostPattern::Name(_) | HostPattern::Wildcard(_) if literal => false,
                 HostPattern::Name(n) => n == host,
-                HostPattern::Wildcard(s) => {
-                    host.len() > s.len() + 1
-                        && host.ends_with(s.as_str())
-                        && host.as_bytes()[host.len() - s.len() - 1] == b'.'
-                }
+                HostPattern::Wildcard(s) => beneath(host, s),
                 HostPattern::Ip(ip) => host.parse::<IpAddr>().is_ok_and(|h| h == *ip),
             }
     }
+}
+
+/// Whether `host` is a name beneath `domain` (`a.example.org` and
+/// `a.b.example.org` are beneath `example.org`; `example.org` and
+/// `badexample.org` are not).
+pub fn beneath(host: &str, domain: &str) -> bool {
+    host.len() > domain.len() + 1 && host.ends_with(domain) && host.as_bytes()[host.len() - domain.len() - 1] == b'.'
 }
 
 /// The hosts a session may reach through the proxy.

@@ -246,8 +246,16 @@ pub fn run(args: &Config) -> Result<i32, RunError> {
     };
     // With Landlock, what it enforces exactly may be answered with CONTINUE.
     let continuable = landlock.as_ref().and_then(|b| sandbox::landlock::exact_rules(&parts.surface, &b.rules));
-    let plan = plan(args, &parts.surface, &namespace, user, trapping, (program, &env), landlock, staging.as_deref())?;
-    let plan = Plan { no_network: network.own_namespace, proxy_port: network.child_proxy_port(), ..plan };
+    let plan = plan(
+        args,
+        &parts.surface,
+        (&namespace, &network),
+        user,
+        trapping,
+        (program, &env),
+        landlock,
+        staging.as_deref(),
+    )?;
     phase("landlock ruleset, environment, filter");
 
     let pids = pids_cgroup(args, &plan)?;
@@ -478,7 +486,7 @@ fn environment(
 fn plan(
     args: &Config,
     surface: &Surface,
-    namespace: &sandbox::namespace::Namespace,
+    (namespace, network): (&sandbox::namespace::Namespace, &net::NetSetup),
     user: Option<(u32, u32)>,
     trapping: crate::syscalls::Trapping,
     (program, env): (PathBuf, &[(OsString, OsString)]),
@@ -499,8 +507,8 @@ fn plan(
         // user does not have outside it: the command keeps none.
         capabilities: if namespace.unprivileged() { 0 } else { sandbox::kept_capabilities() },
         user,
-        no_network: false,
-        proxy_port: None,
+        no_network: network.own_namespace,
+        proxy_port: network.child_proxy_port(),
         new_ipc: own_ipc,
         isolate: match staging {
             Some(dir) => Some(sandbox::isolate::plan(

@@ -322,24 +322,11 @@ fn a_program_that_ignores_the_proxy_reaches_nothing_and_is_recorded() {
 
     // As nobody, without namespaces: the host's network, the proxy on its
     // loopback, and only the proxy reachable.
-    if !Path::new("/usr/bin/setpriv").exists() {
-        panic!("setpriv is needed to run as nobody (util-linux)");
-    }
-    let dir: PathBuf = t.outside.parent().unwrap().to_path_buf();
-    for d in [&dir, &t.ws, &t.ro, &t.outside] {
-        std::os::unix::fs::chown(d, Some(65534), Some(65534)).unwrap();
-    }
     std::os::unix::fs::chown(&script, Some(65534), Some(65534)).unwrap();
     let trail = t.outside.join("nobody.jsonl");
-    let out = Command::new("/usr/bin/setpriv")
-        .args(["--reuid=65534", "--regid=65534", "--clear-groups", interpose(), "run", "--no-namespace", "--rw"])
-        .arg(&t.ws)
-        .args(["--audit", trail.to_str().unwrap(), "--", "/usr/bin/python3"])
-        .args(args)
-        .current_dir(&t.ws)
-        .env("HOME", &t.ws)
-        .output()
-        .unwrap();
+    let mut cmd = vec!["/usr/bin/python3"];
+    cmd.extend(args);
+    let out = as_nobody_on_the_hosts_network(&t, &[], &trail, &cmd).output().unwrap();
     assert_eq!(
         stdout(&out),
         "loopback EACCES\nhost-address EACCES\nudp EACCES\nudp-connect EACCES\nvsock EACCES\n",
@@ -357,6 +344,29 @@ fn a_program_that_ignores_the_proxy_reaches_nothing_and_is_recorded() {
             "{subject} recorded: {text}"
         );
     }
+}
+
+/// `interpose run --no-namespace --rw WS FLAGS --audit TRAIL -- CMD` as
+/// nobody (the tree handed over to it): no namespace can be had, so the
+/// command shares the host's network and the proxy listens on its
+/// loopback.
+fn as_nobody_on_the_hosts_network(t: &Tree, flags: &[String], trail: &Path, cmd: &[&str]) -> Command {
+    assert!(Path::new("/usr/bin/setpriv").exists(), "setpriv is needed to run as nobody (util-linux)");
+    let dir: PathBuf = t.outside.parent().unwrap().to_path_buf();
+    for d in [&dir, &t.ws, &t.ro, &t.outside] {
+        std::os::unix::fs::chown(d, Some(65534), Some(65534)).unwrap();
+    }
+    let mut c = Command::new("/usr/bin/setpriv");
+    c.args(["--reuid=65534", "--regid=65534", "--clear-groups", interpose(), "run", "--no-namespace", "--rw"])
+        .arg(&t.ws)
+        .args(flags)
+        .arg("--audit")
+        .arg(trail)
+        .arg("--")
+        .args(cmd)
+        .current_dir(&t.ws)
+        .env("HOME", &t.ws);
+    c
 }
 
 fn first_network_feature(trail: &str) -> String {
@@ -491,19 +501,9 @@ fn on_the_hosts_loopback_the_proxy_serves_only_the_sandbox() {
     let o = origin("127.0.0.1:0");
     let p = o.port;
     let t = Tree::new();
-    let dir: PathBuf = t.outside.parent().unwrap().to_path_buf();
-    for d in [&dir, &t.ws, &t.outside] {
-        std::os::unix::fs::chown(d, Some(65534), Some(65534)).unwrap();
-    }
     let trail = t.outside.join("trail.jsonl");
     let script = format!("echo \"$HTTPS_PROXY\"; sleep 2; curl -sS http://allowed.test:{p}/");
-    let mut child = Command::new("/usr/bin/setpriv")
-        .args(["--reuid=65534", "--regid=65534", "--clear-groups", interpose(), "run", "--no-namespace", "--rw"])
-        .arg(&t.ws)
-        .args(net_flags(p))
-        .args(["--audit", trail.to_str().unwrap(), "--", "/bin/sh", "-c", &script])
-        .current_dir(&t.ws)
-        .env("HOME", &t.ws)
+    let mut child = as_nobody_on_the_hosts_network(&t, &net_flags(p), &trail, &["/bin/sh", "-c", &script])
         .stdout(std::process::Stdio::piped())
         .spawn()
         .unwrap();

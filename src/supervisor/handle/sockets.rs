@@ -386,8 +386,8 @@ impl Call<'_> {
                     Some(a) if loopback(a.ip()) => Ok(Answer::Continue),
                     _ => {
                         let (host, port) = inet_text(addr);
-                        let kind = self.socket_kind(sockfd);
-                        self.refuse_inet(&format!("{kind}:{host}:{port}"))
+                        let stream = self.caller_fd(sockfd).is_ok_and(|sock| is_stream(&sock));
+                        self.refuse_inet(&format!("{}:{host}:{port}", kind(stream)))
                     }
                 };
             }
@@ -399,9 +399,7 @@ impl Call<'_> {
         };
         let (host, port) = inet_text(addr);
         let sock = self.caller_fd(sockfd)?;
-        let stream = nix::sys::socket::getsockopt(&sock, nix::sys::socket::sockopt::SockType)
-            .is_ok_and(|t| t == nix::sys::socket::SockType::Stream);
-        if !stream {
+        if !is_stream(&sock) {
             return Ok(Answer::Continue);
         }
         let arg = PathArg { bytes: format!("tcp:{host}:{port}").into_bytes(), base: None };
@@ -438,18 +436,13 @@ impl Call<'_> {
             return self.refuse_inet(&format!("tcp:{}", inet_text(addr).0));
         };
         let sock = self.caller_fd(sockfd)?;
-        let stream = nix::sys::socket::getsockopt(&sock, nix::sys::socket::sockopt::SockType)
-            .is_ok_and(|t| t == nix::sys::socket::SockType::Stream);
-        let kind = if stream { "tcp" } else { "udp" };
+        let stream = is_stream(&sock);
         let canonical = match to {
             SocketAddr::V6(v6) => v6.ip().to_ipv4_mapped().map_or(to, |v4| SocketAddr::new(v4.into(), v6.port())),
             v4 => v4,
         };
-        let host = match to {
-            SocketAddr::V6(v6) => format!("[{}]", v6.ip()),
-            v4 => v4.ip().to_string(),
-        };
-        let subject = format!("{kind}:{host}:{}", to.port());
+        let (host, port) = inet_text(addr);
+        let subject = format!("{}:{host}:{port}", kind(stream));
         if !stream || canonical != SocketAddr::V4(proxy) {
             return self.refuse_inet(&subject);
         }
@@ -517,18 +510,21 @@ impl Call<'_> {
         }
         Ok(Answer::Continue)
     }
+}
 
-    /// `tcp` or `udp` (any other type too): the caller's socket `sockfd`.
-    fn socket_kind(&self, sockfd: i32) -> &'static str {
-        let stream = self.caller_fd(sockfd).is_ok_and(|sock| {
-            nix::sys::socket::getsockopt(&sock, nix::sys::socket::sockopt::SockType)
-                .is_ok_and(|t| t == nix::sys::socket::SockType::Stream)
-        });
-        if stream {
-            "tcp"
-        } else {
-            "udp"
-        }
+/// Whether `sock` is a stream (TCP) socket.
+fn is_stream(sock: &OwnedFd) -> bool {
+    nix::sys::socket::getsockopt(sock, nix::sys::socket::sockopt::SockType)
+        .is_ok_and(|t| t == nix::sys::socket::SockType::Stream)
+}
+
+/// How a refused address is named in the trail: `tcp:` for a stream
+/// socket, `udp:` for any other.
+fn kind(stream: bool) -> &'static str {
+    if stream {
+        "tcp"
+    } else {
+        "udp"
     }
 }
 
