@@ -291,6 +291,7 @@ fn empty_start() -> SessionStart {
         mode: ModeRecord {
             name: ModeName::Full,
             untrapped: Vec::new(),
+            untrapped_read_only: Vec::new(),
             landlock_exact: None,
             residual: None,
             landlock_denials: None,

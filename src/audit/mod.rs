@@ -328,6 +328,7 @@ mod tests {
             mode: ModeRecord {
                 name: ModeName::Full,
                 untrapped: vec![],
+                untrapped_read_only: vec![],
                 landlock_exact: None,
                 residual: None,
                 landlock_denials: None,

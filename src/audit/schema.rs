@@ -355,6 +355,11 @@ pub struct ModeRecord {
     pub name: ModeName,
     /// The path syscalls of the table the filter does not trap.
     pub untrapped: Vec<String>,
+    /// Fast mode with the command's own procfs: the open syscalls the filter
+    /// does not trap when their flags make them read-only (Landlock decides
+    /// them).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub untrapped_read_only: Vec<String>,
     /// Fast mode: whether Landlock decides the surface exactly.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub landlock_exact: Option<bool>,
@@ -609,6 +614,7 @@ mod tests {
             mode: ModeRecord {
                 name: ModeName::Fast,
                 untrapped: vec![],
+                untrapped_read_only: vec!["openat".into()],
                 landlock_exact: Some(true),
                 residual: Some("r".into()),
                 landlock_denials: Some("l".into()),

@@ -45,18 +45,26 @@ pub fn run(args: &WhyArgs) -> i32 {
 /// What each mode traps for this surface.
 fn print_modes(surface: &crate::policy::Surface) {
     use crate::syscalls::Trapping;
-    let exact = match crate::sandbox::landlock::build(surface) {
-        Ok(b) => crate::sandbox::landlock::exact_rules(surface, &b.rules).is_some(),
+    let (exact, abi) = match crate::sandbox::landlock::build(surface) {
+        Ok(b) => (crate::sandbox::landlock::exact_rules(surface, &b.rules).is_some(), b.abi),
         Err(e) => {
             println!("  modes: Landlock is not available here ({e}); only full mode can run");
             return;
         }
     };
-    let untrapped = Trapping::Fast { exact }.untrapped();
+    // Read-only opens as a run with a PID namespace of its own would leave them.
+    let reads = exact && crate::sandbox::landlock::own_proc(surface, abi).is_ok();
+    let fast = Trapping::Fast { exact, reads };
     println!("  full mode (default): every path syscall is trapped and decided by the supervisor");
     println!(
         "  fast mode (--fast): Landlock {} this surface exactly; left to Landlock or unchecked (metadata): {}",
         if exact { "decides" } else { "cannot decide" },
-        untrapped.join(" ")
+        fast.untrapped().join(" ")
     );
+    if reads {
+        println!(
+            "  fast mode, with a PID namespace of its own (as root or with user namespaces): read-only {} too",
+            fast.untrapped_when_read_only().join(" ")
+        );
+    }
 }

@@ -257,6 +257,7 @@ fn start_record(state: &ProcessState, surface: &Surface, policy: &str) -> audit:
         mode: audit::ModeRecord {
             name: audit::ModeName::Full,
             untrapped: Vec::new(),
+            untrapped_read_only: Vec::new(),
             landlock_exact: None,
             residual: Some("no Landlock backstop (the runtime installs the filter): exec, chdir and unix socket calls answered after their check can be raced by a second thread".into()),
             landlock_denials: None,

@@ -71,6 +71,19 @@ fn context_with(notify: ScmpAction, options: Options) -> Result<ScmpFilterContex
             // conditional too (libseccomp lets an unconditional rule replace
             // the conditional ones): notified only when none of the
             // refusal's bits is set.
+            // Fast mode with the command's own procfs: a read-only open is
+            // Landlock's to decide; one with any bit that writes, creates,
+            // truncates or asks for an O_PATH handle is notified (one rule
+            // per bit: any set bit notifies).
+            (Action::Emulate | Action::Continue, _) if options.trapping.leaves_reads(row.op) => {
+                debug_assert!(row.refuse.is_none(), "open rows refuse nothing in the filter");
+                let arg = row.flags.expect("open rows name their flags");
+                for bit in crate::syscalls::trapping::NOT_READ_ONLY {
+                    let set = ScmpArgCompare::new(arg.into(), ScmpCompareOp::MaskedEqual(bit), bit);
+                    ctx.add_rule_conditional(notify, syscall, &[set])?;
+                }
+                &mut ctx
+            }
             (Action::Emulate | Action::Continue, _) => match row.refuse {
                 Some((_, When::AnyBit { arg, mask })) => {
                     let clear = ScmpArgCompare::new(arg.into(), ScmpCompareOp::MaskedEqual(mask), 0);

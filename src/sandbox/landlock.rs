@@ -52,6 +52,9 @@ pub struct Backstop {
     pub scoped: bool,
     /// Paths granted and what was granted, in order.
     pub rules: Vec<(PathBuf, Grant)>,
+    /// In fast mode with a PID namespace: the grant the child adds for its
+    /// own procfs ([`own_proc`]).
+    pub own_proc: Option<OwnProc>,
 }
 
 /// What a directory with a carve-out beneath it gets itself (Landlock rights
@@ -234,6 +237,60 @@ pub fn exact_rules(surface: &Surface, granted: &[(PathBuf, Grant)]) -> Option<Ve
     Some(exact)
 }
 
+/// What the child adds to the ruleset for the procfs it mounts in its own
+/// PID namespace, where fast mode leaves read-only opens to Landlock.
+///
+/// That procfs lists only the sandbox's processes, so the surface's answer
+/// there (the command's own `/proc/<pid>` allowed, every other process's
+/// refused) is the whole tree's: one grant of its root, made in the child
+/// after the mount (the ruleset built here names the supervisor's procfs,
+/// whose inodes the command no longer reaches). Landlock cannot carve the
+/// surface's denied entries (`/proc/kcore`, `/proc/timer_list`...) out of
+/// that grant, so the child mounts an empty file or directory over each:
+/// the command opens them and reads nothing.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OwnProc {
+    /// Landlock rights on the new procfs's root (none where the surface
+    /// lets nothing there be read).
+    pub access: u64,
+    /// The surface's carve-outs in `/proc`, masked in the child.
+    pub masks: Vec<PathBuf>,
+}
+
+/// The [`OwnProc`] grant for `surface`, or why Landlock cannot decide its
+/// `/proc` (then fast mode keeps read-only opens trapped).
+pub fn own_proc(surface: &Surface, abi: i32) -> Result<OwnProc, String> {
+    let proc = Path::new("/proc");
+    if let Some(other) = surface.proc_mounts().iter().find(|m| *m != proc) {
+        return Err(format!("a procfs is mounted at {} too, numbered as the host's processes", other.display()));
+    }
+    let mut masks = Vec::new();
+    for (_, rule) in surface.effective_rules() {
+        let Ok(rest) = rule.path.strip_prefix(proc) else { continue };
+        let name = rest.as_os_str().as_bytes();
+        let top_level = rest.components().count() == 1
+            && !name.iter().all(u8::is_ascii_digit)
+            && name != b"self"
+            && name != b"thread-self";
+        match rule.mode {
+            Mode::Deny if top_level => masks.push(rule.path.clone()),
+            // Anything else (a grant inside /proc, a carve-out in a
+            // process's directory) is beyond one grant and masks.
+            _ if name.is_empty() => {}
+            _ => {
+                return Err(format!(
+                    "the surface's entry {} is more than Landlock can say about /proc",
+                    rule.path.display()
+                ))
+            }
+        }
+    }
+    let readable =
+        surface.lookup(b"/proc").is_some_and(|i| surface.rules()[i as usize].mode.permits(crate::policy::Access::Read));
+    let access = if readable { rights(Mode::Ro, ABI::from(abi), true).bits() } else { 0 };
+    Ok(OwnProc { access, masks })
+}
+
 /// Builds the ruleset for `surface` at the highest ABI the kernel offers.
 pub fn build(surface: &Surface) -> Result<Backstop, LandlockError> {
     build_with_network(surface, None)
@@ -273,7 +330,7 @@ pub fn build_with_network(surface: &Surface, tcp_connect: Option<&[u16]>) -> Res
     }
     let fd: Option<OwnedFd> = created.into();
     let ruleset = fd.ok_or(LandlockError::NotCreated)?;
-    Ok(Backstop { ruleset, abi: version, scoped, rules })
+    Ok(Backstop { ruleset, abi: version, scoped, rules, own_proc: None })
 }
 
 #[cfg(test)]

@@ -23,8 +23,8 @@ pub mod pids;
 
 use crate::sys::process::{self, Fork};
 use crate::sys::{seccomp, Errno};
-use std::ffi::CString;
-use std::os::fd::{AsFd, AsRawFd, OwnedFd};
+use std::ffi::{CStr, CString};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 
 /// A step of the child's set-up, reported to the parent when it fails.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -62,6 +62,9 @@ pub enum Stage {
     PidNamespace = 15,
     /// The PID namespace's `pid_max`, the default task limit.
     PidMax = 16,
+    /// Fast mode: masking the surface's carve-outs in the new `/proc` and
+    /// granting it in the ruleset.
+    OwnProc = 17,
 }
 
 impl Stage {
@@ -71,6 +74,7 @@ impl Stage {
             SignalMask,
             PidNamespace,
             PidMax,
+            OwnProc,
             Network,
             Ipc,
             Isolate,
@@ -97,6 +101,7 @@ impl Stage {
             Stage::Ipc => "creating an IPC namespace of its own",
             Stage::PidNamespace => "making the PID namespace's /proc and its init",
             Stage::PidMax => "setting the PID namespace's pid_max, the default task limit (--max-procs N uses a pids cgroup instead)",
+            Stage::OwnProc => "masking the carve-outs of the PID namespace's /proc and granting it to Landlock (fast mode)",
             Stage::Isolate => {
                 "building the isolated root (a mount namespace of the session's own, as root or in interpose's user namespace)"
             }
@@ -172,6 +177,27 @@ pub struct Plan {
     /// With a PID namespace: its `pid_max`, written by its init (decimal
     /// text), bounding how many tasks the command can have at once.
     pub pid_max: Option<Vec<u8>>,
+    /// With a PID namespace and the ruleset, in fast mode: what its new
+    /// procfs gets (see [`landlock::OwnProc`]).
+    pub own_proc: Option<OwnProcPlan>,
+}
+
+/// [`landlock::OwnProc`] prepared for the child, which cannot allocate.
+#[derive(Debug)]
+pub struct OwnProcPlan {
+    /// Landlock rights on the new `/proc`.
+    pub access: u64,
+    /// The entries masked there.
+    pub masks: Vec<CString>,
+}
+
+impl OwnProcPlan {
+    /// Prepares `own` for the child.
+    pub fn new(own: &landlock::OwnProc) -> OwnProcPlan {
+        use std::os::unix::ffi::OsStrExt;
+        let masks = own.masks.iter().filter_map(|p| CString::new(p.as_os_str().as_bytes()).ok()).collect();
+        OwnProcPlan { access: own.access, masks }
+    }
 }
 
 /// The entries of `base` that earlier runs of interpose made and left
@@ -425,6 +451,11 @@ fn child(
                 report(Stage::PidMax, e);
             }
         }
+        if let (Some(own), Some(ruleset)) = (&plan.own_proc, &plan.landlock) {
+            if let Err(e) = own_proc(own, ruleset.as_fd()) {
+                report(Stage::OwnProc, e);
+            }
+        }
     }
     if plan.no_network {
         if let Err(e) = process::unshare(libc::CLONE_NEWNET).and_then(|()| process::loopback_up()) {
@@ -537,6 +568,36 @@ fn pid_namespace_proc() -> Result<(), Errno> {
     process::unshare(libc::CLONE_NEWNS)?;
     process::mount(None, c"/", None, libc::MS_REC | libc::MS_SLAVE, None)?;
     process::mount(Some(c"proc"), c"/proc", Some(c"proc"), libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC, None)
+}
+
+/// In the new `/proc`: an empty, read-only file (or directory) over each
+/// carve-out of the surface, then the grant of the whole procfs. The
+/// command holds no capability to unmount a mask, and the filter refuses
+/// the mount calls anyway.
+fn own_proc(own: &OwnProcPlan, ruleset: BorrowedFd<'_>) -> Result<(), Errno> {
+    const NONE: Option<&CStr> = None;
+    let ro = libc::MS_RDONLY | libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC;
+    for target in &own.masks {
+        match process::mount(Some(c"/dev/null"), target, NONE, libc::MS_BIND, NONE) {
+            Ok(()) => process::mount(NONE, target, NONE, libc::MS_REMOUNT | libc::MS_BIND | ro, NONE)?,
+            Err(Errno::ENOTDIR) => {
+                process::mount(Some(c"tmpfs"), target, Some(c"tmpfs"), ro, Some(c"size=0,mode=000"))?
+            }
+            // Not in this kernel's procfs.
+            Err(Errno::ENOENT) => {}
+            Err(e) => return Err(e),
+        }
+    }
+    if own.access != 0 {
+        let proc = crate::sys::fs::openat(
+            crate::sys::fs::Dir::Cwd,
+            c"/proc",
+            libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC,
+            0,
+        )?;
+        crate::sys::landlock::add_path_rule(ruleset, own.access, proc.as_fd())?;
+    }
+    Ok(())
 }
 
 /// The PID namespace's init: reaps every orphan, passes on the signals

@@ -228,7 +228,7 @@ pub fn run(args: &Config) -> Result<i32, RunError> {
     if args.learn {
         eprintln!("interpose: learning mode: nothing is enforced; what would be denied is recorded as would_deny");
     }
-    let (landlock, trapping) = backstop(args, &parts, &network)?;
+    let (landlock, trapping) = backstop(args, &parts, (&namespace, &network))?;
     // The isolated root is built on an empty directory next to the session
     // directory (inside it, the session's own bind would contain it).
     let staging = match args.isolate {
@@ -424,7 +424,7 @@ fn assemble(
 fn backstop(
     args: &Config,
     parts: &Parts,
-    network: &net::NetSetup,
+    (namespace, network): (&sandbox::namespace::Namespace, &net::NetSetup),
 ) -> Result<(Option<sandbox::landlock::Backstop>, crate::syscalls::Trapping), RunError> {
     use crate::syscalls::Trapping;
     let landlock = if args.no_landlock || args.learn || args.bench_floor {
@@ -446,10 +446,26 @@ fn backstop(
         return Err(RunError::NetNeedsLandlock);
     }
     let fast = args.fast || parts.loaded.0.mode == Some(crate::policy::file::RunMode::Fast);
-    let trapping = match (&landlock, fast) {
+    let mut landlock = landlock;
+    let trapping = match (&mut landlock, fast) {
         (_, false) => Trapping::All,
         (None, true) => return Err(RunError::FastNeedsLandlock),
-        (Some(b), true) => Trapping::Fast { exact: sandbox::landlock::exact_rules(&parts.surface, &b.rules).is_some() },
+        (Some(b), true) => {
+            let exact = sandbox::landlock::exact_rules(&parts.surface, &b.rules).is_some();
+            let own_proc = match () {
+                _ if !exact => Err("Landlock cannot decide this surface exactly".to_string()),
+                _ if !namespace.can_mount() => {
+                    Err("the command has no PID namespace of its own (run as root, or with user namespaces)".into())
+                }
+                _ if args.isolate => Err("--isolate builds its own /proc".into()),
+                _ => sandbox::landlock::own_proc(&parts.surface, b.abi),
+            };
+            match own_proc {
+                Ok(own) => b.own_proc = Some(own),
+                Err(why) => eprintln!("interpose: fast mode: opens stay trapped: {why}"),
+            }
+            Trapping::Fast { exact, reads: b.own_proc.is_some() }
+        }
     };
     Ok((landlock, trapping))
 }
@@ -502,6 +518,7 @@ fn plan(
         argv: args.command.iter().map(|a| cstring(a.as_bytes())).collect::<Result<_, _>>()?,
         env: env.iter().map(|(k, v)| cstring([k.as_bytes(), b"=", v.as_bytes()].concat())).collect::<Result<_, _>>()?,
         filter: filter::program_for(filter::Options { trapping, own_ipc })?,
+        own_proc: landlock.as_ref().and_then(|b| b.own_proc.as_ref()).map(sandbox::OwnProcPlan::new),
         landlock: landlock.map(|b| b.ruleset),
         // In a user namespace of its own interpose holds capabilities the
         // user does not have outside it: the command keeps none.

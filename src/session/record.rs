@@ -145,14 +145,19 @@ pub(super) fn session_start(
     }))
 }
 
+/// What fast mode leaves unchecked in every case.
+const FAST_RESIDUAL: &str = "untrapped metadata calls (stat family, readlink, access, statfs, chdir, xattr reads, inotify) are not checked: a program can learn that a path outside the surface exists and its attributes, never its content";
+
 /// What the session record says about the mode.
 pub(super) fn mode_record(trapping: crate::syscalls::Trapping, learn: bool) -> audit::ModeRecord {
     use crate::syscalls::Trapping;
     let untrapped = trapping.untrapped().into_iter().map(String::from).collect();
+    let untrapped_read_only = trapping.untrapped_when_read_only().into_iter().map(String::from).collect();
     match trapping {
         _ if learn => audit::ModeRecord {
             name: audit::ModeName::Learn,
             untrapped,
+            untrapped_read_only,
             landlock_exact: None,
             residual: Some(
                 "learning: nothing was enforced but the carve-outs (host secrets); refusals enforcement would have made are recorded as would_deny".into(),
@@ -162,15 +167,20 @@ pub(super) fn mode_record(trapping: crate::syscalls::Trapping, learn: bool) -> a
         Trapping::All => audit::ModeRecord {
             name: audit::ModeName::Full,
             untrapped,
+            untrapped_read_only,
             landlock_exact: None,
             residual: None,
             landlock_denials: None,
         },
-        Trapping::Fast { exact } => audit::ModeRecord {
+        Trapping::Fast { exact, reads } => audit::ModeRecord {
             name: audit::ModeName::Fast,
             untrapped,
+            untrapped_read_only,
             landlock_exact: Some(exact),
-            residual: Some("untrapped metadata calls (stat family, readlink, access, statfs, chdir, xattr reads, inotify) are not checked: a program can learn that a path outside the surface exists and its attributes, never its content".into()),
+            residual: Some(match reads {
+                false => FAST_RESIDUAL.into(),
+                true => format!("{FAST_RESIDUAL}; read-only opens are decided by Landlock alone and not recorded; the surface's carve-outs in /proc are masked (they open and read empty)"),
+            }),
             landlock_denials: Some("not observed: calls Landlock refuses are not in this trail".into()),
         },
     }

@@ -15,8 +15,28 @@ pub enum Trapping {
     Fast {
         /// Whether Landlock decides the surface exactly.
         exact: bool,
+        /// Whether read-only opens are left to Landlock too: only where it
+        /// decides the surface exactly and the command's `/proc` is its PID
+        /// namespace's own procfs, granted in the child with the surface's
+        /// carve-outs masked (`sandbox::landlock::OwnProc`), so that
+        /// `/proc/<pid>` names only the sandbox's processes.
+        reads: bool,
     },
 }
+
+/// The `open`/`openat` flags that make an open more than a read: writing,
+/// creating, truncating, or an `O_PATH` handle (decided as a lookup by the
+/// supervisor). An open with any of them set stays trapped in fast mode.
+pub const NOT_READ_ONLY: [u64; 6] = [
+    libc::O_WRONLY as u64,
+    libc::O_RDWR as u64,
+    libc::O_CREAT as u64,
+    libc::O_TRUNC as u64,
+    libc::O_PATH as u64,
+    // O_TMPFILE without its O_DIRECTORY bit, which a read-only open of a
+    // directory sets too.
+    (libc::O_TMPFILE & !libc::O_DIRECTORY) as u64,
+];
 
 impl Trapping {
     /// The path syscalls of the table this mode leaves untrapped.
@@ -29,9 +49,24 @@ impl Trapping {
             .collect()
     }
 
+    /// The path syscalls this mode leaves untrapped when their flags make
+    /// them read-only (none of [`NOT_READ_ONLY`]).
+    pub fn untrapped_when_read_only(self) -> Vec<&'static str> {
+        super::table::TABLE.iter().filter(|r| r.op == Op::Open && self.leaves_reads(r.op)).map(|r| r.name).collect()
+    }
+
+    /// Whether calls of `op` whose flags make them read-only are left to
+    /// Landlock (the filter then traps only those with a bit of
+    /// [`NOT_READ_ONLY`] set). Only `open` and `openat`: `openat2` keeps its
+    /// flags behind a pointer, which a filter cannot read safely, and
+    /// `creat` always writes.
+    pub fn leaves_reads(self, op: Op) -> bool {
+        matches!(self, Trapping::Fast { reads: true, .. }) && op == Op::Open
+    }
+
     /// Whether calls of `op` go to the supervisor.
     pub fn traps(self, op: Op) -> bool {
-        let Trapping::Fast { exact } = self else { return true };
+        let Trapping::Fast { exact, .. } = self else { return true };
         match op {
             // Metadata only: what exists and its attributes, never content
             // (the residual risk fast mode states).
@@ -55,9 +90,13 @@ impl Trapping {
             | Op::Truncate
             | Op::Mknod => !exact,
             // Opens stay trapped: /proc/<pid> is decided by sandbox
-            // membership, which no Landlock rule expresses (allowed opens in
-            // exactly covered trees are answered with CONTINUE). Attribute
-            // changes and unix socket addresses are beyond Landlock.
+            // membership, which no Landlock rule expresses unless the
+            // command's procfs is its own (then read-only opens are left to
+            // Landlock: [`Trapping::leaves_reads`]); writes to the command's
+            // own /proc/<pid> are the supervisor's to allow. Allowed opens
+            // in exactly covered trees are answered with CONTINUE.
+            // Attribute changes and unix socket addresses are beyond
+            // Landlock.
             Op::Open
             | Op::Creat
             | Op::Openat2

@@ -83,3 +83,73 @@ fn fast_mode_needs_landlock() {
     assert_eq!(o.status.code(), Some(125));
     assert!(stderr(&o).contains("--fast leaves decisions to Landlock"), "{}", stderr(&o));
 }
+
+/// With a PID namespace of its own (root here), fast mode leaves read-only
+/// opens to Landlock: the command's `/proc` lists only its own processes, so
+/// the one grant of it the child adds is what the surface says there, and
+/// the surface's carve-outs in it are masked. A symlink in the workspace to
+/// another process's `/proc/<pid>/environ` (the issue's example) reaches
+/// nothing; natively the same read shows the secret.
+#[test]
+fn read_only_opens_are_left_to_landlock_with_a_procfs_of_the_commands_own() {
+    if !kernel_ok() {
+        return;
+    }
+    let t = Tree::new();
+    let mut victim =
+        std::process::Command::new("/bin/sleep").arg("60").env("VICTIM_SECRET", "top-secret-marker").spawn().unwrap();
+    let environ = format!("/proc/{}/environ", victim.id());
+    // Natively the environment is readable (once sleep has exec'd).
+    wait_until("the victim's environment to be readable", 10, || {
+        std::fs::read_to_string(&environ).is_ok_and(|e| e.contains("top-secret-marker"))
+    });
+    std::fs::write(t.ws.join("mine"), "own data\n").unwrap();
+    let trail = t.outside.join("trail.jsonl");
+    let script = "ln -s $VICTIM link && cat mine && echo written > out && \
+                  grep -c Name /proc/self/status && cat /proc/$$/cmdline >/dev/null && echo own-proc; \
+                  cat link; cat $VICTIM; cat $OUT/secret; cat /proc/timer_list; cat /proc/kallsyms; \
+                  echo 1 > /proc/sysrq-trigger; ls /proc | grep -cx '[0-9]*'";
+    let o = t
+        .command(&["--fast", "--audit", trail.to_str().unwrap()], &["/bin/sh", "-c", script])
+        .env("VICTIM", &environ)
+        .output()
+        .unwrap();
+    let _ = victim.kill();
+    let _ = victim.wait();
+    let (out, err) = (stdout(&o), stderr(&o));
+    // Four processes in the namespace: its init, the shell, ls and grep.
+    assert_eq!(out, "own data\n1\nown-proc\n4\n", "{err}");
+    assert!(!out.contains("top-secret-marker") && !err.contains("top-secret-marker"));
+    let refused = err.lines().filter(|l| l.contains("Permission denied") || l.contains("No such file")).count();
+    assert_eq!(refused, 6, "link, the victim's environ, the secret, two masks and sysrq-trigger:\n{err}");
+    assert!(!err.contains("opens stay trapped"), "{err}");
+    let trail = std::fs::read_to_string(&trail).unwrap();
+    let start: serde_json::Value = serde_json::from_str(trail.lines().next().unwrap()).unwrap();
+    assert_eq!(start["mode"]["untrapped_read_only"], serde_json::json!(["open", "openat"]), "{start}");
+    // The write is the supervisor's to decide and is recorded; the reads
+    // are Landlock's, and are not.
+    assert!(trail.lines().any(|l| l.contains("\"decision\"") && l.contains("/out\"")), "{trail}");
+    assert!(!trail.contains("/mine\""), "a read-only open was trapped:\n{trail}");
+}
+
+/// Without a PID namespace of its own the command's `/proc` is the host's,
+/// so fast mode says at start that opens stay trapped, and they are.
+#[test]
+fn without_a_pid_namespace_fast_mode_keeps_opens_trapped() {
+    if !kernel_ok() {
+        return;
+    }
+    let t = Tree::new();
+    std::fs::write(t.ws.join("mine"), "own data\n").unwrap();
+    let trail = t.outside.join("trail.jsonl");
+    let o = t
+        .command(&["--fast", "--no-namespace", "--audit", trail.to_str().unwrap()], &["/bin/cat", "mine"])
+        .output()
+        .unwrap();
+    assert_eq!(stdout(&o), "own data\n", "{}", stderr(&o));
+    assert!(stderr(&o).contains("interpose: fast mode: opens stay trapped: the command has no PID namespace"));
+    let trail = std::fs::read_to_string(&trail).unwrap();
+    let start: serde_json::Value = serde_json::from_str(trail.lines().next().unwrap()).unwrap();
+    assert!(start["mode"].get("untrapped_read_only").is_none(), "{start}");
+    assert!(trail.lines().any(|l| l.contains("\"decision\"") && l.contains("/mine\"")), "{trail}");
+}
