@@ -17,10 +17,9 @@
 
 use crate::policy::{Mode, ProcPlace, Surface};
 use landlock::{
-    Access, AccessFs, BitFlags, CompatLevel, Compatible, PathBeneath, PathFd, Ruleset, RulesetAttr, RulesetCreatedAttr,
-    Scope, ABI,
+    Access, AccessFs, BitFlags, CompatLevel, Compatible, Ruleset, RulesetAttr, RulesetCreatedAttr, Scope, ABI,
 };
-use std::os::fd::OwnedFd;
+use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
@@ -39,6 +38,10 @@ pub enum LandlockError {
     /// The ruleset came back without a descriptor.
     #[error("the Landlock ruleset was not created")]
     NotCreated,
+    /// A path rule was refused (the entry changed type while the ruleset
+    /// was built, say).
+    #[error("adding the Landlock rule for {0}: {1}")]
+    Rule(PathBuf, nix::errno::Errno),
 }
 
 /// What the ruleset covers, for `interpose check` and the session record.
@@ -52,8 +55,8 @@ pub struct Backstop {
     pub scoped: bool,
     /// Paths granted and what was granted, in order.
     pub rules: Vec<(PathBuf, Grant)>,
-    /// In fast mode with a PID namespace: the grant the child adds for its
-    /// own procfs ([`own_proc`]).
+    /// With a PID namespace of the command's own and an exact ruleset: the
+    /// grant the child adds for its procfs ([`own_proc`]).
     pub own_proc: Option<OwnProc>,
 }
 
@@ -148,7 +151,7 @@ pub fn grants(surface: &Surface) -> Vec<(PathBuf, Grant, bool)> {
         if rule.mode == Mode::Deny || in_a_process {
             continue;
         }
-        grant(surface, &beneath, &rule.path, rule.mode, &mut out);
+        grant(surface, &beneath, &rule.path, rule.mode, None, &mut out);
     }
     // A glob names files Landlock cannot: the base directory gets what
     // creating, renaming and removing names beneath it needs, and the
@@ -163,22 +166,26 @@ pub fn grants(surface: &Surface) -> Vec<(PathBuf, Grant, bool)> {
 }
 
 /// Grants `path` with `mode`, or, if a narrower entry lies beneath it, lists
-/// the directory and grants its entries one by one.
-fn grant(surface: &Surface, beneath: &Beneath, path: &Path, mode: Mode, out: &mut Vec<(PathBuf, Grant, bool)>) {
-    let Ok(md) = path.metadata() else {
-        // A name granted before it exists (Claude Code's first
-        // `~/.claude.json`): its directory gets what creating and renaming
-        // a name there needs, like a glob's base; the supervisor decides
-        // which name.
-        if mode == Mode::Rw {
-            if let Some(dir) = path.parent().filter(|d| d.is_dir()) {
-                out.push((dir.to_path_buf(), Grant::GlobBase, true));
-            }
-        }
-        return;
+/// the directory and grants its entries one by one. `is_dir` is known for an
+/// entry listed that way (its directory entry's type, unless a symlink),
+/// which saves a stat per entry of an expanded tree.
+fn grant(
+    surface: &Surface,
+    beneath: &Beneath,
+    path: &Path,
+    mode: Mode,
+    is_dir: Option<bool>,
+    out: &mut Vec<(PathBuf, Grant, bool)>,
+) {
+    let is_dir = match is_dir {
+        Some(d) => d,
+        None => match path.metadata() {
+            Ok(md) => md.is_dir(),
+            Err(_) => return granted_before_it_exists(path, mode, out),
+        },
     };
-    if !md.is_dir() || !beneath.narrower(path, mode) {
-        out.push((path.to_path_buf(), Grant::Tree(mode), md.is_dir()));
+    if !is_dir || !beneath.narrower(path, mode) {
+        out.push((path.to_path_buf(), Grant::Tree(mode), is_dir));
         return;
     }
     // The directory gets no content rights; its entries are granted one by one.
@@ -200,7 +207,19 @@ fn grant(surface: &Surface, beneath: &Beneath, path: &Path, mode: Mode, out: &mu
         if is_entry(surface, &child) {
             continue; // granted (or denied) by its own entry
         }
-        grant(surface, beneath, &child, mode, out);
+        let is_dir = entry.file_type().ok().filter(|t| !t.is_symlink()).map(|t| t.is_dir());
+        grant(surface, beneath, &child, mode, is_dir, out);
+    }
+}
+
+/// A name granted before it exists (Claude Code's first `~/.claude.json`):
+/// its directory gets what creating and renaming a name there needs, like a
+/// glob's base; the supervisor decides which name.
+fn granted_before_it_exists(path: &Path, mode: Mode, out: &mut Vec<(PathBuf, Grant, bool)>) {
+    if mode == Mode::Rw {
+        if let Some(dir) = path.parent().filter(|d| d.is_dir()) {
+            out.push((dir.to_path_buf(), Grant::GlobBase, true));
+        }
     }
 }
 
@@ -238,7 +257,10 @@ pub fn exact_rules(surface: &Surface, granted: &[(PathBuf, Grant)]) -> Option<Ve
 }
 
 /// What the child adds to the ruleset for the procfs it mounts in its own
-/// PID namespace, where fast mode leaves read-only opens to Landlock.
+/// PID namespace, where Landlock decides the rest of the surface exactly:
+/// fast mode then leaves read-only opens to Landlock, and an open continued
+/// on the path as written that a symlink leads into `/proc` is decided the
+/// same way as one resolved by the supervisor.
 ///
 /// That procfs lists only the sandbox's processes, so the surface's answer
 /// there (the command's own `/proc/<pid>` allowed, every other process's
@@ -314,22 +336,29 @@ pub fn build_with_network(surface: &Surface, tcp_connect: Option<&[u16]>) -> Res
         ruleset = ruleset.scope(Scope::AbstractUnixSocket | Scope::Signal)?;
     }
     let mut created = ruleset.create()?;
-    let mut rules = Vec::new();
-    for (path, grant, is_dir) in grants(surface) {
-        let Ok(fd) = PathFd::new(&path) else { continue };
-        let access = match grant {
-            Grant::Tree(mode) => rights(mode, abi, is_dir),
-            Grant::Parent(mode) => parent_rights(mode, abi),
-            Grant::GlobBase => parent_rights(Mode::Rw, abi),
-        };
-        created = created.add_rule(PathBeneath::new(fd, access))?;
-        rules.push((path, grant));
-    }
     for &port in tcp_connect.unwrap_or_default() {
         created = created.add_rule(landlock::NetPort::new(port, landlock::AccessNet::ConnectTcp))?;
     }
     let fd: Option<OwnedFd> = created.into();
     let ruleset = fd.ok_or(LandlockError::NotCreated)?;
+    // The path rules are added directly: an expanded /etc or /proc is a few
+    // hundred of them, and the crate's rule checks stat each descriptor
+    // again (the type is known here already).
+    let mut rules = Vec::new();
+    for (path, grant, is_dir) in grants(surface) {
+        let Ok(name) = std::ffi::CString::new(path.as_os_str().as_bytes()) else { continue };
+        let Ok(fd) = crate::sys::fs::openat(crate::sys::fs::Dir::Cwd, &name, libc::O_PATH | libc::O_CLOEXEC, 0) else {
+            continue;
+        };
+        let access = match grant {
+            Grant::Tree(mode) => rights(mode, abi, is_dir),
+            Grant::Parent(mode) => parent_rights(mode, abi),
+            Grant::GlobBase => parent_rights(Mode::Rw, abi),
+        };
+        crate::sys::landlock::add_path_rule(ruleset.as_fd(), access.bits(), fd.as_fd())
+            .map_err(|errno| LandlockError::Rule(path.clone(), errno))?;
+        rules.push((path, grant));
+    }
     Ok(Backstop { ruleset, abi: version, scoped, rules, own_proc: None })
 }
 
