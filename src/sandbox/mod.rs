@@ -62,8 +62,8 @@ pub enum Stage {
     PidNamespace = 15,
     /// The PID namespace's `pid_max`, the default task limit.
     PidMax = 16,
-    /// Fast mode: masking the surface's carve-outs in the new `/proc` and
-    /// granting it in the ruleset.
+    /// Masking the surface's carve-outs in the new `/proc` and granting it
+    /// in the ruleset.
     OwnProc = 17,
 }
 
@@ -101,7 +101,7 @@ impl Stage {
             Stage::Ipc => "creating an IPC namespace of its own",
             Stage::PidNamespace => "making the PID namespace's /proc and its init",
             Stage::PidMax => "setting the PID namespace's pid_max, the default task limit (--max-procs N uses a pids cgroup instead)",
-            Stage::OwnProc => "masking the carve-outs of the PID namespace's /proc and granting it to Landlock (fast mode)",
+            Stage::OwnProc => "masking the carve-outs of the PID namespace's /proc and granting it to Landlock",
             Stage::Isolate => {
                 "building the isolated root (a mount namespace of the session's own, as root or in interpose's user namespace)"
             }
@@ -177,8 +177,8 @@ pub struct Plan {
     /// With a PID namespace: its `pid_max`, written by its init (decimal
     /// text), bounding how many tasks the command can have at once.
     pub pid_max: Option<Vec<u8>>,
-    /// With a PID namespace and the ruleset, in fast mode: what its new
-    /// procfs gets (see [`landlock::OwnProc`]).
+    /// With a PID namespace and a ruleset that decides the surface
+    /// exactly: what its new procfs gets (see [`landlock::OwnProc`]).
     pub own_proc: Option<OwnProcPlan>,
 }
 

@@ -211,16 +211,19 @@ fn require(present: bool, name: &'static str) -> Result<(), RunError> {
 
 /// Runs the command; returns interpose's exit status.
 pub fn run(args: &Config) -> Result<i32, RunError> {
+    let t0 = std::time::Instant::now();
+    let phase = |what: &str| tracing::debug!("start-up: {what} at {} us", t0.elapsed().as_micros());
+    phase("session starts");
     let (handled, original) = block_handled_signals()?;
     // While interpose is single-threaded: the session's own mount namespace
     // (with a user namespace when not root), which the command inherits.
     let namespace = sandbox::namespace::enter(!args.no_namespace);
     require_kernel()?;
     let user = args.user.as_deref().map(parse_user).transpose()?;
-    let t0 = std::time::Instant::now();
-    let phase = |what: &str| tracing::debug!("start-up: {what} at {} us", t0.elapsed().as_micros());
+    phase("namespace, kernel features");
 
     let session = SessionDir::create(args.keep_session)?;
+    phase("session directory");
     let mut parts = assemble(args, &session, &namespace, user)?;
     phase("surface, session home, caches");
     let trail = open_trail(args, &mut parts.surface)?;
@@ -447,24 +450,33 @@ fn backstop(
     }
     let fast = args.fast || parts.loaded.0.mode == Some(crate::policy::file::RunMode::Fast);
     let mut landlock = landlock;
-    let trapping = match (&mut landlock, fast) {
-        (_, false) => Trapping::All,
-        (None, true) => return Err(RunError::FastNeedsLandlock),
-        (Some(b), true) => {
-            let exact = sandbox::landlock::exact_rules(&parts.surface, &b.rules).is_some();
-            let own_proc = match () {
-                _ if !exact => Err("Landlock cannot decide this surface exactly".to_string()),
-                _ if !namespace.can_mount() => {
-                    Err("the command has no PID namespace of its own (run as root, or with user namespaces)".into())
-                }
-                _ if args.isolate => Err("--isolate builds its own /proc".into()),
-                _ => sandbox::landlock::own_proc(&parts.surface, b.abi),
-            };
-            match own_proc {
-                Ok(own) => b.own_proc = Some(own),
-                Err(why) => eprintln!("interpose: fast mode: opens stay trapped: {why}"),
-            }
-            Trapping::Fast { exact, reads: b.own_proc.is_some() }
+    let Some(b) = &mut landlock else {
+        return match fast {
+            true => Err(RunError::FastNeedsLandlock),
+            false => Ok((None, Trapping::All)),
+        };
+    };
+    // Where Landlock decides the surface exactly and the command gets a
+    // procfs of its own, the child grants that procfs whole (its
+    // carve-outs masked): fast mode leaves read-only opens to Landlock, and
+    // in both modes an open continued on the path as written that a
+    // symlink leads into /proc reads it as the surface allows.
+    let exact = sandbox::landlock::exact_rules(&parts.surface, &b.rules).is_some();
+    let own_proc = match () {
+        _ if !exact => Err("Landlock cannot decide this surface exactly".to_string()),
+        _ if !namespace.can_mount() => {
+            Err("the command has no PID namespace of its own (run as root, or with user namespaces)".into())
+        }
+        _ if args.isolate => Err("--isolate builds its own /proc".into()),
+        _ => sandbox::landlock::own_proc(&parts.surface, b.abi),
+    };
+    b.own_proc = own_proc.as_ref().ok().cloned();
+    let trapping = match (fast, own_proc) {
+        (false, _) => Trapping::All,
+        (true, Ok(_)) => Trapping::Fast { exact, reads: true },
+        (true, Err(why)) => {
+            eprintln!("interpose: fast mode: opens stay trapped: {why}");
+            Trapping::Fast { exact, reads: false }
         }
     };
     Ok((landlock, trapping))

@@ -4,7 +4,7 @@ use super::identity;
 use super::resolve::{Caller, Lookup, ProcEntry, Request, ResolveError, Resolved, Target};
 use super::{Answer, Supervisor};
 use crate::audit::{AccessKind, RuleKind, Verdict};
-use crate::policy::{Access, Reason};
+use crate::policy::{Access, ProcPlace, Reason};
 use crate::sys::fs::{self, Dir, OpenHow};
 use crate::sys::{mem, seccomp, Errno};
 use crate::syscalls::table;
@@ -1016,7 +1016,6 @@ impl Call<'_> {
         };
         let anchored = resolve & (fs::RESOLVE_BENEATH | fs::RESOLVE_IN_ROOT) != 0;
         let arg = self.path_arg(row.dirfd, row.path, anchored)?;
-        self.still_valid()?;
 
         let o_path = flags & libc::O_PATH != 0;
         let tmpfile = flags & libc::O_TMPFILE == libc::O_TMPFILE;
@@ -1025,6 +1024,15 @@ impl Call<'_> {
         let writes = flags & libc::O_ACCMODE != libc::O_RDONLY || flags & libc::O_TRUNC != 0;
         let follow = flags & libc::O_NOFOLLOW == 0 && !exclusive;
         let cloexec = flags & libc::O_CLOEXEC != 0;
+        let asked = match () {
+            _ if tmpfile || create => Access::Create,
+            _ if writes => Access::Write,
+            _ => Access::Read,
+        };
+        if !o_path && resolve == 0 && self.continues_as_written(&arg, asked) {
+            return Ok(Answer::Continue);
+        }
+        self.still_valid()?;
 
         let r = self.resolve(&arg, follow, false, resolve);
         let missing = matches!(r, Ok(Resolved { target: Target::Missing { .. }, .. }));
@@ -1144,6 +1152,40 @@ impl Call<'_> {
             Target::Anonymous { fd } => {
                 Ok(Answer::Install { fd: self.sup.resolver().reopen(fd.as_fd(), reopen, 0)?, cloexec })
             }
+        }
+    }
+
+    /// Whether an open may be continued on the path as written, without
+    /// resolving it: an absolute path with no `.` or `..` whose covering
+    /// rule allows `access` and is one Landlock enforces exactly. The
+    /// kernel then resolves it under a ruleset that grants, wherever the
+    /// path leads (symlinks included), exactly what the surface does, so the
+    /// answer is the one resolving here would give; the only places the
+    /// ruleset says less are `/proc/<pid>` without a procfs of the
+    /// command's own, and terminals the command created, where it refuses.
+    /// Not with a trail of allowed calls (their records name the resolved
+    /// object), not for paths in procfs or `/dev` (decided per process or
+    /// opened here). Nothing read from the caller is acted on, so the
+    /// notification need not be checked as still pending: a stale one
+    /// takes no answer.
+    fn continues_as_written(&mut self, arg: &PathArg, access: Access) -> bool {
+        let path = arg.bytes.as_slice();
+        let plain = path.split(|&b| b == b'/').all(|c| c != b"." && c != b"..");
+        if arg.base.is_some() || !plain || self.sup.records_allowed() || self.sup.isolated() {
+            return false;
+        }
+        let surface = self.sup.surface();
+        if !matches!(surface.proc_place(path), ProcPlace::NotProc) || path.starts_with(b"/dev/") {
+            return false;
+        }
+        let v = surface.decide(path, access, self.sup.procs());
+        match v.reason {
+            Reason::Rule(i) if v.allowed && self.sup.landlock_exact(i) => {
+                self.decided_by = Some(v.reason);
+                self.push(arg, None, AccessKind::from(access), Verdict::Allow, None, Why::Verdict(v.reason));
+                true
+            }
+            _ => false,
         }
     }
 

@@ -354,6 +354,11 @@ impl Supervisor {
         self.audit.is_some()
     }
 
+    /// Whether allowed decisions go to the trail too (level `all`).
+    pub fn records_allowed(&self) -> bool {
+        self.audit.is_some() && self.audit_level == AuditLevel::All
+    }
+
     /// Whether notification `id` is still pending (its caller still waits).
     pub fn still_pending(&self, id: u64) -> bool {
         seccomp::id_valid(self.listener.as_fd(), id)

@@ -329,8 +329,12 @@ fn signals_during_trapped_calls_do_not_wedge_or_leak() {
 }
 
 /// Symlink swapped on an intermediate directory while another thread opens
-/// through it: the supervisor opens what it resolved, so the denied file is
-/// never read, with or without the Landlock backstop.
+/// through it, by absolute path: without the Landlock backstop the
+/// supervisor opens what it resolved; with it, an open in a tree Landlock
+/// enforces exactly is continued on the path as written, and the kernel's
+/// own resolution under the ruleset reaches nothing outside. Either way the
+/// denied file is never read (a ruleset granting more than the surface, or
+/// a CONTINUE without one, would lose the race).
 #[test]
 fn symlink_swap_race_on_an_intermediate_directory() {
     if !kernel_ok() {
