@@ -195,6 +195,7 @@ impl OwnProcPlan {
     /// Prepares `own` for the child.
     pub fn new(own: &landlock::OwnProc) -> OwnProcPlan {
         use std::os::unix::ffi::OsStrExt;
+        // A name with a NUL in it names no file: nothing to mask.
         let masks = own.masks.iter().filter_map(|p| CString::new(p.as_os_str().as_bytes()).ok()).collect();
         OwnProcPlan { access: own.access, masks }
     }
