@@ -812,3 +812,52 @@ os.kill(pid, 9)
         stderr(&o)
     );
 }
+
+/// Opens in the workspace (a tree Landlock enforces exactly) are continued
+/// on the path as written, unresolved: what a symlink there leads to is
+/// decided by the kernel under the ruleset alone. Each link below leads
+/// somewhere the surface refuses (another process's environment, a host
+/// secret, a /proc carve-out, the user's home) or allows (the command's own
+/// /proc, the read-only tree); natively root reads them all.
+#[test]
+fn symlinks_in_the_workspace_reach_only_what_the_surface_allows() {
+    if !kernel_ok() {
+        return;
+    }
+    let t = Tree::new();
+    let mut victim = Command::new("/bin/sleep").arg("60").env("VICTIM_SECRET", "top-secret-marker").spawn().unwrap();
+    let environ = format!("/proc/{}/environ", victim.id());
+    wait_until("the victim's environment to be readable", 10, || {
+        std::fs::read_to_string(&environ).is_ok_and(|e| e.contains("top-secret-marker"))
+    });
+    let links = [
+        ("environ", environ.as_str()),
+        ("secret", t.outside.join("secret").to_str().unwrap().to_owned().leak()),
+        ("timers", "/proc/timer_list"),
+        ("status", "/proc/self/status"),
+        ("data", t.ro.join("data.txt").to_str().unwrap().to_owned().leak()),
+    ];
+    for (name, target) in links {
+        std::os::unix::fs::symlink(target, t.ws.join(name)).unwrap();
+    }
+    let script = "for l in environ secret timers status data; do \
+                  if head -c 4096 $WS/$l > /dev/null 2>&1; then echo $l read; else echo $l refused; fi; done; \
+                  grep -c top-secret-marker $WS/environ $WS/secret 2>/dev/null; true";
+    let native = Command::new("/bin/sh").args(["-c", script]).env("WS", &t.ws).output().unwrap();
+    assert!(
+        stdout(&native).starts_with("environ read\nsecret read\ntimers read\nstatus read\ndata read\n"),
+        "{}",
+        stdout(&native)
+    );
+    for mode in [&[][..], &["--fast"][..]] {
+        let o = t.command(mode, &["/bin/sh", "-c", script]).output().unwrap();
+        assert_eq!(
+            stdout(&o),
+            "environ refused\nsecret refused\ntimers refused\nstatus read\ndata read\n",
+            "{mode:?}: {}",
+            stderr(&o)
+        );
+    }
+    let _ = victim.kill();
+    let _ = victim.wait();
+}
