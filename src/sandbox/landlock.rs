@@ -268,8 +268,9 @@ pub fn exact_rules(surface: &Surface, granted: &[(PathBuf, Grant)]) -> Option<Ve
 /// after the mount (the ruleset built here names the supervisor's procfs,
 /// whose inodes the command no longer reaches). Landlock cannot carve the
 /// surface's denied entries (`/proc/kcore`, `/proc/timer_list`...) out of
-/// that grant, so the child mounts an empty file or directory over each:
-/// the command opens them and reads nothing.
+/// that grant, so the child mounts over each a read-only, `nodev` bind of
+/// `/dev/null` (a device on a `nodev` mount cannot be opened: `EACCES`, as
+/// in full mode) or, over a directory, an empty mode-000 tmpfs.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct OwnProc {
     /// Landlock rights on the new procfs's root (none where the surface

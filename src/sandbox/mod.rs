@@ -571,10 +571,10 @@ fn pid_namespace_proc() -> Result<(), Errno> {
     process::mount(Some(c"proc"), c"/proc", Some(c"proc"), libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC, None)
 }
 
-/// In the new `/proc`: an empty, read-only file (or directory) over each
-/// carve-out of the surface, then the grant of the whole procfs. The
-/// command holds no capability to unmount a mask, and the filter refuses
-/// the mount calls anyway.
+/// In the new `/proc`: a mask over each carve-out of the surface (see
+/// [`landlock::OwnProc`]), then the grant of the whole procfs. The command
+/// holds no capability to unmount a mask, Landlock forbids a restricted
+/// process to mount or unmount, and the filter refuses the mount calls.
 fn own_proc(own: &OwnProcPlan, ruleset: BorrowedFd<'_>) -> Result<(), Errno> {
     const NONE: Option<&CStr> = None;
     let ro = libc::MS_RDONLY | libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC;

@@ -1178,11 +1178,13 @@ impl Call<'_> {
         if !matches!(surface.proc_place(path), ProcPlace::NotProc) || path.starts_with(b"/dev/") {
             return false;
         }
-        let v = surface.decide(path, access, self.sup.procs());
-        match v.reason {
-            Reason::Rule(i) if v.allowed && self.sup.landlock_exact(i) => {
-                self.decided_by = Some(v.reason);
-                self.push(arg, None, AccessKind::from(access), Verdict::Allow, None, Why::Verdict(v.reason));
+        // An exact rule means no glob anywhere and no procfs here: the
+        // covering entry's mode is the whole decision.
+        match surface.lookup(path) {
+            Some(i) if self.sup.landlock_exact(i) && surface.rules()[i as usize].mode.permits(access) => {
+                let reason = Reason::Rule(i);
+                self.decided_by = Some(reason);
+                self.push(arg, None, AccessKind::from(access), Verdict::Allow, None, Why::Verdict(reason));
                 true
             }
             _ => false,
