@@ -284,31 +284,22 @@ impl Resolver {
         };
         let caller_forbids_links = req.resolve & (fs::RESOLVE_NO_SYMLINKS | fs::RESOLVE_NO_MAGICLINKS) != 0;
         let dotdot = req.path.split(|&c| c == b'/').any(|c| c == b"..");
-        if absolute && !anchored && !dotdot {
-            // Most absolute paths cross no symlink and no `..`: then the
-            // path as written, with `.` folded, is the canonical one, and
-            // reading it back from /proc/self/fd is not needed. A `..` is
-            // never folded by the text: under a directory another thread
-            // moves, the kernel's `..` is the directory's parent at that
-            // moment, wherever that is, so the name is read back from the
-            // object found.
+        if !anchored && !dotdot {
+            // Most paths cross no symlink and no `..`. An absolute one is
+            // then canonical as written (with `.` folded), so it need not be
+            // read back from /proc/self/fd; a relative one is read back, and
+            // the trail can name the directory it started from without
+            // reading that one back too (the path's prefix). A `..` is never
+            // folded by the text: under a directory another thread moves,
+            // the kernel's `..` is the directory's parent at that moment,
+            // wherever that is, so the name is read back from the object.
             let strict = OpenHow { resolve: how.resolve | fs::RESOLVE_NO_SYMLINKS, ..how };
             match fs::openat2(Dir::Fd(base), &cpath, strict) {
-                Ok(fd) => return self.found(at, req, fd, lexical(req.path)).map(Resolved::straight),
+                Ok(fd) if absolute => return self.found(at, req, fd, lexical(req.path)).map(Resolved::straight),
+                Ok(fd) => return self.finish_existing(at, req, fd).map(Resolved::straight),
                 Err(Errno::ENOENT) => return self.missing(at, req, base),
                 // A symlink on the way (ELOOP), or an error the general path
                 // reports the same way.
-                Err(_) => {}
-            }
-        } else if !absolute && !anchored && !dotdot {
-            // The same for a relative path, whose canonical form is read
-            // back from the object found: that it crossed no symlink lets
-            // the trail name the directory it started from without reading
-            // that one back too (the path's prefix).
-            let strict = OpenHow { resolve: how.resolve | fs::RESOLVE_NO_SYMLINKS, ..how };
-            match fs::openat2(Dir::Fd(base), &cpath, strict) {
-                Ok(fd) => return self.finish_existing(at, req, fd).map(Resolved::straight),
-                Err(Errno::ENOENT) => return self.missing(at, req, base),
                 Err(_) => {}
             }
         }

@@ -77,6 +77,13 @@ fn net_flags(port: u16) -> Vec<String> {
     ]
 }
 
+/// An origin on loopback, a scratch tree, and where its trail goes.
+fn on_loopback() -> (Origin, Tree, std::path::PathBuf) {
+    let t = Tree::new();
+    let trail = t.outside.join("trail.jsonl");
+    (origin("127.0.0.1:0"), t, trail)
+}
+
 fn run(t: &Tree, flags: &[String], trail: &Path, script: &str) -> Output {
     let mut extra: Vec<&str> = flags.iter().map(String::as_str).collect();
     extra.extend(["--audit", trail.to_str().unwrap()]);
@@ -133,11 +140,9 @@ fn real_clients_reach_allowed_hosts_through_the_proxy_and_are_told_which_host_wa
     if !kernel_ok() {
         return;
     }
-    let o = origin("127.0.0.1:0");
+    let (o, t, trail) = on_loopback();
     publish(&o);
     let p = o.port;
-    let t = Tree::new();
-    let trail = t.outside.join("trail.jsonl");
     let script = format!(
         r#"
 curl -sS --proxytunnel http://allowed.test:{p}/ ; echo "curl-connect=$?"
@@ -381,10 +386,8 @@ fn the_proxy_keeps_200_concurrent_connections_and_records_each() {
     if !kernel_ok() {
         return;
     }
-    let o = origin("127.0.0.1:0");
+    let (o, t, trail) = on_loopback();
     let p = o.port;
-    let t = Tree::new();
-    let trail = t.outside.join("trail.jsonl");
     let script = format!(
         r#"python3 - <<'EOF'
 import http.client, os, threading
@@ -419,10 +422,8 @@ fn the_proxy_failing_makes_connections_fail_never_bypass() {
     if !kernel_ok() {
         return;
     }
-    let o = origin("127.0.0.1:0");
+    let (o, t, trail) = on_loopback();
     let p = o.port;
-    let t = Tree::new();
-    let trail = t.outside.join("trail.jsonl");
     let script = format!(
         "curl -sS http://allowed.test:{p}/; curl -sS http://panic-the-proxy.interpose-test/ > /dev/null 2>&1; \
          sleep 0.2; curl -sS http://allowed.test:{p}/ 2>/dev/null; echo after=$?; \
@@ -498,10 +499,8 @@ fn on_the_hosts_loopback_the_proxy_serves_only_the_sandbox() {
     if !kernel_ok() {
         return;
     }
-    let o = origin("127.0.0.1:0");
+    let (o, t, trail) = on_loopback();
     let p = o.port;
-    let t = Tree::new();
-    let trail = t.outside.join("trail.jsonl");
     let script = format!("echo \"$HTTPS_PROXY\"; sleep 2; curl -sS http://allowed.test:{p}/");
     let mut child = as_nobody_on_the_hosts_network(&t, &net_flags(p), &trail, &["/bin/sh", "-c", &script])
         .stdout(std::process::Stdio::piped())
