@@ -8,6 +8,7 @@ pub mod env;
 pub mod file;
 pub mod glob;
 pub mod hosts;
+pub mod settle;
 pub mod system;
 pub mod trie;
 
@@ -111,6 +112,9 @@ pub enum Origin {
     /// This run's audit trail, or the key that anchors trails: carved out
     /// so the command cannot reach them.
     Trail(&'static str),
+    /// A file or directory a carve-out pattern matched when the session
+    /// started (see [`settle`]): the pattern, and where it was written.
+    Matched(String, Box<Origin>),
 }
 
 impl Origin {
@@ -124,7 +128,10 @@ impl Origin {
     /// workspace), not a built-in profile, the system surface or
     /// interpose's own session directories.
     pub fn is_user(&self) -> bool {
-        matches!(self, Origin::Flag(_) | Origin::File { .. } | Origin::Workspace)
+        match self {
+            Origin::Matched(_, of) => of.is_user(),
+            o => matches!(o, Origin::Flag(_) | Origin::File { .. } | Origin::Workspace),
+        }
     }
 }
 
@@ -140,6 +147,7 @@ impl std::fmt::Display for Origin {
             Origin::SessionCache(of) => write!(f, "private cache for {of}"),
             Origin::Workspace => f.write_str("workspace: the directory interpose runs in"),
             Origin::Trail(what) => f.write_str(what),
+            Origin::Matched(pattern, of) => write!(f, "{of}, matched {pattern} at start"),
         }
     }
 }
@@ -219,11 +227,32 @@ pub struct GlobRule {
     pub effect: GlobEffect,
     /// Where it came from.
     pub origin: Origin,
+    /// A carve-out pattern settled when the session started ([`settle`]):
+    /// what it matched then are carve-outs of their own, and names made
+    /// later are the session's, so it decides nothing any more.
+    pub settled: bool,
     matcher: globset::GlobMatcher,
 }
 
 impl GlobRule {
-    fn matches(&self, path: &[u8]) -> bool {
+    /// The directory whose whole subtree the pattern names, for a pattern
+    /// that is a literal path (`.git/config`) or a literal directory
+    /// followed by `/**` (`secrets/**`): such a pattern is a carve-out of
+    /// one place, which the kernel can hold with one mask, and it covers
+    /// names made there later too.
+    pub fn subtree(&self) -> Option<&Path> {
+        use std::os::unix::ffi::OsStrExt;
+        let text = self.pattern.as_os_str().as_bytes();
+        let literal = |p: &[u8]| !glob::is_glob(&String::from_utf8_lossy(p));
+        if literal(text) {
+            return Some(&self.pattern);
+        }
+        let dir = text.strip_suffix(b"/**")?;
+        literal(dir).then(|| Path::new(std::ffi::OsStr::from_bytes(dir)))
+    }
+
+    /// Whether `path` (canonical, absolute) matches the pattern.
+    pub fn matches(&self, path: &[u8]) -> bool {
         use std::os::unix::ffi::OsStrExt;
         let base = self.base.as_os_str().as_bytes();
         path.strip_prefix(base).is_some_and(|rest| rest.first() == Some(&b'/'))
@@ -478,7 +507,7 @@ impl Surface {
         let base = canonical_lenient(&literal_base).map_err(|_| glob::GlobError::Malformed("base not resolvable"))?;
         let pattern = base.join(rest);
         let matcher = glob::compile(&pattern)?;
-        self.globs.push(GlobRule { pattern, base, effect, origin, matcher });
+        self.globs.push(GlobRule { pattern, base, effect, origin, settled: false, matcher });
         Ok(())
     }
 
@@ -603,7 +632,9 @@ impl Surface {
             .or_else(|| {
                 self.globs
                     .iter()
-                    .position(|g| g.effect != GlobEffect::Grant && under(g.base.as_os_str().as_bytes(), false))
+                    .position(|g| {
+                        g.effect != GlobEffect::Grant && !g.settled && under(g.base.as_os_str().as_bytes(), false)
+                    })
                     .map(|i| Reason::Glob(i as u32))
             })
     }
@@ -613,7 +644,7 @@ impl Surface {
     /// a matching grant allows unless the trie entry that decided is more
     /// specific than the glob's base (a carve-out inside it, say).
     fn decide_globs(&self, path: &[u8], access: Access, verdict: Verdict) -> Verdict {
-        for (i, g) in self.globs.iter().enumerate() {
+        for (i, g) in self.globs.iter().enumerate().filter(|(_, g)| !g.settled) {
             let denies = match g.effect {
                 GlobEffect::Deny => true,
                 GlobEffect::DenyWrites => access.is_mutation(),

@@ -104,6 +104,10 @@ impl SurfaceSpec {
             }
         }
         surface.prefer_user_grants();
+        // Carve-out patterns name what exists now: the kernel holds those
+        // (crate::policy::settle); what the session makes later is its own.
+        let settled = surface.settle_patterns();
+        tracing::debug!("carve-out patterns settled: {settled:?}");
         Ok((surface, (policy, resolved)))
     }
 }
