@@ -84,6 +84,15 @@ fn context_with(notify: ScmpAction, options: Options) -> Result<ScmpFilterContex
                 }
                 &mut ctx
             }
+            // A send with no address (send(2), write on a socket) goes to
+            // the peer a decided connect chose: only one naming an address
+            // is notified (a register, which the caller cannot change after
+            // the filter read it).
+            (Action::Emulate | Action::Continue, _) if row.op == crate::syscalls::Op::Sendto => {
+                let arg = row.extra.expect("sendto names its address argument");
+                let named = ScmpArgCompare::new(arg.into(), ScmpCompareOp::NotEqual, 0);
+                ctx.add_rule_conditional(notify, syscall, &[named])?
+            }
             (Action::Emulate | Action::Continue, _) => match row.refuse {
                 Some((_, When::AnyBit { arg, mask })) => {
                     let clear = ScmpArgCompare::new(arg.into(), ScmpCompareOp::MaskedEqual(mask), 0);

@@ -6,13 +6,16 @@
 //!
 //! The mounts are planned in the parent (which may allocate) as a list of
 //! steps with every path ready as a C string, and carried out in the child
-//! between `fork` and `exec` with plain system calls. Trees with a carve-out
-//! are rebuilt entry by entry, exactly as the Landlock ruleset expands them,
-//! so the carve-out is not mounted at all. Every destination equals its
-//! source, so the supervisor, resolving paths in its own namespace, finds
-//! the same objects the command does.
+//! between `fork` and `exec` with plain system calls. Read-only trees with
+//! a carve-out are rebuilt entry by entry, as a ruleset without masks
+//! expands them, so the carve-out is not mounted at all; writable ones are
+//! bound whole (names made in them later land on the host) and the
+//! backstop's masks are mounted over their carve-outs.
+//! Every destination equals its source, so the supervisor, resolving
+//! absolute paths from the command's root, finds the same objects the
+//! command does.
 
-use super::landlock::{self, Grant};
+use super::landlock::{Grant, Layout};
 use crate::policy::{Mode, Surface};
 use crate::sys::{process, Errno};
 use std::ffi::{CStr, CString};
@@ -45,15 +48,6 @@ pub enum Step {
     },
     /// Mount a fresh procfs.
     Proc(CString),
-    /// Hide a carve-out inside a writable tree that is mounted whole: an
-    /// empty read-only tmpfs over a directory, an empty read-only file over
-    /// a file (the supervisor refuses it in any case).
-    Mask {
-        /// The carve-out under the new root.
-        target: CString,
-        /// Whether it is a directory.
-        dir: bool,
-    },
 }
 
 /// The plan carried into the child.
@@ -63,6 +57,8 @@ pub struct Isolation {
     pub root: CString,
     /// The steps, parents before children.
     pub steps: Vec<Step>,
+    /// The backstop's masks, under the new root, made after the steps.
+    pub masks: Vec<super::MaskPlan>,
     /// The directory to enter after the pivot (the caller's cwd if it is in
     /// the new root, else `/`).
     pub cwd: CString,
@@ -75,32 +71,33 @@ fn c(p: &Path) -> CString {
     CString::new(p.as_os_str().as_bytes()).expect("paths from the file system have no NUL")
 }
 
-/// Plans the new root in `staging` (an empty directory) for `surface`.
-pub fn plan(surface: &Surface, staging: &Path, cwd: &Path) -> Isolation {
+/// Plans the new root in `staging` (an empty directory) for `surface`,
+/// whose backstop is laid out as `layout` ([`super::landlock::isolated`]).
+pub fn plan(surface: &Surface, layout: &Layout, staging: &Path, cwd: &Path) -> Isolation {
     let under = |p: &Path| staging.join(p.strip_prefix("/").unwrap_or(p));
-    let mut entries: Vec<(PathBuf, Grant, bool)> = landlock::grants(surface);
+    let mut entries: Vec<(PathBuf, Grant, bool)> = layout.grants.clone();
     let procs: Vec<&PathBuf> = surface.proc_mounts().iter().collect();
     entries.retain(|(p, _, _)| !procs.iter().any(|m| p.starts_with(m)));
+    // A grant pattern's base: the supervisor makes and opens the names it
+    // grants there, so it is mounted whole and writable (Landlock grants
+    // nothing there; the supervisor decides which names).
+    for g in surface.globs() {
+        if g.effect == crate::policy::GlobEffect::Grant && g.base.is_dir() {
+            entries.push((g.base.clone(), Grant::Parent(Mode::Rw), true));
+        }
+    }
     // One mount per path; where a path is granted twice (a read-only entry
     // that is also a glob's base), the writable grant is the one kept.
-    let writable = |g: &Grant| matches!(g, Grant::Tree(Mode::Rw) | Grant::Parent(Mode::Rw) | Grant::GlobBase);
+    let writable = |g: &Grant| matches!(g, Grant::Tree(Mode::Rw) | Grant::Parent(Mode::Rw));
     entries.sort_by(|a, b| a.0.cmp(&b.0).then(writable(&b.1).cmp(&writable(&a.1))));
     entries.dedup_by(|a, b| a.0 == b.0);
 
-    // A writable tree with a carve-out is mounted whole, so that names made
-    // in it later land on the host, and the carve-outs are masked; only
-    // read-only trees are rebuilt entry by entry.
-    let whole: Vec<PathBuf> = entries
-        .iter()
-        .filter(|(_, g, _)| matches!(g, Grant::Parent(Mode::Rw) | Grant::GlobBase))
-        .map(|(p, _, _)| p.clone())
-        .collect();
+    // A writable directory that is not granted whole (a pattern's base, or
+    // an expanded tree) is mounted whole, so that names made in it later
+    // land on the host; read-only trees beneath it are bound again on top.
+    let whole: Vec<PathBuf> =
+        entries.iter().filter(|(_, g, _)| *g == Grant::Parent(Mode::Rw)).map(|(p, _, _)| p.clone()).collect();
     entries.retain(|(p, g, _)| !(whole.iter().any(|w| p != w && p.starts_with(w)) && *g != Grant::Tree(Mode::Ro)));
-    let masks: Vec<PathBuf> = surface
-        .effective_rules()
-        .filter(|(_, r)| r.mode == Mode::Deny && whole.iter().any(|w| r.path.starts_with(w)) && r.path.exists())
-        .map(|(_, r)| r.path.clone())
-        .collect();
     let mut steps = Vec::new();
     let mut made: std::collections::HashSet<PathBuf> = std::collections::HashSet::new();
     let mut parents = |p: &Path, steps: &mut Vec<Step>| {
@@ -125,11 +122,6 @@ pub fn plan(surface: &Surface, staging: &Path, cwd: &Path) -> Isolation {
                 steps.push(Step::Bind { source: c(&path), target: c(&under(&path)), writable: true, dir: true });
             }
             (Grant::Parent(_), false) => steps.push(Step::Dir(c(&under(&path)))),
-            // A grant glob's base is mounted whole: the supervisor decides
-            // which names in it may be touched.
-            (Grant::GlobBase, false) => {
-                steps.push(Step::Bind { source: c(&path), target: c(&under(&path)), writable: true, dir: true });
-            }
             (Grant::Tree(mode), false) => steps.push(Step::Bind {
                 source: c(&path),
                 target: c(&under(&path)),
@@ -138,19 +130,22 @@ pub fn plan(surface: &Surface, staging: &Path, cwd: &Path) -> Isolation {
             }),
         }
     }
-    for m in masks {
-        steps.push(Step::Mask { target: c(&under(&m)), dir: m.is_dir() });
-    }
     for m in procs {
         parents(m, &mut steps);
         steps.push(Step::Dir(c(&under(m))));
         steps.push(Step::Proc(c(&under(m))));
     }
+    let masks = layout
+        .masks
+        .iter()
+        .filter(|m| whole.iter().any(|w| m.path != *w && m.path.starts_with(w)))
+        .map(|m| super::MaskPlan { target: c(&under(&m.path)), kind: m.kind })
+        .collect();
     let inside = surface.lookup(cwd.as_os_str().as_bytes()).is_some();
     let (uid, gid) = (nix::unistd::geteuid().as_raw(), nix::unistd::getegid().as_raw());
     let user_namespace =
         (uid != 0).then(|| (format!("{uid} {uid} 1\n").into_bytes(), format!("{gid} {gid} 1\n").into_bytes()));
-    Isolation { root: c(staging), steps, cwd: if inside { c(cwd) } else { CString::from(c"/") }, user_namespace }
+    Isolation { root: c(staging), steps, masks, cwd: if inside { c(cwd) } else { CString::from(c"/") }, user_namespace }
 }
 
 /// Carries out the plan in the child: a private mount namespace, the tmpfs
@@ -194,17 +189,6 @@ pub fn enter(plan: &Isolation) -> Result<(), Errno> {
                     })?;
                 }
             }
-            Step::Mask { target, dir: true } => process::mount(
-                Some(c"tmpfs"),
-                target,
-                Some(c"tmpfs"),
-                libc::MS_RDONLY | libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC,
-                Some(c"size=0,mode=000"),
-            )?,
-            Step::Mask { target, dir: false } => {
-                process::mount(Some(c"/dev/null"), target, NONE, libc::MS_BIND, NONE)?;
-                process::mount(NONE, target, NONE, libc::MS_REMOUNT | libc::MS_BIND | libc::MS_RDONLY, NONE)?;
-            }
             // A new procfs needs privilege over the PID namespace, which a
             // user namespace of our own does not give: then the host's is
             // bound instead (the supervisor decides /proc/<pid> either way).
@@ -220,6 +204,7 @@ pub fn enter(plan: &Isolation) -> Result<(), Errno> {
             )?,
         }
     }
+    super::apply_masks(&plan.masks)?;
     process::chdir(&plan.root)?;
     process::pivot_to_cwd()?;
     process::chdir(&plan.cwd).or_else(|_| process::chdir(c"/"))
@@ -237,7 +222,7 @@ mod tests {
         let mut s = Surface::new();
         s.add(Rule { path: home.clone(), mode: Mode::Ro, origin: Origin::Flag("t".into()) });
         s.add_glob(&home.join(".tool.json.*"), crate::policy::GlobEffect::Grant, Origin::Flag("t".into())).unwrap();
-        let p = plan(&s, Path::new("/new"), Path::new("/"));
+        let p = plan(&s, &crate::sandbox::landlock::isolated(&s), Path::new("/new"), Path::new("/"));
         let binds: Vec<&Step> = p.steps.iter().filter(|st| matches!(st, Step::Bind { .. })).collect();
         assert_eq!(binds.len(), 1, "{:?}", p.steps);
         assert!(matches!(binds[0], Step::Bind { writable: true, .. }), "{:?}", p.steps);
@@ -258,9 +243,10 @@ mod tests {
         s.add(Rule { path: root.join("etc/shadow"), mode: Mode::Deny, origin: o() });
         s.add(Rule { path: root.join("ws"), mode: Mode::Rw, origin: o() });
         let staging = Path::new("/new");
-        let p = plan(&s, staging, &root.join("ws"));
+        let p = plan(&s, &crate::sandbox::landlock::isolated(&s), staging, &root.join("ws"));
         let text = format!("{:?}", p.steps);
         assert!(text.contains("etc/passwd") && !text.contains("shadow"), "{text}");
+        assert_eq!(p.masks, vec![], "a read-only tree is rebuilt around its carve-out, not masked");
         let pos = |needle: &str| p.steps.iter().position(|st| format!("{st:?}").contains(needle)).unwrap();
         assert!(pos(&format!("Dir(\"/new{}\")", root.display())) < pos("etc/passwd"));
         assert_eq!(p.cwd, c(&root.join("ws")));

@@ -1,21 +1,30 @@
-//! The Landlock backstop: a ruleset built from the same surface as the trie.
+//! The kernel's backstop: a Landlock ruleset and, where the command has a
+//! mount namespace of its own, mounts over the carve-outs, both made from
+//! the same surface as the trie.
 //!
-//! The supervisor decides every trapped call, but calls it answers with
-//! CONTINUE are resolved again by the kernel, after the check. Landlock makes
-//! the kernel enforce the same surface on that second resolution, so a path
-//! swapped in between still cannot reach anything outside it.
+//! The supervisor decides every trapped call, but a call it answers with
+//! CONTINUE is looked up again by the kernel, after the check, in memory
+//! another thread may have changed. So the backstop holds one invariant,
+//! by construction: **it never grants an object more than the surface
+//! does**. Wherever a continued call ends up, the kernel then refuses what
+//! the surface refuses ([`Sound`] is the proof a handler needs before it
+//! may continue; see `supervisor::cover`).
 //!
 //! Landlock grants whole trees and cannot carve a denied entry out of a
-//! granted one. Where the surface does (a secret inside `/etc`), the ruleset
-//! grants the tree's entries one by one instead, leaving the carve-out out,
-//! and gives the directory itself less: listing only for a read-only tree;
-//! for a read-write one everything but writing and truncating files, so that
-//! new names in a workspace with a carve-out can still be created, renamed,
-//! removed and executed (the kernel's exec needs read and execute rights).
-//! Opens are emulated by the supervisor, so reading and writing a name
-//! created later is decided there, never by these rights.
+//! granted one. With a mount namespace of the command's own each carve-out
+//! that exists is masked there instead ([`Mask`]: an empty, read-only
+//! object over a denied entry, a read-only bind over a read-only one inside
+//! a writable tree), so the tree is granted whole and the kernel holds the
+//! carve-out itself. Without one (`--no-namespace`, an ordinary user
+//! without user namespaces), or around a carve-out that holds a grant of its
+//! own, the tree is expanded instead: its directory is only listable and its
+//! entries are granted one by one, leaving the carve-out out. A carve-out
+//! that does not exist yet cannot be masked; where the kernel could create
+//! it, creating continued calls are emulated ([`Sound::creates`]). A grant
+//! pattern (`~/.claude.json.*`) names files Landlock cannot: it is granted
+//! nothing, and calls beneath it are emulated.
 
-use crate::policy::{Mode, ProcPlace, Surface};
+use crate::policy::{Access as SurfaceAccess, GlobEffect, Mode, ProcPlace, Surface};
 use landlock::{
     Access, AccessFs, BitFlags, CompatLevel, Compatible, Ruleset, RulesetAttr, RulesetCreatedAttr, Scope, ABI,
 };
@@ -44,32 +53,103 @@ pub enum LandlockError {
     Rule(PathBuf, nix::errno::Errno),
 }
 
-/// What the ruleset covers, for `interpose check` and the session record.
-#[derive(Debug)]
-pub struct Backstop {
-    /// The ruleset to apply in the child with `landlock_restrict_self`.
-    pub ruleset: OwnedFd,
-    /// The ABI version the ruleset was built for.
-    pub abi: i32,
-    /// Whether the ABI 6 scopes (signals, abstract unix sockets) are on.
-    pub scoped: bool,
-    /// Paths granted and what was granted, in order.
-    pub rules: Vec<(PathBuf, Grant)>,
-    /// With a PID namespace of the command's own and an exact ruleset: the
-    /// grant the child adds for its procfs ([`own_proc`]).
-    pub own_proc: Option<OwnProc>,
+/// One Landlock grant: a path and what it gets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Grant {
+    /// The whole tree (or file) with the rights of this mode.
+    Tree(Mode),
+    /// A directory of an expanded tree of this mode: listing only (its
+    /// entries are granted one by one; see [`parent_rights`]).
+    Parent(Mode),
 }
 
-/// What a directory with a carve-out beneath it gets itself (Landlock rights
-/// on a directory reach every file beneath it, the carve-out included):
-/// never a right that writes or truncates a file.
-fn parent_rights(mode: Mode, abi: ABI) -> BitFlags<AccessFs> {
-    let content = AccessFs::WriteFile | AccessFs::Truncate;
-    match mode {
-        Mode::Deny => BitFlags::empty(),
-        Mode::Ro => AccessFs::ReadDir.into(),
-        Mode::Rw => rights(Mode::Rw, abi, true) & !content,
+/// A mount in the command's mount namespace that holds a carve-out inside
+/// a tree Landlock grants whole.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Mask {
+    /// The carve-out (canonical).
+    pub path: PathBuf,
+    /// What is mounted there.
+    pub kind: MaskKind,
+}
+
+/// What a [`Mask`] mounts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MaskKind {
+    /// A denied entry: `/dev/null` on a read-only `nodev` bind over a file
+    /// (opening it fails with `EACCES`), an empty read-only mode-000 tmpfs
+    /// over a directory.
+    Hide,
+    /// A read-only entry inside a writable tree (`deny_writes`): bound onto
+    /// itself read-only (`EROFS` for every change beneath it).
+    ReadOnly,
+    /// A writable entry inside a [`MaskKind::ReadOnly`] one: bound onto
+    /// itself writable again.
+    Writable,
+}
+
+/// Proof that the backstop refuses, for the continued calls it covers,
+/// everything the surface refuses, wherever the kernel's own lookup leads:
+/// made only by [`layout`], which builds the grants and masks to hold it.
+/// Handlers answer CONTINUE only with it (`supervisor::cover::Cover`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Sound {
+    creates: bool,
+}
+
+impl Sound {
+    /// Whether a continued call asking `access` is refused by the kernel
+    /// wherever the surface refuses it. Reading, writing and executing
+    /// always are (every grant is within the surface, every carve-out that
+    /// exists is masked or left out); creating is not where a carve-out
+    /// that does not exist yet lies in a tree the kernel lets the command
+    /// create in. Metadata (`stat`, `O_PATH`, `chdir`) is never Landlock's.
+    pub fn covers(self, access: SurfaceAccess) -> bool {
+        match access {
+            SurfaceAccess::Read | SurfaceAccess::Write | SurfaceAccess::Exec => true,
+            SurfaceAccess::Create => self.creates,
+            SurfaceAccess::Delete | SurfaceAccess::LinkSource | SurfaceAccess::Stat => false,
+        }
     }
+
+    /// Whether the kernel refuses every create the surface refuses.
+    pub fn creates(self) -> bool {
+        self.creates
+    }
+}
+
+/// How the kernel is given the surface.
+#[derive(Debug, Clone)]
+pub struct Layout {
+    /// The Landlock grants: path, what it gets, and whether it is a
+    /// directory.
+    pub grants: Vec<(PathBuf, Grant, bool)>,
+    /// Mounts over carve-outs, parents before children (empty without a
+    /// mount namespace of the command's own).
+    pub masks: Vec<Mask>,
+    /// What the kernel then refuses as the surface does.
+    pub sound: Sound,
+    /// Carve-outs that do not exist yet, in trees the kernel lets the
+    /// command create in (why [`Sound::creates`] is false).
+    pub missing: Vec<PathBuf>,
+    /// Whether the ruleset also grants everything the surface lets be read:
+    /// no tree expanded (a name made later in an expanded directory is
+    /// granted nothing), no grant pattern, no entry granted before it
+    /// exists. Fast mode leaves read-only opens to the kernel only then.
+    pub reads_exact: bool,
+    /// Whether it also does for names: reads are exact, creating is sound,
+    /// and no carve-out lies inside a writable tree (moving its directory
+    /// would move it away from the name the surface protects). Fast mode
+    /// leaves name operations to the kernel only then.
+    pub names_exact: bool,
+}
+
+/// What a directory of an expanded tree gets itself: listing only. Its
+/// entries are granted one by one; a name made in it later is granted
+/// nothing, so calls on it are the supervisor's (a Landlock right on a
+/// directory reaches every file beneath it, a carve-out included).
+fn parent_rights() -> BitFlags<AccessFs> {
+    AccessFs::ReadDir.into()
 }
 
 fn rights(mode: Mode, abi: ABI, is_dir: bool) -> BitFlags<AccessFs> {
@@ -87,49 +167,61 @@ fn rights(mode: Mode, abi: ABI, is_dir: bool) -> BitFlags<AccessFs> {
     }
 }
 
-/// One Landlock grant: a path and what it gets.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Grant {
-    /// The whole tree (or file) with the rights of this mode.
-    Tree(Mode),
-    /// The directory of an expanded tree: see [`parent_rights`].
-    Parent(Mode),
-    /// The literal base directory of a grant glob: Landlock gets the rights
-    /// of a writable parent ([`parent_rights`]); the supervisor decides which
-    /// names beneath it match.
-    GlobBase,
+/// A carve-out: a place the surface grants less than the tree around it.
+#[derive(Debug, Clone)]
+struct Carve {
+    path: PathBuf,
+    mode: Mode,
 }
 
-/// For every directory above an entry, the narrowest mode of the entries
-/// beneath it: a directory needs expanding when that is narrower than its
-/// own grant.
+/// The mode of the deepest rule strictly above `path`, if any.
+fn covering_mode(surface: &Surface, path: &Path) -> Option<Mode> {
+    let parent = path.parent()?;
+    surface.lookup(parent.as_os_str().as_bytes()).map(|i| surface.rules()[i as usize].mode)
+}
+
+/// Every carve-out of `surface` inside a tree it grants: rules narrower than
+/// the rule above them, and the places of deny patterns that name one
+/// place. `/proc/<pid>` is decided by membership, not carved.
+fn carve_outs(surface: &Surface) -> Vec<Carve> {
+    let hidden: Vec<u32> = surface.hidden_by_overlay().collect();
+    let mut out: Vec<Carve> = Vec::new();
+    for (i, r) in surface.effective_rules() {
+        // A name an overlay hides does not exist for the command.
+        if hidden.contains(&i) || matches!(surface.proc_place(r.path.as_os_str().as_bytes()), ProcPlace::Pid(..)) {
+            continue;
+        }
+        if covering_mode(surface, &r.path).is_some_and(|cover| r.mode < cover) {
+            out.push(Carve { path: r.path.clone(), mode: r.mode });
+        }
+    }
+    for g in surface.globs().iter().filter(|g| g.effect != GlobEffect::Grant && !g.settled) {
+        let Some(place) = g.subtree() else { continue };
+        let mode = if g.effect == GlobEffect::Deny { Mode::Deny } else { Mode::Ro };
+        let cover = surface.lookup(place.as_os_str().as_bytes()).map(|i| surface.rules()[i as usize].mode);
+        if cover.is_some_and(|c| mode < c) {
+            match out.iter_mut().find(|c| c.path == place) {
+                Some(c) => c.mode = c.mode.min(mode),
+                None => out.push(Carve { path: place.to_path_buf(), mode }),
+            }
+        }
+    }
+    out.sort_by(|a, b| a.path.cmp(&b.path));
+    out
+}
+
+/// For every directory above a place that forces its tree to be expanded,
+/// the narrowest mode beneath it: a directory is expanded when that is
+/// narrower than its own grant.
 struct Beneath(std::collections::HashMap<PathBuf, Mode>);
 
 impl Beneath {
-    fn of(surface: &Surface) -> Beneath {
+    fn of(forced: &[Carve]) -> Beneath {
         let mut map = std::collections::HashMap::new();
-        // A procfs mount is never granted whole: granted whole, it would
-        // grant every process's /proc/<pid> (the host's, where the command
-        // has no PID namespace of its own), which the surface refuses
-        // outside the sandbox, and a CONTINUEd open whose path is swapped
-        // after its check would reach them. So it, and every directory
-        // above it, is expanded as around a carve-out (`grant` then skips
-        // its pid entries).
-        for m in surface.proc_mounts() {
-            for a in m.ancestors() {
-                map.insert(a.to_path_buf(), Mode::Deny);
-            }
-        }
-        // A name an overlay hides does not exist for the command: no
-        // carve-out is needed around it.
-        let hidden: Vec<u32> = surface.hidden_by_overlay().collect();
-        for (i, r) in surface.effective_rules() {
-            if hidden.contains(&i) {
-                continue;
-            }
-            for a in r.path.ancestors().skip(1) {
-                let m = map.entry(a.to_path_buf()).or_insert(r.mode);
-                *m = (*m).min(r.mode);
+        for c in forced {
+            for a in c.path.ancestors().skip(1) {
+                let m = map.entry(a.to_path_buf()).or_insert(c.mode);
+                *m = (*m).min(c.mode);
             }
         }
         Beneath(map)
@@ -140,35 +232,118 @@ impl Beneath {
     }
 }
 
-/// The grants that express `surface` in Landlock terms.
-pub fn grants(surface: &Surface) -> Vec<(PathBuf, Grant, bool)> {
-    let mut out = Vec::new();
-    let beneath = Beneath::of(surface);
+/// The backstop for `surface`: with `mounts` (the command has a mount
+/// namespace of its own, with its own `/proc`), carve-outs that exist are
+/// masked and trees granted whole; without, trees with carve-outs are
+/// expanded.
+pub fn layout(surface: &Surface, mounts: bool) -> Layout {
+    let carves = carve_outs(surface);
+    let grants_beneath = |dir: &Path| {
+        surface.effective_rules().any(|(_, r)| r.mode != Mode::Deny && r.path != dir && r.path.starts_with(dir))
+    };
+    // Places the ruleset must expand around: every carve-out without
+    // mounts; with them, a denied directory that holds a grant (a mask
+    // would hide the grant too).
+    let mut forced: Vec<Carve> = Vec::new();
+    let mut masks: Vec<Mask> = Vec::new();
+    let mut missing_carves: Vec<Carve> = Vec::new();
+    for c in carves {
+        let exists = c.path.metadata().is_ok();
+        if !mounts {
+            forced.push(c);
+        } else if !exists {
+            missing_carves.push(c);
+        } else if c.mode == Mode::Deny && grants_beneath(&c.path) {
+            forced.push(c);
+        } else {
+            let kind = if c.mode == Mode::Deny { MaskKind::Hide } else { MaskKind::ReadOnly };
+            masks.push(Mask { path: c.path, kind });
+        }
+    }
+    // A procfs is never granted whole where it numbers the host's
+    // processes: that would grant every process's /proc/<pid>, which the
+    // surface refuses outside the sandbox. With mounts the command's /proc
+    // is its PID namespace's own, which the child grants itself (see
+    // [`own_proc`]); any other procfs is expanded around.
+    for m in surface.proc_mounts() {
+        if !mounts || m != Path::new("/proc") {
+            forced.push(Carve { path: m.join("0"), mode: Mode::Deny });
+        }
+    }
+    // Writable entries inside a read-only mask are bound writable again.
+    let readonly: Vec<PathBuf> =
+        masks.iter().filter(|m| m.kind == MaskKind::ReadOnly).map(|m| m.path.clone()).collect();
+    for (_, r) in surface.effective_rules() {
+        if r.mode == Mode::Rw && readonly.iter().any(|m| r.path != *m && r.path.starts_with(m)) && r.path.exists() {
+            masks.push(Mask { path: r.path.clone(), kind: MaskKind::Writable });
+        }
+    }
+    masks.sort_by(|a, b| a.path.cmp(&b.path));
+
+    let beneath = Beneath::of(&forced);
+    let mut grants = Vec::new();
     for (_, rule) in surface.effective_rules() {
+        let path = rule.path.as_os_str().as_bytes();
         // `/proc/<pid>` is decided by sandbox membership, which no rule
-        // expresses: the supervisor opens what the command may reach there.
-        let in_a_process = matches!(surface.proc_place(rule.path.as_os_str().as_bytes()), ProcPlace::Pid(..));
-        if rule.mode == Mode::Deny || in_a_process {
+        // expresses; with mounts, the command's /proc is not this one.
+        let in_a_process = matches!(surface.proc_place(path), ProcPlace::Pid(..));
+        let own_proc = mounts && rule.path.starts_with("/proc");
+        if rule.mode == Mode::Deny || in_a_process || own_proc {
             continue;
         }
-        grant(surface, &beneath, &rule.path, rule.mode, None, &mut out);
+        grant(surface, &beneath, &rule.path, rule.mode, None, &mut grants);
     }
-    // A glob names files Landlock cannot: the base directory gets what
-    // creating, renaming and removing names beneath it needs, and the
-    // supervisor decides which names. (Its opens are emulated, so the
-    // missing write right never applies to them.)
-    for g in surface.globs() {
-        if g.effect == crate::policy::GlobEffect::Grant && g.base.is_dir() {
-            out.push((g.base.clone(), Grant::GlobBase, true));
-        }
-    }
-    out
+    let missing: Vec<PathBuf> = missing_carves
+        .into_iter()
+        .filter(|c| c.path.parent().is_some_and(|dir| kernel_creates_in(dir, &grants, &masks)))
+        .map(|c| c.path)
+        .collect();
+    let sound = Sound { creates: missing.is_empty() };
+    let writable_carve = masks.iter().any(|m| {
+        m.kind != MaskKind::Writable && m.path.parent().is_some_and(|d| kernel_creates_in(d, &grants, &masks))
+    });
+    let granted_later = surface.effective_rules().any(|(_, r)| {
+        r.mode != Mode::Deny
+            && !matches!(surface.proc_place(r.path.as_os_str().as_bytes()), ProcPlace::Pid(..))
+            && r.path.metadata().is_err()
+    });
+    let reads_exact = !granted_later
+        && !grants.iter().any(|(_, g, _)| matches!(g, Grant::Parent(_)))
+        && !surface.globs().iter().any(|g| g.effect == GlobEffect::Grant);
+    let names_exact = reads_exact && sound.creates && !writable_carve;
+    Layout { grants, masks, sound, missing, reads_exact, names_exact }
 }
 
-/// Grants `path` with `mode`, or, if a narrower entry lies beneath it, lists
-/// the directory and grants its entries one by one. `is_dir` is known for an
-/// entry listed that way (its directory entry's type, unless a symlink),
-/// which saves a stat per entry of an expanded tree.
+/// The layout under `--isolate`, whose root holds bind mounts of the
+/// granted objects: the ruleset is the one without masks (its rules are on
+/// the objects mounted, and a read-only tree with a carve-out is rebuilt
+/// around it, so the carve-out does not exist), and the masks are those
+/// of the carve-outs inside the writable directories the root binds whole
+/// ([`super::isolate::plan`] keeps those).
+pub fn isolated(surface: &Surface) -> Layout {
+    let mut exact = layout(surface, false);
+    exact.masks = layout(surface, true).masks;
+    exact
+}
+
+/// Whether the kernel lets the command make a name in `dir`: a tree granted
+/// whole read-write covers it (Landlock's rights add up along the path, and
+/// a directory of an expanded tree gets none), and no read-only mask lies
+/// between.
+fn kernel_creates_in(dir: &Path, grants: &[(PathBuf, Grant, bool)], masks: &[Mask]) -> bool {
+    let landlock = grants.iter().any(|(p, g, _)| *g == Grant::Tree(Mode::Rw) && dir.starts_with(p));
+    let mount = masks
+        .iter()
+        .filter(|m| dir.starts_with(&m.path))
+        .max_by_key(|m| m.path.as_os_str().len())
+        .is_none_or(|m| m.kind == MaskKind::Writable);
+    landlock && mount
+}
+
+/// Grants `path` with `mode`, or, if a place beneath it forces expansion,
+/// lists the directory and grants its entries one by one. `is_dir` is known
+/// for an entry listed that way (its directory entry's type, unless a
+/// symlink), which saves a stat per entry of an expanded tree.
 fn grant(
     surface: &Surface,
     beneath: &Beneath,
@@ -181,14 +356,15 @@ fn grant(
         Some(d) => d,
         None => match path.metadata() {
             Ok(md) => md.is_dir(),
-            Err(_) => return granted_before_it_exists(path, mode, out),
+            // Granted before it exists (Claude Code's first `~/.claude.json`):
+            // nothing to grant; the supervisor makes and opens it.
+            Err(_) => return,
         },
     };
     if !is_dir || !beneath.narrower(path, mode) {
         out.push((path.to_path_buf(), Grant::Tree(mode), is_dir));
         return;
     }
-    // The directory gets no content rights; its entries are granted one by one.
     out.push((path.to_path_buf(), Grant::Parent(mode), true));
     let Ok(entries) = std::fs::read_dir(path) else { return };
     let procfs = surface.proc_mounts().iter().any(|m| m == path);
@@ -212,82 +388,81 @@ fn grant(
     }
 }
 
-/// A name granted before it exists (Claude Code's first `~/.claude.json`):
-/// its directory gets what creating and renaming a name there needs, like a
-/// glob's base; the supervisor decides which name.
-fn granted_before_it_exists(path: &Path, mode: Mode, out: &mut Vec<(PathBuf, Grant, bool)>) {
-    if mode == Mode::Rw {
-        if let Some(dir) = path.parent().filter(|d| d.is_dir()) {
-            out.push((dir.to_path_buf(), Grant::GlobBase, true));
-        }
-    }
-}
-
 fn is_entry(surface: &Surface, path: &Path) -> bool {
-    use std::os::unix::ffi::OsStrExt;
     surface.lookup(path.as_os_str().as_bytes()).is_some_and(|i| surface.rules()[i as usize].path == path)
 }
 
-/// For each surface rule, whether the ruleset enforces exactly what the
-/// surface says beneath it, so that the supervisor may answer an allowed
-/// open with CONTINUE and let the kernel open it: the rule is granted as a
-/// whole tree with its own mode, and nowhere does the ruleset allow more
-/// than the surface (no read-write directory expanded around a carve-out,
-/// whose files stay readable to Landlock; no glob, which Landlock cannot
-/// express). A path swapped in after the check can then reach nothing the
-/// supervisor would refuse. `None` when some part of the ruleset is looser.
-pub fn exact_rules(surface: &Surface, granted: &[(PathBuf, Grant)]) -> Option<Vec<bool>> {
-    if granted.iter().any(|(_, g)| matches!(g, Grant::Parent(Mode::Rw) | Grant::GlobBase))
-        || !surface.globs().is_empty()
-    {
-        return None;
+impl Layout {
+    /// For each surface rule, whether the kernel also grants what the rule
+    /// does, so that a call it allowed may be continued without being
+    /// refused where the supervisor would allow it: the rule is granted as
+    /// a whole tree with its own mode (carve-outs beneath it masked).
+    pub fn exact_rules(&self, surface: &Surface) -> Vec<bool> {
+        let trees: std::collections::HashMap<&Path, Mode> = self
+            .grants
+            .iter()
+            .filter_map(|(p, g, dir)| match g {
+                // A rule on a file holds its inode, which a rename over the
+                // name replaces (an editor's or agent's atomic save): the
+                // kernel would then refuse the name the surface grants.
+                Grant::Tree(m) if *dir => Some((p.as_path(), *m)),
+                Grant::Tree(_) | Grant::Parent(_) => None,
+            })
+            .collect();
+        let mut exact = vec![false; surface.rules().len()];
+        for (i, r) in surface.effective_rules() {
+            exact[i as usize] = r.mode != Mode::Deny && trees.get(r.path.as_path()) == Some(&r.mode);
+        }
+        exact
     }
-    let trees: std::collections::HashMap<&Path, Mode> = granted
-        .iter()
-        .filter_map(|(p, g)| match g {
-            Grant::Tree(m) => Some((p.as_path(), *m)),
-            Grant::Parent(_) | Grant::GlobBase => None,
-        })
-        .collect();
-    let mut exact = vec![false; surface.rules().len()];
-    for (i, r) in surface.effective_rules() {
-        exact[i as usize] = r.mode != Mode::Deny && trees.get(r.path.as_path()) == Some(&r.mode);
+}
+
+/// What the backstop holds once built.
+#[derive(Debug)]
+pub struct Backstop {
+    /// The ruleset to apply in the child with `landlock_restrict_self`.
+    pub ruleset: OwnedFd,
+    /// The ABI version the ruleset was built for.
+    pub abi: i32,
+    /// Whether the ABI 6 scopes (signals, abstract unix sockets) are on.
+    pub scoped: bool,
+    /// The layout the ruleset was built from (its masks are the child's).
+    pub layout: Layout,
+    /// With a PID namespace of the command's own: the grant the child adds
+    /// for its procfs ([`own_proc`]).
+    pub own_proc: Option<OwnProc>,
+}
+
+impl Backstop {
+    /// The proof handlers need to continue a call.
+    pub fn sound(&self) -> Sound {
+        self.layout.sound
     }
-    Some(exact)
 }
 
 /// What the child adds to the ruleset for the procfs it mounts in its own
-/// PID namespace, where Landlock decides the rest of the surface exactly:
-/// fast mode then leaves read-only opens to Landlock, and an open continued
-/// on the path as written that a symlink leads into `/proc` is decided the
-/// same way as one resolved by the supervisor.
-///
-/// That procfs lists only the sandbox's processes, so the surface's answer
-/// there (the command's own `/proc/<pid>` allowed, every other process's
-/// refused) is the whole tree's: one grant of its root, made in the child
-/// after the mount (the ruleset built here names the supervisor's procfs,
-/// whose inodes the command no longer reaches). Landlock cannot carve the
-/// surface's denied entries (`/proc/kcore`, `/proc/timer_list`...) out of
-/// that grant, so the child mounts over each a read-only, `nodev` bind of
-/// `/dev/null` (a device on a `nodev` mount cannot be opened: `EACCES`, as
-/// in full mode) or, over a directory, an empty mode-000 tmpfs.
+/// PID namespace: that procfs lists only the sandbox's processes, so the
+/// surface's answer there (the command's own `/proc/<pid>` allowed, every
+/// other process's refused) is the whole tree's: one grant of its root, made
+/// in the child after the mount (the ruleset built here names the
+/// supervisor's procfs, whose inodes the command no longer reaches). The
+/// surface's carve-outs there (`/proc/kcore`, ...) are masked like any
+/// other ([`Mask`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct OwnProc {
     /// Landlock rights on the new procfs's root (none where the surface
     /// lets nothing there be read).
     pub access: u64,
-    /// The surface's carve-outs in `/proc`, masked in the child.
-    pub masks: Vec<PathBuf>,
 }
 
 /// The [`OwnProc`] grant for `surface`, or why Landlock cannot decide its
-/// `/proc` (then fast mode keeps read-only opens trapped).
+/// `/proc` with it (then the command's procfs is granted nothing, and
+/// every open there is the supervisor's).
 pub fn own_proc(surface: &Surface, abi: i32) -> Result<OwnProc, String> {
     let proc = Path::new("/proc");
     if let Some(other) = surface.proc_mounts().iter().find(|m| *m != proc) {
         return Err(format!("a procfs is mounted at {} too, numbered as the host's processes", other.display()));
     }
-    let mut masks = Vec::new();
     for (_, rule) in surface.effective_rules() {
         let Ok(rest) = rule.path.strip_prefix(proc) else { continue };
         let name = rest.as_os_str().as_bytes();
@@ -296,7 +471,7 @@ pub fn own_proc(surface: &Surface, abi: i32) -> Result<OwnProc, String> {
             && name != b"self"
             && name != b"thread-self";
         match rule.mode {
-            Mode::Deny if top_level => masks.push(rule.path.clone()),
+            Mode::Deny if top_level => {}
             // Anything else (a grant inside /proc, a carve-out in a
             // process's directory) is beyond one grant and masks.
             _ if name.is_empty() => {}
@@ -309,19 +484,21 @@ pub fn own_proc(surface: &Surface, abi: i32) -> Result<OwnProc, String> {
         }
     }
     let readable =
-        surface.lookup(b"/proc").is_some_and(|i| surface.rules()[i as usize].mode.permits(crate::policy::Access::Read));
+        surface.lookup(b"/proc").is_some_and(|i| surface.rules()[i as usize].mode.permits(SurfaceAccess::Read));
     let access = if readable { rights(Mode::Ro, ABI::from(abi), true).bits() } else { 0 };
-    Ok(OwnProc { access, masks })
+    Ok(OwnProc { access })
 }
 
-/// Builds the ruleset for `surface` at the highest ABI the kernel offers.
+/// Builds the ruleset for `surface` at the highest ABI the kernel offers,
+/// laid out for a process without a mount namespace of its own (`interpose
+/// debug landlock`, `why`).
 pub fn build(surface: &Surface) -> Result<Backstop, LandlockError> {
-    build_with_network(surface, None)
+    build_with(layout(surface, false), None)
 }
 
-/// As [`build`]; with `tcp_connect`, TCP connects are allowed only to those
-/// ports (Landlock ABI 4, Linux 6.7).
-pub fn build_with_network(surface: &Surface, tcp_connect: Option<&[u16]>) -> Result<Backstop, LandlockError> {
+/// Builds the ruleset for `layout`; with `tcp_connect`, TCP connects are
+/// allowed only to those ports (Landlock ABI 4, Linux 6.7).
+pub fn build_with(layout: Layout, tcp_connect: Option<&[u16]>) -> Result<Backstop, LandlockError> {
     let version = crate::sys::landlock::abi_version().map_err(LandlockError::Unavailable)?;
     let abi = ABI::from(version);
     let scoped = version >= 6;
@@ -342,25 +519,22 @@ pub fn build_with_network(surface: &Surface, tcp_connect: Option<&[u16]>) -> Res
     }
     let fd: Option<OwnedFd> = created.into();
     let ruleset = fd.ok_or(LandlockError::NotCreated)?;
-    // The path rules are added directly: an expanded /etc or /proc is a few
-    // hundred of them, and the crate's rule checks stat each descriptor
-    // again (the type is known here already).
-    let mut rules = Vec::new();
-    for (path, grant, is_dir) in grants(surface) {
+    // The path rules are added directly: an expanded tree is a few hundred
+    // of them, and the crate's rule checks stat each descriptor again (the
+    // type is known here already).
+    for (path, grant, is_dir) in &layout.grants {
         let Ok(name) = std::ffi::CString::new(path.as_os_str().as_bytes()) else { continue };
         let Ok(fd) = crate::sys::fs::openat(crate::sys::fs::Dir::Cwd, &name, libc::O_PATH | libc::O_CLOEXEC, 0) else {
             continue;
         };
         let access = match grant {
-            Grant::Tree(mode) => rights(mode, abi, is_dir),
-            Grant::Parent(mode) => parent_rights(mode, abi),
-            Grant::GlobBase => parent_rights(Mode::Rw, abi),
+            Grant::Tree(mode) => rights(*mode, abi, *is_dir),
+            Grant::Parent(_) => parent_rights(),
         };
         crate::sys::landlock::add_path_rule(ruleset.as_fd(), access.bits(), fd.as_fd())
             .map_err(|errno| LandlockError::Rule(path.clone(), errno))?;
-        rules.push((path, grant));
     }
-    Ok(Backstop { ruleset, abi: version, scoped, rules, own_proc: None })
+    Ok(Backstop { ruleset, abi: version, scoped, layout, own_proc: None })
 }
 
 #[cfg(test)]
@@ -368,35 +542,118 @@ mod tests {
     use super::*;
     use crate::policy::{Origin, Rule};
 
-    #[test]
-    fn carve_outs_are_expanded_and_left_out() {
+    fn tree(files: &[&str]) -> (tempfile::TempDir, PathBuf) {
         let dir = tempfile::tempdir().unwrap();
         let root = dir.path().canonicalize().unwrap();
-        for f in ["a", "secret", "sub/b", "sub/key"] {
+        for f in files {
             let p = root.join(f);
             std::fs::create_dir_all(p.parent().unwrap()).unwrap();
             std::fs::write(p, "x").unwrap();
         }
+        (dir, root)
+    }
+
+    fn rule(s: &mut Surface, path: PathBuf, mode: Mode) {
+        s.add(Rule { path, mode, origin: Origin::Flag("test".into()) });
+    }
+
+    #[test]
+    fn without_mounts_carve_outs_are_expanded_and_directories_only_listed() {
+        let (_d, root) = tree(&["a", "secret", "sub/b", "sub/key"]);
         let mut s = Surface::new();
-        let origin = Origin::Flag("test".into());
-        s.add(Rule { path: root.clone(), mode: Mode::Ro, origin: origin.clone() });
-        s.add(Rule { path: root.join("secret"), mode: Mode::Deny, origin: origin.clone() });
-        s.add(Rule { path: root.join("sub/key"), mode: Mode::Deny, origin });
-        let mut g: Vec<(PathBuf, Grant)> = grants(&s).into_iter().map(|(p, m, _)| (p, m)).collect();
+        rule(&mut s, root.clone(), Mode::Rw);
+        rule(&mut s, root.join("secret"), Mode::Deny);
+        rule(&mut s, root.join("sub/key"), Mode::Deny);
+        let l = layout(&s, false);
+        let mut g: Vec<(PathBuf, Grant)> = l.grants.into_iter().map(|(p, m, _)| (p, m)).collect();
         g.sort();
         assert_eq!(
             g,
             vec![
-                (root.clone(), Grant::Parent(Mode::Ro)),
-                (root.join("a"), Grant::Tree(Mode::Ro)),
-                (root.join("sub"), Grant::Parent(Mode::Ro)),
-                (root.join("sub/b"), Grant::Tree(Mode::Ro)),
+                (root.clone(), Grant::Parent(Mode::Rw)),
+                (root.join("a"), Grant::Tree(Mode::Rw)),
+                (root.join("sub"), Grant::Parent(Mode::Rw)),
+                (root.join("sub/b"), Grant::Tree(Mode::Rw)),
             ]
         );
-        // The parents of a carve-out get no right that reaches file content.
-        let abi = ABI::V5;
-        assert_eq!(parent_rights(Mode::Ro, abi), BitFlags::from(AccessFs::ReadDir));
-        assert!(!parent_rights(Mode::Rw, abi).intersects(AccessFs::WriteFile | AccessFs::Truncate));
-        assert!(parent_rights(Mode::Rw, abi).contains(AccessFs::MakeReg | AccessFs::RemoveFile | AccessFs::Refer));
+        assert!(l.masks.is_empty());
+        // A directory of an expanded tree reaches no file's content, and
+        // makes no name: everything on a name made there later is the
+        // supervisor's.
+        assert_eq!(parent_rights(), BitFlags::from(AccessFs::ReadDir));
+        assert!(l.sound.creates() && !l.names_exact);
+    }
+
+    #[test]
+    fn with_mounts_trees_are_whole_and_carve_outs_masked() {
+        let (_d, root) = tree(&["ws/a", "ws/.env", "ws/.git/config", "ws/.git/hooks/x", "etc/passwd", "etc/shadow"]);
+        let mut s = Surface::new();
+        rule(&mut s, root.join("ws"), Mode::Rw);
+        rule(&mut s, root.join("ws/.env"), Mode::Deny);
+        rule(&mut s, root.join("etc"), Mode::Ro);
+        rule(&mut s, root.join("etc/shadow"), Mode::Deny);
+        let o = || Origin::Flag("t".into());
+        s.add_glob(&root.join("ws/.git/hooks"), GlobEffect::DenyWrites, o()).unwrap();
+        s.add_glob(&root.join("ws/.git/hooks/**"), GlobEffect::DenyWrites, o()).unwrap();
+        s.add_glob(&root.join("ws/secrets/**"), GlobEffect::Deny, o()).unwrap();
+        let l = layout(&s, true);
+        let mut g: Vec<(PathBuf, Grant)> = l.grants.iter().map(|(p, m, _)| (p.clone(), *m)).collect();
+        g.sort();
+        assert_eq!(g, vec![(root.join("etc"), Grant::Tree(Mode::Ro)), (root.join("ws"), Grant::Tree(Mode::Rw))]);
+        let masks: Vec<(PathBuf, MaskKind)> = l.masks.iter().map(|m| (m.path.clone(), m.kind)).collect();
+        assert_eq!(
+            masks,
+            vec![
+                (root.join("etc/shadow"), MaskKind::Hide),
+                (root.join("ws/.env"), MaskKind::Hide),
+                (root.join("ws/.git/hooks"), MaskKind::ReadOnly),
+            ]
+        );
+        // `secrets` does not exist: the kernel could make it, so creating
+        // calls are the supervisor's.
+        assert_eq!(l.missing, vec![root.join("ws/secrets")]);
+        assert!(!l.sound.creates() && l.sound.covers(SurfaceAccess::Read));
+        assert_eq!(l.exact_rules(&s).iter().filter(|e| **e).count(), 2);
+    }
+
+    #[test]
+    fn a_denied_directory_holding_a_grant_is_expanded_around_and_a_grant_pattern_gets_nothing() {
+        let (_d, root) = tree(&["home/.config/tool/x", "home/.config/other/y", "home/.bashrc"]);
+        let mut s = Surface::new();
+        rule(&mut s, root.join("home"), Mode::Ro);
+        rule(&mut s, root.join("home/.config"), Mode::Deny);
+        rule(&mut s, root.join("home/.config/tool"), Mode::Rw);
+        s.add_glob(&root.join("home/.tool.json.*"), GlobEffect::Grant, Origin::Flag("t".into())).unwrap();
+        let l = layout(&s, true);
+        let mut g: Vec<(PathBuf, Grant)> = l.grants.iter().map(|(p, m, _)| (p.clone(), *m)).collect();
+        g.sort();
+        assert_eq!(
+            g,
+            vec![
+                (root.join("home"), Grant::Parent(Mode::Ro)),
+                (root.join("home/.bashrc"), Grant::Tree(Mode::Ro)),
+                (root.join("home/.config/tool"), Grant::Tree(Mode::Rw)),
+            ]
+        );
+        assert!(l.masks.is_empty(), "a mask over .config would hide its grant: {:?}", l.masks);
+        assert!(!l.names_exact);
+    }
+
+    #[test]
+    fn a_writable_grant_inside_a_read_only_one_is_bound_writable_again() {
+        let (_d, root) = tree(&["ws/.git/hooks/x", "ws/.git/hooks/mine/y"]);
+        let mut s = Surface::new();
+        rule(&mut s, root.join("ws"), Mode::Rw);
+        rule(&mut s, root.join("ws/.git/hooks"), Mode::Ro);
+        rule(&mut s, root.join("ws/.git/hooks/mine"), Mode::Rw);
+        let l = layout(&s, true);
+        let masks: Vec<(PathBuf, MaskKind)> = l.masks.iter().map(|m| (m.path.clone(), m.kind)).collect();
+        assert_eq!(
+            masks,
+            vec![
+                (root.join("ws/.git/hooks"), MaskKind::ReadOnly),
+                (root.join("ws/.git/hooks/mine"), MaskKind::Writable)
+            ]
+        );
     }
 }

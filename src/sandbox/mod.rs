@@ -62,9 +62,10 @@ pub enum Stage {
     PidNamespace = 15,
     /// The PID namespace's `pid_max`, the default task limit.
     PidMax = 16,
-    /// Masking the surface's carve-outs in the new `/proc` and granting it
-    /// in the ruleset.
+    /// Granting the new `/proc` in the ruleset.
     OwnProc = 17,
+    /// Masking the surface's carve-outs in the command's mount namespace.
+    Masks = 18,
 }
 
 impl Stage {
@@ -75,6 +76,7 @@ impl Stage {
             PidNamespace,
             PidMax,
             OwnProc,
+            Masks,
             Network,
             Ipc,
             Isolate,
@@ -101,7 +103,8 @@ impl Stage {
             Stage::Ipc => "creating an IPC namespace of its own",
             Stage::PidNamespace => "making the PID namespace's /proc and its init",
             Stage::PidMax => "setting the PID namespace's pid_max, the default task limit (--max-procs N uses a pids cgroup instead)",
-            Stage::OwnProc => "masking the carve-outs of the PID namespace's /proc and granting it to Landlock",
+            Stage::OwnProc => "granting the PID namespace's /proc to Landlock",
+            Stage::Masks => "masking the surface's carve-outs in the command's mount namespace",
             Stage::Isolate => {
                 "building the isolated root (a mount namespace of the session's own, as root or in interpose's user namespace)"
             }
@@ -177,27 +180,34 @@ pub struct Plan {
     /// With a PID namespace: its `pid_max`, written by its init (decimal
     /// text), bounding how many tasks the command can have at once.
     pub pid_max: Option<Vec<u8>>,
-    /// With a PID namespace and a ruleset that decides the surface
-    /// exactly: what its new procfs gets (see [`landlock::OwnProc`]).
-    pub own_proc: Option<OwnProcPlan>,
+    /// With a PID namespace: the Landlock rights its new procfs's root
+    /// gets (see [`landlock::OwnProc`]).
+    pub own_proc: Option<u64>,
+    /// With a mount namespace of the command's own (a PID namespace, or
+    /// `--isolate`, which applies them in its new root): the mounts that
+    /// hold the surface's carve-outs ([`landlock::Mask`]).
+    pub masks: Vec<MaskPlan>,
 }
 
-/// [`landlock::OwnProc`] prepared for the child, which cannot allocate.
-#[derive(Debug)]
-pub struct OwnProcPlan {
-    /// Landlock rights on the new `/proc`.
-    pub access: u64,
-    /// The entries masked there.
-    pub masks: Vec<CString>,
+/// A [`landlock::Mask`] prepared for the child, which cannot allocate.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MaskPlan {
+    /// The carve-out.
+    pub target: CString,
+    /// What is mounted there.
+    pub kind: landlock::MaskKind,
 }
 
-impl OwnProcPlan {
-    /// Prepares `own` for the child.
-    pub fn new(own: &landlock::OwnProc) -> OwnProcPlan {
+impl MaskPlan {
+    /// Prepares the masks of `layout` for the child.
+    pub fn all(layout: &landlock::Layout) -> Vec<MaskPlan> {
         use std::os::unix::ffi::OsStrExt;
         // A name with a NUL in it names no file: nothing to mask.
-        let masks = own.masks.iter().filter_map(|p| CString::new(p.as_os_str().as_bytes()).ok()).collect();
-        OwnProcPlan { access: own.access, masks }
+        layout
+            .masks
+            .iter()
+            .filter_map(|m| Some(MaskPlan { target: CString::new(m.path.as_os_str().as_bytes()).ok()?, kind: m.kind }))
+            .collect()
     }
 }
 
@@ -452,8 +462,13 @@ fn child(
                 report(Stage::PidMax, e);
             }
         }
-        if let (Some(own), Some(ruleset)) = (&plan.own_proc, &plan.landlock) {
-            if let Err(e) = own_proc(own, ruleset.as_fd()) {
+        if plan.isolate.is_none() {
+            if let Err(e) = apply_masks(&plan.masks) {
+                report(Stage::Masks, e);
+            }
+        }
+        if let (Some(access), Some(ruleset)) = (plan.own_proc, &plan.landlock) {
+            if let Err(e) = own_proc(access, ruleset.as_fd()) {
                 report(Stage::OwnProc, e);
             }
         }
@@ -571,32 +586,52 @@ fn pid_namespace_proc() -> Result<(), Errno> {
     process::mount(Some(c"proc"), c"/proc", Some(c"proc"), libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC, None)
 }
 
-/// In the new `/proc`: a mask over each carve-out of the surface (see
-/// [`landlock::OwnProc`]), then the grant of the whole procfs. The command
-/// holds no capability to unmount a mask, Landlock forbids a restricted
-/// process to mount or unmount, and the filter refuses the mount calls.
-fn own_proc(own: &OwnProcPlan, ruleset: BorrowedFd<'_>) -> Result<(), Errno> {
-    const NONE: Option<&CStr> = None;
-    let ro = libc::MS_RDONLY | libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC;
-    for target in &own.masks {
-        match process::mount(Some(c"/dev/null"), target, NONE, libc::MS_BIND, NONE) {
-            Ok(()) => process::mount(NONE, target, NONE, libc::MS_REMOUNT | libc::MS_BIND | ro, NONE)?,
-            Err(Errno::ENOTDIR) => {
-                process::mount(Some(c"tmpfs"), target, Some(c"tmpfs"), ro, Some(c"size=0,mode=000"))?
-            }
-            // Not in this kernel's procfs.
-            Err(Errno::ENOENT) => {}
-            Err(e) => return Err(e),
-        }
-    }
-    if own.access != 0 {
+/// The grant of the whole new procfs (see [`landlock::OwnProc`]). The
+/// command holds no capability to unmount a mask, Landlock forbids a
+/// restricted process to mount or unmount, and the filter refuses the mount
+/// calls.
+fn own_proc(access: u64, ruleset: BorrowedFd<'_>) -> Result<(), Errno> {
+    if access != 0 {
         let proc = crate::sys::fs::openat(
             crate::sys::fs::Dir::Cwd,
             c"/proc",
             libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC,
             0,
         )?;
-        crate::sys::landlock::add_path_rule(ruleset, own.access, proc.as_fd())?;
+        crate::sys::landlock::add_path_rule(ruleset, access, proc.as_fd())?;
+    }
+    Ok(())
+}
+
+/// Mounts each mask of `masks` (parents before children) in this process's
+/// mount namespace (`--isolate` passes them under its staging root): over a
+/// denied file a read-only,
+/// `nodev` bind of `/dev/null` (opening it fails with `EACCES`), over a
+/// denied directory an empty read-only mode-000 tmpfs, over a read-only
+/// entry inside a writable tree a read-only bind of itself (a writable one
+/// inside that, writable again). A carve-out that is gone since it was
+/// planned could now be made by the command where the backstop was built
+/// assuming a mask: that fails the start, except in procfs, where nothing
+/// can be made. Raw syscalls only.
+pub fn apply_masks(masks: &[MaskPlan]) -> Result<(), Errno> {
+    const NONE: Option<&CStr> = None;
+    let hidden = libc::MS_RDONLY | libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC;
+    for m in masks {
+        let target = m.target.as_c_str();
+        match m.kind {
+            landlock::MaskKind::Hide => match process::mount(Some(c"/dev/null"), target, NONE, libc::MS_BIND, NONE) {
+                Ok(()) => process::remount_bind(target, true, hidden)?,
+                Err(Errno::ENOTDIR) => {
+                    process::mount(Some(c"tmpfs"), target, Some(c"tmpfs"), hidden, Some(c"size=0,mode=000"))?
+                }
+                Err(Errno::ENOENT) if target.to_bytes().starts_with(b"/proc/") => {}
+                Err(e) => return Err(e),
+            },
+            landlock::MaskKind::ReadOnly | landlock::MaskKind::Writable => {
+                process::mount(Some(target), target, NONE, libc::MS_BIND | libc::MS_REC, NONE)?;
+                process::remount_bind(target, m.kind == landlock::MaskKind::ReadOnly, 0)?;
+            }
+        }
     }
     Ok(())
 }

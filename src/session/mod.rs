@@ -247,8 +247,11 @@ pub fn run(args: &Config) -> Result<i32, RunError> {
         eprintln!("interpose: {}: command not found", args.command[0].to_string_lossy());
         return Ok(127);
     };
-    // With Landlock, what it enforces exactly may be answered with CONTINUE.
-    let continuable = landlock.as_ref().and_then(|b| sandbox::landlock::exact_rules(&parts.surface, &b.rules));
+    // With the backstop, a call it refuses as the surface does may be
+    // continued; where it also allows what the rule allows, an allowed one
+    // is continued without being refused there.
+    let sound = landlock.as_ref().map(sandbox::landlock::Backstop::sound);
+    let continuable = landlock.as_ref().map(|b| b.layout.exact_rules(&parts.surface));
     let plan = plan(
         args,
         &parts.surface,
@@ -313,6 +316,7 @@ pub fn run(args: &Config) -> Result<i32, RunError> {
         learn: args.learn,
         floor: args.bench_floor,
         landlock_exact: continuable.unwrap_or_default(),
+        backstop: sound,
         net: network.rule.clone(),
         isolated: args.isolate,
         command_root: root,
@@ -436,7 +440,16 @@ fn backstop(
         }
         None
     } else {
-        let backstop = sandbox::landlock::build_with_network(&parts.surface, network.landlock_ports.as_deref())?;
+        // The command has a mount namespace of its own (with its PID
+        // namespace, or --isolate's): its carve-outs are masked there.
+        let layout = match args.isolate {
+            true => sandbox::landlock::isolated(&parts.surface),
+            false => sandbox::landlock::layout(&parts.surface, namespace.can_mount()),
+        };
+        for missing in &layout.missing {
+            tracing::debug!("carve-out {} does not exist: creating calls are emulated", missing.display());
+        }
+        let backstop = sandbox::landlock::build_with(layout, network.landlock_ports.as_deref())?;
         if !backstop.scoped {
             eprintln!(
                 "interpose: warning: Landlock ABI {} has no scopes; the command can signal processes outside the sandbox",
@@ -456,24 +469,28 @@ fn backstop(
             false => Ok((None, Trapping::All)),
         };
     };
-    // Where Landlock decides the surface exactly and the command gets a
-    // procfs of its own, the child grants that procfs whole (its
-    // carve-outs masked): fast mode leaves read-only opens to Landlock, and
-    // in both modes an open continued on the path as written that a
-    // symlink leads into /proc reads it as the surface allows.
-    let exact = sandbox::landlock::exact_rules(&parts.surface, &b.rules).is_some();
+    // With a procfs of its own, the child grants it whole (its carve-outs
+    // masked): an open continued on the path as written that a symlink
+    // leads into /proc reads it as the surface allows, and fast mode may
+    // leave read-only opens to Landlock where it also grants everything
+    // the surface lets be read.
     let own_proc = match () {
-        _ if !exact => Err("Landlock cannot decide this surface exactly".to_string()),
         _ if !namespace.can_mount() => {
-            Err("the command has no PID namespace of its own (run as root, or with user namespaces)".into())
+            Err("the command has no PID namespace of its own (run as root, or with user namespaces)".to_string())
         }
         _ if args.isolate => Err("--isolate builds its own /proc".into()),
         _ => sandbox::landlock::own_proc(&parts.surface, b.abi),
     };
     b.own_proc = own_proc.as_ref().ok().cloned();
-    let trapping = match (fast, own_proc) {
+    let exact = b.layout.names_exact;
+    let reads = match own_proc {
+        Ok(_) if b.layout.reads_exact => Ok(()),
+        Ok(_) => Err("Landlock cannot grant everything this surface lets be read (a grant pattern, an entry that does not exist yet, or a tree expanded around a carve-out holding a grant)".to_string()),
+        Err(why) => Err(why),
+    };
+    let trapping = match (fast, reads) {
         (false, _) => Trapping::All,
-        (true, Ok(_)) => Trapping::Fast { exact, reads: true },
+        (true, Ok(())) => Trapping::Fast { exact, reads: true },
         (true, Err(why)) => {
             eprintln!("interpose: fast mode: opens stay trapped: {why}");
             Trapping::Fast { exact, reads: false }
@@ -530,8 +547,8 @@ fn plan(
         argv: args.command.iter().map(|a| cstring(a.as_bytes())).collect::<Result<_, _>>()?,
         env: env.iter().map(|(k, v)| cstring([k.as_bytes(), b"=", v.as_bytes()].concat())).collect::<Result<_, _>>()?,
         filter: filter::program_for(filter::Options { trapping, own_ipc })?,
-        own_proc: landlock.as_ref().and_then(|b| b.own_proc.as_ref()).map(sandbox::OwnProcPlan::new),
-        landlock: landlock.map(|b| b.ruleset),
+        own_proc: landlock.as_ref().and_then(|b| b.own_proc.as_ref()).map(|o| o.access),
+        masks: landlock.as_ref().map(|b| sandbox::MaskPlan::all(&b.layout)).unwrap_or_default(),
         // In a user namespace of its own interpose holds capabilities the
         // user does not have outside it: the command keeps none.
         capabilities: if namespace.unprivileged() { 0 } else { sandbox::kept_capabilities() },
@@ -542,11 +559,13 @@ fn plan(
         isolate: match staging {
             Some(dir) => Some(sandbox::isolate::plan(
                 surface,
+                &landlock.as_ref().map_or_else(|| sandbox::landlock::isolated(surface), |b| b.layout.clone()),
                 dir,
                 &std::env::current_dir().map_err(io("the current directory"))?,
             )),
             None => None,
         },
+        landlock: landlock.map(|b| b.ruleset),
         // Where the session has a mount namespace, the command gets a PID
         // namespace too: every process of it dies with interpose.
         pid_namespace: namespace.can_mount(),

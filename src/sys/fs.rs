@@ -331,6 +331,12 @@ pub fn statx_fd(fd: BorrowedFd<'_>, flags: i32, mask: u32) -> Result<libc::statx
     Ok(unsafe { stx.assume_init() })
 }
 
+/// The id of the mount `fd` is on (`statx(2)` with `STATX_MNT_ID`): two
+/// objects on different mounts cannot be renamed or linked into each other.
+pub fn mount_id(fd: BorrowedFd<'_>) -> Result<u64, Errno> {
+    Ok(statx_fd(fd, 0, libc::STATX_MNT_ID)?.stx_mnt_id)
+}
+
 /// A kernel structure whose every byte is a field (no padding on x86_64),
 /// so its bytes can be copied into another process as they are.
 pub trait Plain: Copy + private::Sealed {}

@@ -287,6 +287,19 @@ pub fn kill(pid: libc::pid_t, sig: i32) -> Result<(), Errno> {
     cvt(unsafe { libc::kill(pid, sig) } as libc::c_long).map(drop)
 }
 
+/// `tgkill(2)`: signal `sig` to thread `tid` of process `tgid`.
+pub fn tgkill(tgid: u32, tid: u32, sig: i32) -> Result<(), Errno> {
+    // SAFETY: integer arguments only.
+    cvt(unsafe { libc::syscall(libc::SYS_tgkill, tgid as libc::pid_t, tid as libc::pid_t, sig) }).map(drop)
+}
+
+/// `fchdir(2)`: makes `dir` the calling thread's cwd (its process's, unless
+/// the thread has its own file-system context: `unshare(CLONE_FS)`).
+pub fn fchdir(dir: BorrowedFd<'_>) -> Result<(), Errno> {
+    // SAFETY: an fd argument only.
+    cvt(unsafe { libc::fchdir(dir.as_raw_fd()) } as libc::c_long).map(drop)
+}
+
 /// `umask(2)`; returns the previous mask.
 pub fn umask(mask: u32) -> u32 {
     // SAFETY: umask cannot fail.
@@ -511,6 +524,33 @@ pub fn mount(
     // SAFETY: every pointer is NULL or a NUL-terminated string that outlives the call.
     cvt(unsafe { libc::mount(ptr(source), target.as_ptr(), ptr(fstype), flags, ptr(data).cast()) } as libc::c_long)
         .map(drop)
+}
+
+/// Remounts the bind mount at `target` read-only (or writable) with the
+/// mount flags `extra`, keeping those the kernel may have locked on it
+/// (`nosuid`, `nodev`, `noexec`, the atime mode: a mount copied from a more
+/// privileged namespace may not lose them), read with `statvfs(3)` (`statfs(2)`).
+/// Async-signal-safe.
+pub fn remount_bind(target: &CStr, read_only: bool, extra: libc::c_ulong) -> Result<(), Errno> {
+    // SAFETY: statvfs is plain data; the kernel fills it.
+    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
+    // SAFETY: `target` is NUL-terminated and `st` valid for the call.
+    cvt(unsafe { libc::statvfs(target.as_ptr(), &mut st) } as libc::c_long)?;
+    let f = st.f_flag as libc::c_ulong;
+    let kept = [
+        (libc::ST_NOSUID, libc::MS_NOSUID),
+        (libc::ST_NODEV, libc::MS_NODEV),
+        (libc::ST_NOEXEC, libc::MS_NOEXEC),
+        (libc::ST_NOATIME, libc::MS_NOATIME),
+        (libc::ST_NODIRATIME, libc::MS_NODIRATIME),
+        (libc::ST_RELATIME, libc::MS_RELATIME),
+    ]
+    .iter()
+    .filter(|(st, _)| f & *st != 0)
+    .fold(0, |acc, (_, ms)| acc | ms);
+    let strict = if f & (libc::ST_NOATIME | libc::ST_RELATIME) == 0 { libc::MS_STRICTATIME } else { 0 };
+    let ro = if read_only { libc::MS_RDONLY } else { 0 };
+    mount(None, target, None, libc::MS_REMOUNT | libc::MS_BIND | ro | kept | strict | extra, None)
 }
 
 /// `mkdir(2)`; an existing directory is not an error. Async-signal-safe.
