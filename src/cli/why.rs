@@ -45,15 +45,14 @@ pub fn run(args: &WhyArgs) -> i32 {
 /// What each mode traps for this surface.
 fn print_modes(surface: &crate::policy::Surface) {
     use crate::syscalls::Trapping;
-    let (exact, abi) = match crate::sandbox::landlock::build(surface) {
-        Ok(b) => (crate::sandbox::landlock::exact_rules(surface, &b.rules).is_some(), b.abi),
-        Err(e) => {
-            println!("  modes: Landlock is not available here ({e}); only full mode can run");
-            return;
-        }
+    let Ok(abi) = crate::sys::landlock::abi_version() else {
+        println!("  modes: Landlock is not available here; only full mode can run");
+        return;
     };
-    // Read-only opens as a run with a PID namespace of its own would leave them.
-    let reads = exact && crate::sandbox::landlock::own_proc(surface, abi).is_ok();
+    // As a run with a mount and PID namespace of its own would lay it out.
+    let layout = crate::sandbox::landlock::layout(surface, true);
+    let exact = layout.names_exact;
+    let reads = layout.reads_exact && crate::sandbox::landlock::own_proc(surface, abi).is_ok();
     let fast = Trapping::Fast { exact, reads };
     println!("  full mode (default): every path syscall is trapped and decided by the supervisor");
     println!(

@@ -208,6 +208,7 @@ fn container(opts: &Options, key: Option<audit::TrailKey>, conn: &UnixStream) ->
         floor: false,
         // No Landlock backstop: nothing is continued on its strength.
         landlock_exact: Vec::new(),
+        backstop: None,
         net: supervisor::NetRule::Open,
         // Every caller's root is read from its own /proc/<pid>/root.
         isolated: true,

@@ -30,15 +30,32 @@ async fn wait_for(pid: libc::pid_t, handled: nix::sys::signal::SigSet) -> Result
     let sfd = crate::sys::reactor::register(sfd).map_err(io("signalfd"))?;
     loop {
         // Reap first: SIGCHLD may have been delivered before we listened.
+        let mut held = false;
         loop {
-            match waitpid(None, Some(WaitPidFlag::WNOHANG)) {
-                Ok(WaitStatus::Exited(p, code)) if p.as_raw() == pid => return Ok(code),
-                Ok(WaitStatus::Signaled(p, sig, _)) if p.as_raw() == pid => return Ok(128 + sig as i32),
-                Ok(WaitStatus::StillAlive) | Err(_) => break,
-                Ok(_) => continue, // an orphan re-parented to us
+            match next_ended() {
+                Ended::Dead(p) => match waitpid(nix::unistd::Pid::from_raw(p), Some(WaitPidFlag::WNOHANG)) {
+                    Ok(WaitStatus::Exited(_, code)) if p == pid => return Ok(code),
+                    Ok(WaitStatus::Signaled(_, sig, _)) if p == pid => return Ok(128 + sig as i32),
+                    _ => continue, // an orphan re-parented to us
+                },
+                Ended::Traced => {
+                    held = true;
+                    break;
+                }
+                Ended::None => break,
             }
         }
-        let mut guard = sfd.readable().await.map_err(io("signalfd"))?;
+        // A stopped tracee of an exec being checked hides the children
+        // behind it until its checker lets it go, within milliseconds.
+        let readable = sfd.readable();
+        let mut guard = if held {
+            match tokio::time::timeout(std::time::Duration::from_millis(5), readable).await {
+                Ok(guard) => guard.map_err(io("signalfd"))?,
+                Err(_) => continue,
+            }
+        } else {
+            readable.await.map_err(io("signalfd"))?
+        };
         while let Ok(Some(info)) = guard.get_inner().read_signal() {
             let sig = info.ssi_signo as i32;
             // A signal the terminal sent (SI_KERNEL) went to the whole
@@ -49,6 +66,31 @@ async fn wait_for(pid: libc::pid_t, handled: nix::sys::signal::SigSet) -> Result
             }
         }
         guard.clear_ready();
+    }
+}
+
+/// What waiting for any child would report first.
+enum Ended {
+    /// Child `.0` exited or was killed, not reaped yet.
+    Dead(libc::pid_t),
+    /// A thread a supervisor worker traces stopped
+    /// ([`crate::supervisor::exec`]): its stop is the worker's to take.
+    Traced,
+    /// Nothing ended.
+    None,
+}
+
+/// Looks at the next child that ended without reaping it
+/// (`waitid(P_ALL, WEXITED | WNOHANG | WNOWAIT)`): the stops of tracees are
+/// reported to every thread of the tracer's process, and reaping them here
+/// would take a stop away from the worker that waits for it.
+fn next_ended() -> Ended {
+    use nix::sys::wait::{waitid, Id, WaitPidFlag, WaitStatus};
+    let flags = WaitPidFlag::WEXITED | WaitPidFlag::WNOHANG | WaitPidFlag::WNOWAIT;
+    match waitid(Id::All, flags) {
+        Ok(WaitStatus::Exited(p, _) | WaitStatus::Signaled(p, _, _)) => Ended::Dead(p.as_raw()),
+        Ok(WaitStatus::StillAlive) | Err(_) => Ended::None,
+        Ok(_) => Ended::Traced,
     }
 }
 

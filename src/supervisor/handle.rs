@@ -1,7 +1,9 @@
 //! Deciding one notification: read its paths, resolve, check, answer.
 
+use super::cover::Cover;
 use super::identity;
-use super::resolve::{Caller, Lookup, ProcEntry, Request, ResolveError, Resolved, Target};
+use super::later;
+use super::resolve::{Caller, Lookup, Nameless, ProcEntry, Request, ResolveError, Resolved, Target};
 use super::{Answer, Supervisor};
 use crate::audit::{AccessKind, RuleKind, Verdict};
 use crate::policy::{Access, ProcPlace, Reason};
@@ -102,7 +104,7 @@ pub fn handle(sup: &Supervisor, notif: &seccomp::Notif) -> Outcome {
         // The caller is about to change its credentials: what was cached
         // about them goes stale before the change takes effect.
         sup.credentials_change();
-        return Outcome { answer: Some(Answer::Continue), checks: Vec::new(), argv: None };
+        return Outcome { answer: Some(Answer::Continue(Cover::credentials())), checks: Vec::new(), argv: None };
     }
     // Everything below runs with the caller's own credentials: never grant
     // through the supervisor what the caller could not do itself.
@@ -153,6 +155,24 @@ struct PathArg {
     /// The starting directory's descriptor number in the caller (`AT_FDCWD`
     /// for its cwd) and our handle on it, when the path needed one.
     base: Option<(i32, OwnedFd)>,
+}
+
+/// What a call on a name acts on ([`Call::parent`]).
+enum Named {
+    /// The directory holding the name, and the name.
+    Entry(super::resolve::Parent),
+    /// A last component that names no entry, and the directory it is in.
+    Nameless(Nameless, OwnedFd),
+}
+
+impl Named {
+    /// The directory the name is in.
+    fn dir(&self) -> std::os::fd::BorrowedFd<'_> {
+        match self {
+            Named::Entry(p) => p.fd.as_fd(),
+            Named::Nameless(_, fd) => fd.as_fd(),
+        }
+    }
 }
 
 /// A root to resolve absolute paths from.
@@ -422,16 +442,33 @@ impl Call<'_> {
     }
 
     /// The directory holding `arg`'s last component, pinned, and the name;
-    /// `None` for `.`, `..` and `/`, which calls acting on a name refuse by
-    /// themselves (the kernel is left to say how).
-    fn parent(&mut self, arg: &PathArg, access: Access) -> Result<Option<super::resolve::Parent>, Stop> {
+    /// or, for a last component that names no entry (`.`, `..`, `/`), which
+    /// one it is and the directory the kernel would have resolved, decided
+    /// as a lookup (`stat`) before the call refuses the name with its own
+    /// errno: nothing is done for it, so nothing a racing thread writes can
+    /// make it act.
+    fn parent(&mut self, arg: &PathArg, access: Access) -> Result<Named, Stop> {
+        if let Some((dir, which)) = super::resolve::nameless(&arg.bytes) {
+            let base = match &arg.base {
+                Some((n, fd)) => Some((*n, fd.try_clone().map_err(|_| Errno::EMFILE)?)),
+                None => None,
+            };
+            let dir_arg = PathArg { bytes: dir.to_vec(), base };
+            let (fd, mode) = self.checked_object(&dir_arg, true, false, Access::Stat)?;
+            if mode & libc::S_IFMT != libc::S_IFDIR {
+                return Err(Errno::ENOTDIR.into());
+            }
+            return Ok(Named::Nameless(which, fd));
+        }
         let root = self.root().map_err(|_| Stop::Gone)?;
         let req = Request { path: &arg.bytes, follow: false, empty_path: false, resolve: 0 };
         let caller = self.caller(arg, root.as_ref());
         match self.sup.resolver().resolve_parent(&self.lookup(&caller), req) {
-            Ok(p) => Ok(p),
+            Ok(Some(p)) => Ok(Named::Entry(p)),
+            // An empty path: the kernel's lookup fails on it.
+            Ok(None) => Err(Errno::ENOENT.into()),
             // Recorded (and refused) as any resolution failure is.
-            Err(e) => self.check(arg, Err(e), access).map(|_| None),
+            Err(e) => self.check(arg, Err(e), access).map(|_| unreachable!("a failed resolution is refused")),
         }
     }
 
@@ -477,11 +514,36 @@ impl Call<'_> {
             _ => None,
         };
         self.still_valid()?;
+        // What the kernel refuses before it looks anything up: an unknown
+        // flag, a file type mknod cannot make.
+        if row.op == Op::Unlink && row.flags.is_some() && self.arg(row.flags) & !(libc::AT_REMOVEDIR as u64) != 0 {
+            return Err(Errno::EINVAL.into());
+        }
+        if row.op == Op::Mknod {
+            match self.op_arg(0) as u32 & libc::S_IFMT {
+                0 | libc::S_IFREG | libc::S_IFCHR | libc::S_IFBLK | libc::S_IFIFO | libc::S_IFSOCK => {}
+                libc::S_IFDIR => return Err(Errno::EPERM.into()),
+                _ => return Err(Errno::EINVAL.into()),
+            }
+        }
         let remove_dir =
             row.op == Op::Rmdir || (row.op == Op::Unlink && self.arg(row.flags) & (libc::AT_REMOVEDIR as u64) != 0);
         let creates = matches!(row.op, Op::Mkdir | Op::Symlink | Op::Mknod);
         let access = if creates { Access::Create } else { Access::Delete };
-        let Some(parent) = self.parent(&arg, access)? else { return Ok(Answer::Continue) };
+        let parent = match self.parent(&arg, access)? {
+            Named::Entry(p) => p,
+            // As the kernel's do_unlinkat, do_rmdir and filename_create.
+            Named::Nameless(which, _) => {
+                return Err(match (creates, remove_dir, which) {
+                    (true, _, _) => Errno::EEXIST,
+                    (false, false, _) => Errno::EISDIR,
+                    (false, true, Nameless::Dot) => Errno::EINVAL,
+                    (false, true, Nameless::DotDot) => Errno::ENOTEMPTY,
+                    (false, true, Nameless::Root) => Errno::EBUSY,
+                }
+                .into())
+            }
+        };
         self.check_entry(&arg, &parent, access)?;
         let (dir, name) = (parent.fd.as_fd(), parent.name.as_c_str());
         let done = match row.op {
@@ -512,6 +574,17 @@ impl Call<'_> {
     fn rename_or_link(&mut self) -> Result<Answer, Stop> {
         let row = self.row;
         let flags = self.arg(row.flags);
+        // Flags the kernel refuses before it looks anything up.
+        let known = match row.op {
+            Op::Link => AT_SYMLINK_FOLLOW | AT_EMPTY_PATH,
+            _ => u64::from(libc::RENAME_NOREPLACE | libc::RENAME_EXCHANGE | libc::RENAME_WHITEOUT),
+        };
+        let exchange = flags & u64::from(libc::RENAME_EXCHANGE) != 0;
+        let noreplace = flags & u64::from(libc::RENAME_NOREPLACE) != 0;
+        let exchange_with = flags & u64::from(libc::RENAME_NOREPLACE | libc::RENAME_WHITEOUT) != 0;
+        if row.flags.is_some() && (flags & !known != 0 || (row.op == Op::Rename && exchange && exchange_with)) {
+            return Err(Errno::EINVAL.into());
+        }
         let src = self.path_arg(row.dirfd, row.path, false)?;
         let dst = self.path_arg(row.dirfd2, row.path2, false)?;
         self.still_valid()?;
@@ -519,15 +592,32 @@ impl Call<'_> {
             let follow = flags & AT_SYMLINK_FOLLOW != 0;
             let empty = row.flags.is_some() && flags & AT_EMPTY_PATH != 0;
             let (object, _) = self.checked_object(&src, follow, empty, Access::LinkSource)?;
-            let Some(to) = self.parent(&dst, Access::Create)? else { return Ok(Answer::Continue) };
+            // The new name is made as filename_create makes it: `.`, `..`
+            // and `/` exist already.
+            let Named::Entry(to) = self.parent(&dst, Access::Create)? else { return Err(Errno::EEXIST.into()) };
             self.check_entry(&dst, &to, Access::Create)?;
             return fs::link_handle(object.as_fd(), to.fd.as_fd(), &to.name)
                 .map(|()| Answer::Value(0))
                 .map_err(Stop::Fail);
         }
-        let exchange = flags & u64::from(libc::RENAME_EXCHANGE) != 0;
-        let Some(from) = self.parent(&src, Access::Delete)? else { return Ok(Answer::Continue) };
-        let Some(to) = self.parent(&dst, Access::Create)? else { return Ok(Answer::Continue) };
+        let from = self.parent(&src, Access::Delete)?;
+        let to = self.parent(&dst, Access::Create)?;
+        let (from, to) = match (from, to) {
+            (Named::Entry(from), Named::Entry(to)) => (from, to),
+            // As the kernel's do_renameat2: two mounts first, then the
+            // source's name, then the destination's.
+            (from, to) => {
+                if fs::mount_id(from.dir())? != fs::mount_id(to.dir())? {
+                    return Err(Errno::EXDEV.into());
+                }
+                return Err(match (from, to) {
+                    (Named::Nameless(..), _) => Errno::EBUSY,
+                    _ if noreplace => Errno::EEXIST,
+                    _ => Errno::EBUSY,
+                }
+                .into());
+            }
+        };
         self.check_entry(&src, &from, Access::Delete)?;
         if exchange {
             // Both names exist and both move: each is removed and created.
@@ -631,7 +721,17 @@ impl Call<'_> {
                             let argv_at = if row.flags.is_some() { 2 } else { 1 };
                             self.argv = Some(self.read_argv(self.notif.data.args[argv_at]));
                         }
-                        Ok(Answer::Continue)
+                        // The caller's memory is replaced by the exec, so
+                        // only the kernel can make it: with the backstop,
+                        // whatever it finally executes (a path swapped in,
+                        // a script's interpreter, the ELF interpreter) is
+                        // one the surface lets run; without, the new image
+                        // is checked before it runs an instruction.
+                        Ok(match Cover::backstop(self.sup.sound(), Access::Exec) {
+                            Some(cover) => Answer::Continue(cover),
+                            None if self.sup.learns() => Answer::Continue(Cover::learning()),
+                            None => Answer::VerifiedExec(super::exec::Verify { tid: self.notif.pid }),
+                        })
                     }
                     Target::Missing { .. } => Err(Errno::ENOENT.into()),
                     Target::Anonymous { .. } => Err(Errno::EACCES.into()),
@@ -661,7 +761,9 @@ impl Call<'_> {
                 self.still_valid()?;
                 let r = self.resolve(&arg, follow, empty, 0);
                 self.check(&arg, r, Access::Stat)?;
-                Ok(Answer::Continue)
+                // Only the caller can change its own cwd; one it leaves
+                // grants nothing by itself.
+                Ok(Answer::Continue(Cover::handle()))
             }
             Op::Statbuf | Op::Statx | Op::Statfs | Op::Access | Op::Getxattr | Op::Listxattr | Op::Readlink => {
                 self.metadata()
@@ -672,7 +774,7 @@ impl Call<'_> {
             }
             Op::Connect | Op::Bind | Op::Sendto | Op::Sendmsg | Op::Sendmmsg => self.socket(),
             Op::Refuse => Err(Errno::EPERM.into()),
-            Op::Creds => Ok(Answer::Continue),
+            Op::Creds => Ok(Answer::Continue(Cover::credentials())),
         }
     }
 
@@ -1029,8 +1131,17 @@ impl Call<'_> {
             _ if writes => Access::Write,
             _ => Access::Read,
         };
-        if !o_path && resolve == 0 && self.continues_as_written(&arg, asked) {
-            return Ok(Answer::Continue);
+        // What a continued open may do wherever the kernel's own lookup
+        // leads: create (O_CREAT, O_TMPFILE), or what was asked.
+        let sound = self.sup.sound();
+        let cover = |access: Access| {
+            let creates = (flags & libc::O_CREAT != 0 || tmpfile) && !o_path;
+            Cover::backstop(sound, access).filter(|_| !creates || Cover::backstop(sound, Access::Create).is_some())
+        };
+        if let Some(cover) = cover(asked).filter(|_| !o_path && resolve == 0) {
+            if self.continues_as_written(&arg, asked) {
+                return Ok(Answer::Continue(cover));
+            }
         }
         self.still_valid()?;
 
@@ -1053,7 +1164,7 @@ impl Call<'_> {
         // A runtime's own FIFO, reopened by the container's first process
         // through its descriptor (runc's exec FIFO): the process holds it
         // already, and it is opened here, on the object resolved.
-        let own_fifo = !self.sup.backstop()
+        let own_fifo = self.sup.sound().is_none()
             && own_descriptor_path(&arg.bytes)
             && matches!(&r, Ok(Resolved { target: Target::Exists { stat, .. }, .. }) if stat.st_mode & libc::S_IFMT == libc::S_IFIFO);
         let r = match r {
@@ -1075,94 +1186,137 @@ impl Call<'_> {
             && proc == ProcEntry::NotProc;
         if o_path {
             // SECCOMP_IOCTL_NOTIF_ADDFD takes its descriptor with fget(),
-            // which refuses O_PATH files, so the kernel opens it again. A
+            // which refuses O_PATH files, so the kernel opens it again: a
             // path swapped in meanwhile yields a handle on another object,
-            // which reveals its metadata (fstat) and nothing else: every
-            // lookup, open or exec through it is trapped and decided on its
-            // own (docs/design.md, "O_PATH").
+            // which grants nothing by itself (docs/design.md, "O_PATH").
             return match r.target {
                 Target::Missing { .. } => Err(Errno::ENOENT.into()),
-                _ => Ok(Answer::Continue),
+                _ => Ok(Answer::Continue(Cover::handle())),
             };
+        }
+        // The kernel opens it itself where the backstop refuses whatever the
+        // surface refuses (wherever its second lookup leads) and, for a
+        // file or directory, grants what the rule allowed (else it would
+        // refuse what the supervisor allows): a device, FIFO or socket is
+        // then the caller's own to open (a FIFO waits for its peer in the
+        // caller, and /dev/tty is the caller's terminal), as is an object
+        // behind a sandboxed process's /proc/<pid>/fd/N.
+        let continued = match &r.target {
+            Target::Missing { .. } if create && exact => cover(access),
+            Target::Exists { stat, .. } => match stat.st_mode & libc::S_IFMT {
+                libc::S_IFREG | libc::S_IFDIR if exact && !exclusive => cover(access),
+                libc::S_IFREG | libc::S_IFDIR | libc::S_IFLNK => None,
+                // Opened here: terminals the command created (the ruleset
+                // grants none) and the multiplexer that makes them.
+                libc::S_IFCHR if self.ungranted_terminal(stat, &r.path) || stat.st_rdev == libc::makedev(5, 2) => None,
+                _ if exclusive => None,
+                _ => cover(access),
+            },
+            Target::Anonymous { .. } => cover(access),
+            Target::Missing { .. } => None,
+        };
+        if let Some(cover) = continued {
+            return Ok(Answer::Continue(cover));
         }
         // The caller's flags, for an object reopened here: never as a
         // controlling terminal.
         let reopen = flags & !(libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW | libc::O_CLOEXEC) | libc::O_NOCTTY;
+        let wait = Wait { blocking: flags & libc::O_NONBLOCK == 0, cloexec, fifo: false, reader: false };
         match r.target {
-            Target::Missing { .. } if create && exact => Ok(Answer::Continue),
-            Target::Exists { stat, .. }
-                if exact && !exclusive && matches!(stat.st_mode & libc::S_IFMT, libc::S_IFREG | libc::S_IFDIR) =>
-            {
-                Ok(Answer::Continue)
-            }
             Target::Missing { fd: parent, name } => {
                 if !create {
                     return Err(Errno::ENOENT.into());
                 }
-                let umask = self.umask()?;
                 // O_NOFOLLOW: if a symlink appeared at the name since the
                 // check, fail instead of creating wherever it points.
-                let fd = fs::openat(
-                    Dir::Fd(parent.as_fd()),
-                    &name,
-                    (flags | libc::O_NOFOLLOW) & !libc::O_CLOEXEC,
-                    mode & !umask & 0o7777,
-                )?;
-                Ok(Answer::Install { fd, cloexec })
+                let flags = (flags | libc::O_NOFOLLOW) & !libc::O_CLOEXEC;
+                let mode = mode & !self.umask()? & 0o7777;
+                let first = fs::openat(Dir::Fd(parent.as_fd()), &name, flags | libc::O_NONBLOCK, mode);
+                self.install(first, wait, move || Ok(Opening { dir: parent, name, flags, mode, held: None }))
             }
             Target::Exists { .. } if exclusive => Err(Errno::EEXIST.into()),
             Target::Exists { stat, fd } => {
-                let opened_here = match stat.st_mode & libc::S_IFMT {
-                    libc::S_IFLNK => return Err(Errno::ELOOP.into()),
-                    libc::S_IFREG | libc::S_IFDIR => true,
-                    // A terminal the command created (decided above):
-                    // opened here, on the checked slave; the ruleset grants
-                    // none.
-                    libc::S_IFCHR if self.ungranted_terminal(&stat, &r.path) => true,
-                    // The pseudo-terminal multiplexer: opened here, so that
-                    // the terminal it makes is known to be the command's
-                    // (its slave is granted to the command, no other).
-                    libc::S_IFCHR if stat.st_rdev == libc::makedev(5, 2) => {
-                        let master = self.sup.resolver().reopen(fd.as_fd(), reopen, 0)?;
-                        let n = fs::pty_number(master.as_fd())?;
-                        let name = std::ffi::CString::new(format!("/dev/pts/{n}")).expect("no NUL in a number");
-                        let slave = fs::openat(Dir::Cwd, &name, libc::O_PATH | libc::O_NOFOLLOW, 0)?;
-                        self.sup.terminal_created(n, slave);
-                        return Ok(Answer::Install { fd: master, cloexec });
-                    }
-                    // Devices, FIFOs and sockets: opening them from here
-                    // could block the supervisor (a FIFO waits for its
-                    // peer). The kernel opens them instead, under the
-                    // Landlock ruleset built from the same surface; without
-                    // one nothing confines the kernel's own lookup, so they
-                    // are opened here (a FIFO without its peer then holds
-                    // this worker as it would the caller, and another takes
-                    // the turn over: supervisor::turn).
-                    _ => !self.sup.backstop(),
-                };
-                if !opened_here {
-                    return Ok(Answer::Continue);
+                let kind = stat.st_mode & libc::S_IFMT;
+                if kind == libc::S_IFLNK {
+                    return Err(Errno::ELOOP.into());
+                }
+                // The pseudo-terminal multiplexer: opened here, so that the
+                // terminal it makes is known to be the command's (its slave
+                // is granted to the command, no other).
+                if kind == libc::S_IFCHR && stat.st_rdev == libc::makedev(5, 2) {
+                    let master = self.sup.resolver().reopen(fd.as_fd(), reopen, 0)?;
+                    let n = fs::pty_number(master.as_fd())?;
+                    let name = std::ffi::CString::new(format!("/dev/pts/{n}")).expect("no NUL in a number");
+                    let slave = fs::openat(Dir::Cwd, &name, libc::O_PATH | libc::O_NOFOLLOW, 0)?;
+                    self.sup.terminal_created(n, slave);
+                    return Ok(Answer::Install { fd: master, cloexec });
                 }
                 let mode = if tmpfile { mode & !self.umask()? & 0o7777 } else { 0 };
-                let fd = self.on_behalf(proc, || self.sup.resolver().reopen(fd.as_fd(), reopen, mode))?;
-                Ok(Answer::Install { fd, cloexec })
+                let fifo = kind == libc::S_IFIFO;
+                let wait = Wait { fifo, reader: fifo && flags & libc::O_ACCMODE == libc::O_RDONLY, ..wait };
+                let resolver = self.sup.resolver();
+                let first = self.on_behalf(proc, || resolver.reopen(fd.as_fd(), reopen | libc::O_NONBLOCK, mode));
+                self.install(first, wait, move || {
+                    let (dir, name) = resolver.reopening(fd.as_fd())?;
+                    Ok(Opening { dir, name, flags: reopen, mode, held: Some(fd) })
+                })
             }
-            // A pipe or socket behind a sandboxed process's /proc/<pid>/fd/N.
-            Target::Anonymous { .. } if self.sup.backstop() => Ok(Answer::Continue),
             Target::Anonymous { fd } => {
                 Ok(Answer::Install { fd: self.sup.resolver().reopen(fd.as_fd(), reopen, 0)?, cloexec })
             }
         }
     }
 
+    /// Installs in the caller the descriptor `first` opened without
+    /// blocking (`O_NONBLOCK`, cleared again unless the caller asked for
+    /// it). Where the caller would have waited (the open breaks a lease the
+    /// command holds: `EAGAIN`; a FIFO has no peer yet: `ENXIO` for a
+    /// writer, no writer yet for a reader) the wait is the retry queue's,
+    /// with the open `later` makes: a worker never waits on what the
+    /// sandbox controls. A FIFO's reader is answered once a writer has
+    /// written or come and gone (a writer that opens and waits before
+    /// writing delays the reader's open until it writes).
+    fn install(
+        &self,
+        first: Result<OwnedFd, Errno>,
+        wait: Wait,
+        later: impl FnOnce() -> Result<Opening, Errno>,
+    ) -> Result<Answer, Stop> {
+        let waits = move |e: Errno| wait.blocking && (e == Errno::EAGAIN || (wait.fifo && e == Errno::ENXIO));
+        let mut reader = match first {
+            Ok(fd) if wait.reader && wait.blocking && !peer_ready(fd.as_fd()) => Some(fd),
+            Ok(fd) => return Ok(wait.done(fd)?),
+            Err(e) if waits(e) => None,
+            Err(e) => return Err(e.into()),
+        };
+        let opening = later()?;
+        let attempt = move || -> Result<Answer, Errno> {
+            let fd = match reader.take() {
+                Some(fd) => fd,
+                None => match opening.open() {
+                    Ok(fd) => fd,
+                    Err(e) if waits(e) => return Err(Errno::EAGAIN),
+                    Err(e) => return Err(e),
+                },
+            };
+            if wait.reader && !peer_ready(fd.as_fd()) {
+                reader = Some(fd);
+                return Err(Errno::EAGAIN);
+            }
+            wait.done(fd)
+        };
+        Ok(Answer::Later(later::Retry { tid: self.notif.pid, fds: 4, attempt: Box::new(attempt) }))
+    }
+
     /// Whether an open may be continued on the path as written, without
-    /// resolving it: an absolute path with no `.` or `..` whose covering
-    /// rule allows `access` and is one Landlock enforces exactly. The
-    /// kernel then resolves it under a ruleset that grants, wherever the
-    /// path leads (symlinks included), exactly what the surface does, so the
-    /// answer is the one resolving here would give; the only places the
-    /// ruleset says less are `/proc/<pid>` without a procfs of the
-    /// command's own, and terminals the command created, where it refuses.
+    /// resolving it: an absolute path with no `.` or `..` that the surface
+    /// allows by a rule the kernel also grants whole. The kernel then
+    /// resolves it under a backstop that refuses, wherever the path leads
+    /// (symlinks included), what the surface refuses (the caller checks the
+    /// backstop covers `access`), and allows the rule's own tree; where a
+    /// symlink leads somewhere it grants less (`/proc/<pid>` without a
+    /// procfs of the command's own, a grant pattern, a terminal the command
+    /// created), the open fails closed.
     /// Not with a trail of allowed calls (their records name the resolved
     /// object), not for paths in procfs or `/dev` (decided per process or
     /// opened here). Nothing read from the caller is acted on, so the
@@ -1178,13 +1332,11 @@ impl Call<'_> {
         if !matches!(surface.proc_place(path), ProcPlace::NotProc) || path.starts_with(b"/dev/") {
             return false;
         }
-        // An exact rule means no glob anywhere and no procfs here: the
-        // covering entry's mode is the whole decision.
-        match surface.lookup(path) {
-            Some(i) if self.sup.landlock_exact(i) && surface.rules()[i as usize].mode.permits(access) => {
-                let reason = Reason::Rule(i);
-                self.decided_by = Some(reason);
-                self.push(arg, None, AccessKind::from(access), Verdict::Allow, None, Why::Verdict(reason));
+        // Outside procfs: decided by the trie and the patterns.
+        match surface.decide(path, access, self.sup.procs()) {
+            v @ crate::policy::Verdict { allowed: true, reason: Reason::Rule(i) } if self.sup.landlock_exact(i) => {
+                self.decided_by = Some(v.reason);
+                self.push(arg, None, AccessKind::from(access), Verdict::Allow, None, Why::Verdict(v.reason));
                 true
             }
             _ => false,
@@ -1277,6 +1429,55 @@ impl Call<'_> {
         self.still_valid()?;
         u32::from_str_radix(&v, 8).map_err(|_| Stop::Fail(Errno::EINVAL))
     }
+}
+
+/// How a descriptor opened for the caller is handed over ([`Call::install`]).
+#[derive(Debug, Clone, Copy)]
+struct Wait {
+    /// The caller did not ask for `O_NONBLOCK`: it would have waited.
+    blocking: bool,
+    /// Whether to install it close-on-exec.
+    cloexec: bool,
+    /// A FIFO: `ENXIO` (no reader for a writer) means wait too.
+    fifo: bool,
+    /// A FIFO opened for reading, which waits for a writer.
+    reader: bool,
+}
+
+impl Wait {
+    /// The answer that installs `fd`, in the caller's blocking mode.
+    fn done(self, fd: OwnedFd) -> Result<Answer, Errno> {
+        if self.blocking {
+            fs::set_status_flags(fd.as_fd(), fs::status_flags(fd.as_fd())? & !libc::O_NONBLOCK)?;
+        }
+        Ok(Answer::Install { fd, cloexec: self.cloexec })
+    }
+}
+
+/// An open the supervisor makes again for a caller that waits: `name` in
+/// `dir` (a name to create, or `N` in `/proc/self/fd` for a handle it
+/// holds in `held`), always without blocking.
+struct Opening {
+    dir: OwnedFd,
+    name: std::ffi::CString,
+    flags: i32,
+    mode: u32,
+    held: Option<OwnedFd>,
+}
+
+impl Opening {
+    fn open(&self) -> Result<OwnedFd, Errno> {
+        let _ = &self.held;
+        fs::openat(Dir::Fd(self.dir.as_fd()), &self.name, self.flags | libc::O_NONBLOCK, self.mode)
+    }
+}
+
+/// Whether a FIFO opened for reading has seen its writer: data to read,
+/// or a writer that came and went.
+fn peer_ready(fd: std::os::fd::BorrowedFd<'_>) -> bool {
+    use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
+    let mut fds = [PollFd::new(fd, PollFlags::POLLIN)];
+    poll(&mut fds, PollTimeout::ZERO).is_ok_and(|n| n > 0)
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -251,6 +251,30 @@ fn apply(who: &Identity, groups: bool) -> Result<(), Errno> {
     )
 }
 
+/// Runs `f` with `dir` as this thread's cwd and `umask` as its umask, as the
+/// calls the kernel makes a name for from the calling thread's own (a unix
+/// socket's `bind`) need. The thread takes a file-system context of its
+/// own for this, once (`unshare(CLONE_FS)`: cwd, root and umask), so no
+/// other thread of the supervisor is affected; its umask is put back after.
+pub fn in_directory<T>(
+    dir: std::os::fd::BorrowedFd<'_>,
+    umask: u32,
+    f: impl FnOnce() -> Result<T, Errno>,
+) -> Result<T, Errno> {
+    thread_local! {
+        static OWN_FS: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+    }
+    if !OWN_FS.get() {
+        process::unshare(libc::CLONE_FS)?;
+        OWN_FS.set(true);
+    }
+    process::fchdir(dir)?;
+    let before = process::umask(umask);
+    let result = f();
+    process::umask(before);
+    result
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,7 +1,9 @@
 //! Calls that would wait on something the sandbox controls.
 //!
-//! A unix `connect` to a server whose backlog is full, or a datagram to a
-//! socket whose queue is full, blocks until the server makes room; done by a
+//! A unix `connect` to a server whose backlog is full, a datagram to a
+//! socket whose queue is full, an open of a file under a lease the command
+//! holds or of a FIFO without its peer, blocks until the other side moves;
+//! done by a
 //! worker, that would hand the sandbox a way to stop every answer (a server
 //! that never accepts, and as many connecting threads as there are
 //! workers). So the supervisor makes these calls without blocking, and
@@ -31,15 +33,16 @@ const FIRST_PAUSE: Duration = Duration::from_millis(1);
 const LONGEST_PAUSE: Duration = Duration::from_millis(50);
 
 /// A call made without blocking that would have blocked: `attempt` makes
-/// it again (without blocking), as thread `tid`, and gives the syscall's
-/// return value, or `EAGAIN` to be tried again later.
+/// it again (without blocking), as thread `tid`, and gives the answer (the
+/// syscall's return value, a descriptor to install), or `EAGAIN` to be
+/// tried again later.
 pub struct Retry {
     /// The calling thread, whose credentials each try is made with.
     pub tid: u32,
     /// How many descriptors `attempt` holds.
     pub fds: usize,
     /// One try.
-    pub attempt: Box<dyn FnMut() -> Result<i64, Errno> + Send>,
+    pub attempt: Box<dyn FnMut() -> Result<Answer, Errno> + Send>,
 }
 
 impl std::fmt::Debug for Retry {
@@ -168,7 +171,7 @@ fn try_once(sup: &Supervisor, w: &mut Waiting) -> Try {
     }
     match (w.retry.attempt)() {
         Err(Errno::EAGAIN) => Try::Again,
-        Ok(v) => Try::Done(Answer::Value(v)),
+        Ok(answer) => Try::Done(answer),
         Err(e) => Try::Done(Answer::Fail(e)),
     }
 }

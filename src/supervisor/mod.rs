@@ -9,6 +9,8 @@
 //! it over from a worker busy with one call for too long, so one slow
 //! answer never stalls the others; one is always waiting.
 
+pub mod cover;
+mod exec;
 mod handle;
 pub mod identity;
 mod later;
@@ -33,8 +35,9 @@ const MAX_WORKERS: usize = 64;
 /// How an allowed or denied call is answered.
 #[derive(Debug)]
 pub enum Answer {
-    /// Let the kernel run the call (`SECCOMP_USER_NOTIF_FLAG_CONTINUE`).
-    Continue,
+    /// Let the kernel run the call (`SECCOMP_USER_NOTIF_FLAG_CONTINUE`),
+    /// for the reason given ([`cover`]: never without one).
+    Continue(cover::Cover),
     /// Fail the call with this errno.
     Fail(Errno),
     /// Complete the call with this return value (the supervisor did it).
@@ -42,6 +45,9 @@ pub enum Answer {
     /// The call would block on something the sandbox controls (a full
     /// backlog, a full socket queue): answered when a retry completes.
     Later(later::Retry),
+    /// Let the kernel make an allowed exec that no backstop covers, and
+    /// check the program it loaded before it runs ([`exec`]).
+    VerifiedExec(exec::Verify),
     /// Complete the call by installing this descriptor in the caller
     /// (`SECCOMP_IOCTL_NOTIF_ADDFD` with `SECCOMP_ADDFD_FLAG_SEND`).
     Install {
@@ -103,10 +109,13 @@ pub struct Supervisor {
     /// `interpose bench`'s notification floor: every notification is
     /// answered CONTINUE at once, nothing read or decided.
     floor: bool,
-    /// Per surface rule: whether Landlock enforces exactly that rule's
-    /// answer, so an allowed open beneath it can be continued instead of
-    /// emulated ([`crate::sandbox::landlock::exact_rules`]).
+    /// Per surface rule: whether the kernel also grants what the rule
+    /// allows, so an allowed call beneath it can be continued without being
+    /// refused there ([`crate::sandbox::landlock::Layout::exact_rules`]).
     exact: Vec<bool>,
+    /// The backstop's proof, without which nothing path-based is continued
+    /// ([`cover::Cover::backstop`]).
+    backstop: Option<crate::sandbox::landlock::Sound>,
     /// Each surface rule in words, as trail records name it: formatted
     /// once, not for every recorded decision.
     rule_names: Vec<String>,
@@ -130,10 +139,19 @@ pub struct Supervisor {
     /// Calls that would block on something the sandbox controls, retried
     /// by a thread of their own so that no worker waits on them.
     later: later::Later,
+    /// The inode of the supervisor's network namespace, the host's: an
+    /// abstract socket address there reaches only what the sandbox bound.
+    host_netns: u64,
+    /// The abstract addresses the sandbox bound in the host's network
+    /// namespace (`sockaddr_un` bytes), which it may reach again.
+    bound: std::sync::Mutex<std::collections::HashSet<Vec<u8>>>,
 }
 
 /// How many created terminals are remembered at once.
 const MAX_TERMINALS: usize = 1024;
+
+/// How many abstract addresses bound by the sandbox are remembered.
+const MAX_BOUND: usize = 4096;
 
 /// An exec the supervisor refused, kept to explain why a command did not run.
 #[derive(Debug, Clone)]
@@ -211,22 +229,22 @@ pub struct Config {
     /// `interpose bench`'s notification floor: every notification is
     /// answered CONTINUE at once, nothing read or decided.
     pub floor: bool,
-    /// Per surface rule: whether Landlock enforces exactly that rule's
-    /// answer, so an allowed open beneath it can be continued instead of
-    /// emulated ([`crate::sandbox::landlock::exact_rules`]); empty for none.
+    /// Per surface rule: whether the kernel also grants what the rule
+    /// allows ([`crate::sandbox::landlock::Layout::exact_rules`]); empty for
+    /// none.
     pub landlock_exact: Vec<bool>,
+    /// The backstop's proof that it refuses what the surface refuses, when
+    /// there is one (a Landlock ruleset from the same surface, with its
+    /// masks; none with `--no-landlock` or a runtime's filter).
+    pub backstop: Option<crate::sandbox::landlock::Sound>,
     /// What IPv4 and IPv6 addresses connects and sends may name.
     pub net: NetRule,
     /// With `--isolate`: absolute paths are resolved from each caller's
     /// own root.
     pub isolated: bool,
     /// The filter was installed by an OCI runtime, not by `interpose run`:
-    /// no Landlock ruleset from the same surface stands behind an answer of
-    /// CONTINUE (so no open is continued: the kernel's own lookup of a path
-    /// swapped after the check would be unconfined), and the callers may
-    /// not wait killable only (so a descriptor is installed and answered in
-    /// one step). (`interpose run --no-landlock` keeps continuing: its user
-    /// was told CONTINUE can be raced.)
+    /// the callers may not wait killable only (so a descriptor is installed
+    /// and answered in one step).
     pub runtime_filter: bool,
     /// With a PID namespace: the command's root directory, in a mount
     /// namespace whose `/proc` is that PID namespace's. Absolute paths are
@@ -274,6 +292,7 @@ impl Supervisor {
             learn,
             floor,
             landlock_exact,
+            backstop,
             net,
             isolated,
             command_root,
@@ -312,6 +331,7 @@ impl Supervisor {
             learn,
             floor,
             exact: landlock_exact,
+            backstop,
             exec_generation: AtomicU64::new(0),
             net,
             isolated,
@@ -320,6 +340,11 @@ impl Supervisor {
             // Waiting calls hold descriptors; the command was started
             // with its own limits already.
             later: later::Later::new(crate::sys::process::raise_descriptor_limit().unwrap_or(1024)),
+            host_netns: fs::fstat(
+                fs::openat(Dir::Cwd, c"/proc/self/ns/net", libc::O_PATH | libc::O_CLOEXEC, 0)?.as_fd(),
+            )?
+            .st_ino,
+            bound: std::sync::Mutex::default(),
         }))
     }
 
@@ -343,10 +368,9 @@ impl Supervisor {
         self.learn
     }
 
-    /// Whether an answer of CONTINUE has a Landlock ruleset from the same
-    /// surface behind it (not for a runtime's filter; see [`Config::runtime_filter`]).
-    pub fn backstop(&self) -> bool {
-        !self.runtime_filter
+    /// The backstop's proof, if there is one ([`cover::Cover::backstop`]).
+    pub fn sound(&self) -> Option<crate::sandbox::landlock::Sound> {
+        self.backstop
     }
 
     /// Whether decisions go to a trail.
@@ -423,6 +447,28 @@ impl Supervisor {
         &self.net
     }
 
+    /// The inode of the host's network namespace (the supervisor's).
+    pub fn host_netns(&self) -> u64 {
+        self.host_netns
+    }
+
+    /// Remembers an abstract address the sandbox bound in the host's
+    /// network namespace.
+    pub fn remember_bound(&self, address: Vec<u8>) {
+        let mut bound = self.bound.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        // Beyond the bound nothing more is remembered: a later connect to a
+        // name not remembered is refused, never more allowed.
+        if bound.len() < MAX_BOUND {
+            bound.insert(address);
+        }
+    }
+
+    /// Whether the sandbox bound the abstract address `address` in the
+    /// host's network namespace.
+    pub fn bound_by_sandbox(&self, address: &[u8]) -> bool {
+        self.bound.lock().unwrap_or_else(std::sync::PoisonError::into_inner).contains(address)
+    }
+
     /// Whether an access the rule with index `rule` allowed may be continued.
     pub fn landlock_exact(&self, rule: u32) -> bool {
         self.exact.get(rule as usize).copied().unwrap_or(false)
@@ -489,7 +535,10 @@ impl Supervisor {
                 }
             };
             if self.floor {
-                self.answer(notif.id, Answer::Continue);
+                // `interpose bench`'s notification floor, which enforces
+                // nothing and says so (a hidden flag): the bare round trip.
+                let resp = NotifResp { id: notif.id, val: 0, error: 0, flags: seccomp::USER_NOTIF_FLAG_CONTINUE };
+                let _ = seccomp::send(self.listener.as_fd(), resp);
                 continue;
             }
             let started = std::time::Instant::now();
@@ -530,12 +579,19 @@ impl Supervisor {
             for c in outcome.checks.iter().filter(|c| c.access == AccessKind::Exec && c.decision != Verdict::Allow) {
                 self.keep_exec_refusal(c);
             }
+            let mut checks = outcome.checks;
             match outcome.answer {
                 Some(Answer::Later(retry)) => self.answer_later(notif.id, retry),
+                Some(Answer::VerifiedExec(v)) => {
+                    if let Some(refused) = self.verified_exec(notif.id, v) {
+                        self.keep_exec_refusal(&refused);
+                        checks.push(refused);
+                    }
+                }
                 Some(answer) => self.answer(notif.id, answer),
                 None => {}
             }
-            self.record(&notif, outcome.checks, outcome.argv, context, who, (started, received_ns));
+            self.record(&notif, checks, outcome.argv, context, who, (started, received_ns));
             self.idle.fetch_add(1, Ordering::SeqCst);
             if !self.turn.done(tenure) {
                 // Taken over while this call stalled: wait like the rest.
@@ -612,13 +668,16 @@ impl Supervisor {
     fn answer(&self, id: u64, answer: Answer) {
         let listener = self.listener.as_fd();
         let result = match answer {
-            Answer::Continue => {
+            Answer::Continue(_) => {
                 seccomp::send(listener, NotifResp { id, val: 0, error: 0, flags: seccomp::USER_NOTIF_FLAG_CONTINUE })
             }
             Answer::Fail(e) => seccomp::send(listener, NotifResp { id, val: 0, error: -(e as i32), flags: 0 }),
             Answer::Value(val) => seccomp::send(listener, NotifResp { id, val, error: 0, flags: 0 }),
-            // Waiting calls go to `later` before this; never left unanswered.
-            Answer::Later(_) => seccomp::send(listener, NotifResp { id, val: 0, error: -libc::EAGAIN, flags: 0 }),
+            // Waiting calls go to `later` before this, and execs to be
+            // checked to `verified_exec`; never left unanswered.
+            Answer::Later(_) | Answer::VerifiedExec(_) => {
+                seccomp::send(listener, NotifResp { id, val: 0, error: -libc::EAGAIN, flags: 0 })
+            }
             // A runtime's callers may not wait killable only: a signal could
             // end the call between two steps and leave the descriptor
             // behind, so it is installed and answered in one.

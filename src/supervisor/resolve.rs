@@ -250,6 +250,15 @@ impl Resolver {
         fs::openat(Dir::Fd(self.proc_self_fd.as_fd()), name, flags, mode)
     }
 
+    /// Where [`Resolver::reopen`] opens `fd` again, as a directory and a
+    /// name of its own (a duplicate of `/proc/self/fd` and `N`), for an open
+    /// made later by another thread.
+    pub fn reopening(&self, fd: BorrowedFd<'_>) -> Result<(OwnedFd, CString), Errno> {
+        use std::os::fd::AsRawFd;
+        let dir = self.proc_self_fd.try_clone().map_err(|_| Errno::EMFILE)?;
+        Ok((dir, CString::new(fd.as_raw_fd().to_string()).expect("no NUL in a number")))
+    }
+
     /// `/proc/self/fd/N` for one of our handles: a path that leads to the very
     /// object, for calls that only take paths (chmod, setxattr, connect).
     pub fn proc_path(fd: BorrowedFd<'_>) -> CString {
@@ -632,6 +641,41 @@ pub fn split_last(path: &[u8]) -> Option<(&[u8], &[u8])> {
     Some((dir, name))
 }
 
+/// A last component that names no entry: what `unlink`, `mkdir`, `rename`
+/// and the other calls on names refuse, each with its own errno.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Nameless {
+    /// `.`
+    Dot,
+    /// `..`
+    DotDot,
+    /// No component at all: `/`.
+    Root,
+}
+
+/// For a path whose last component names no entry ([`Nameless`]), the
+/// directory the kernel resolves before refusing it (`x/` for `x/..`, `.`
+/// for `.`, `/` for `/`), and which one it is; `None` for any other path.
+pub fn nameless(path: &[u8]) -> Option<(&[u8], Nameless)> {
+    let mut end = path.len();
+    while end > 0 && path[end - 1] == b'/' {
+        end -= 1;
+    }
+    let trimmed = &path[..end];
+    if trimmed.is_empty() {
+        return (!path.is_empty()).then_some((&b"/"[..], Nameless::Root));
+    }
+    let (dir, name) = match trimmed.iter().rposition(|&c| c == b'/') {
+        Some(i) => (&trimmed[..=i], &trimmed[i + 1..]),
+        None => (&b"."[..], trimmed),
+    };
+    match name {
+        b"." => Some((dir, Nameless::Dot)),
+        b".." => Some((dir, Nameless::DotDot)),
+        _ => None,
+    }
+}
+
 /// An absolute path with empty components and `.` dropped and `..` applied,
 /// which is its canonical form when it crosses no symlink and no `..` (the
 /// resolver never uses it for a path with `..`).
@@ -673,6 +717,17 @@ mod tests {
         assert_eq!(split_last(b"/"), None);
         assert_eq!(split_last(b"a/.."), None);
         assert_eq!(split_last(b"."), None);
+    }
+
+    #[test]
+    fn nameless_last_components() {
+        assert_eq!(nameless(b"a/."), Some((&b"a/"[..], Nameless::Dot)));
+        assert_eq!(nameless(b"a/../"), Some((&b"a/"[..], Nameless::DotDot)));
+        assert_eq!(nameless(b".."), Some((&b"."[..], Nameless::DotDot)));
+        assert_eq!(nameless(b"//"), Some((&b"/"[..], Nameless::Root)));
+        assert_eq!(nameless(b"/a/b"), None);
+        assert_eq!(nameless(b""), None);
+        assert_eq!(nameless(b"a/.b"), None);
     }
 
     #[test]

@@ -13,8 +13,10 @@ pub mod landlock;
 pub mod mem;
 pub mod process;
 pub mod procfs;
+pub mod ptrace;
 pub mod reactor;
 pub mod seccomp;
+pub mod socket;
 
 pub use nix::errno::Errno;
 

@@ -67,6 +67,33 @@ pub fn maps(tid: u32) -> Vec<Mapping> {
         .collect()
 }
 
+/// The files `tid`'s address space maps executable (`x` in the
+/// permissions), as `/proc/<tid>/maps` names them (a path may hold
+/// spaces: it is the rest of the line; `(deleted)` is dropped).
+pub fn executable_files(tid: u32) -> Vec<String> {
+    let mut out: Vec<String> = std::fs::read_to_string(format!("/proc/{tid}/maps"))
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| {
+            // address perms offset dev inode, then the path after spaces.
+            let mut rest = l;
+            let mut fields = Vec::with_capacity(5);
+            for _ in 0..5 {
+                let t = rest.trim_start();
+                let end = t.find(' ').unwrap_or(t.len());
+                fields.push(&t[..end]);
+                rest = &t[end..];
+            }
+            let path = rest.trim_start();
+            (fields[1].contains('x') && path.starts_with('/'))
+                .then(|| path.strip_suffix(" (deleted)").unwrap_or(path).to_string())
+        })
+        .collect();
+    out.sort();
+    out.dedup();
+    out
+}
+
 /// One line of `/proc/self/mountinfo`, the fields interpose uses.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Mount {

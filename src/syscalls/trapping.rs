@@ -68,16 +68,13 @@ impl Trapping {
     pub fn traps(self, op: Op) -> bool {
         let Trapping::Fast { exact, .. } = self else { return true };
         match op {
-            // Metadata only: what exists and its attributes, never content
-            // (the residual risk fast mode states).
-            Op::Chdir
-            | Op::Statbuf
-            | Op::Statx
-            | Op::Statfs
-            | Op::Access
-            | Op::Getxattr
-            | Op::Listxattr
-            | Op::Readlink => false,
+            // Metadata only: what exists and its stat attributes, never
+            // content (the residual risk fast mode states).
+            Op::Chdir | Op::Statbuf | Op::Statx | Op::Statfs => false,
+            // More than that: a link's target and extended attributes are
+            // content, and access(2) must answer what the surface allows
+            // (the kernel's own answer knows nothing of Landlock).
+            Op::Access | Op::Getxattr | Op::Listxattr | Op::Readlink => true,
             // Landlock decides these (Execute, Make*, Remove*, Refer,
             // Truncate) the same way, where it enforces the surface exactly.
             Op::Exec

@@ -623,9 +623,16 @@ fn render_docs(rows: &[Row]) -> String {
          \x20 `SECCOMP_IOCTL_NOTIF_ADDFD`), so rewriting the path after the check\n\
          \x20 gains nothing.\n\
          - **continue**: the supervisor decides, then lets the kernel run the call\n\
-         \x20 (`SECCOMP_USER_NOTIF_FLAG_CONTINUE`). Only used where the Landlock\n\
-         \x20 ruleset, built from the same surface, enforces the same answer on\n\
-         \x20 whatever path the kernel finally resolves.\n\
+         \x20 (`SECCOMP_USER_NOTIF_FLAG_CONTINUE`), and the kernel reads the\n\
+         \x20 arguments again, after another thread may have changed them. So the\n\
+         \x20 answer can only be built with a cover (`src/supervisor/cover.rs`):\n\
+         \x20 the backstop (a Landlock ruleset that grants nothing the surface\n\
+         \x20 refuses, carve-outs masked in the command's mount namespace) refuses\n\
+         \x20 the access wherever the surface does; the call changes only the\n\
+         \x20 caller's own credentials; the call makes a handle (`O_PATH`, a cwd)\n\
+         \x20 every use of which is trapped; or, learning, nothing is enforced.\n\
+         \x20 `tests/e2e/flips.rs` flips every trapped call's pointer arguments\n\
+         \x20 after the check and expects the kernel to refuse.\n\
          - **E…**: refused by the BPF filter with that errno; no notification.\n\
          \x20 `EPERM:A&M` refuses only when a bit of mask `M` is set in argument `A`;\n\
          \x20 other values are allowed untrapped.\n\

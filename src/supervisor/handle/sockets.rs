@@ -1,13 +1,30 @@
-//! Socket addresses: `connect`, `bind` and the datagram sends.
+//! Socket addresses: `connect`, `bind`, and the sends that name one
+//! (`sendto` with an address, `sendmsg`, `sendmmsg`).
 //!
-//! A pathname unix address is a file like any other: decided with `write`
-//! (`create` for bind) on its real location. Then the supervisor connects
-//! the caller's own socket (`pidfd_getfd` gives the same open file
-//! description) to the socket file it checked, and sends a datagram from
-//! it to that file, named through its own handle (`/proc/self/fd/N`), so
-//! no path can be swapped after the check. Neither ever blocks a worker: a
-//! full backlog or a full receive queue hands the call to
-//! [`super::super::later`], which retries it without blocking.
+//! None of these is ever continued: the kernel would read the address (and
+//! a `msghdr`, and the descriptor's socket) again after the check, and no
+//! backstop covers what it finds there (Landlock ABI 7 refuses neither a
+//! connect nor a datagram to a pathname socket). So the supervisor reads
+//! the address once, with a send's data and control messages, decides it,
+//! and makes the call itself on the caller's own socket (`pidfd_getfd`: the
+//! same open file description) with what it read.
+//!
+//! - A pathname address is a file: decided with `write` (a connect, a
+//!   datagram) or `create` (a bind) on its real location, and reached
+//!   through the supervisor's handle on the socket file it checked
+//!   (`/proc/self/fd/N`); a bind is made in the checked directory, from a
+//!   worker whose own cwd and umask are the directory and the caller's.
+//! - An abstract address is looked up in the socket's own network
+//!   namespace. Where that is the command's own, only the sandbox is there;
+//!   where it is the host's, only names the sandbox itself bound are
+//!   reached (the rest are refused with `EPERM`, as Landlock's scope would
+//!   refuse the command's own call).
+//! - IPv4 and IPv6 follow the network rule ([`NetRule`]).
+//!
+//! Neither ever blocks a worker: a full backlog, a handshake under way or a
+//! full queue hands the call to [`super::super::later`], which retries it
+//! without blocking. What the other side sees of its peer is the caller's
+//! effective uid and gid; its pid is interpose's.
 
 use super::{Call, PathArg, Stop, Why};
 use crate::audit::{AccessKind, RuleKind, Verdict};
@@ -16,9 +33,10 @@ use crate::supervisor::identity;
 use crate::supervisor::later::Retry;
 use crate::supervisor::resolve::{Resolver, Target};
 use crate::supervisor::{Answer, NetRule};
-use crate::sys::{fs, mem, Errno};
+use crate::sys::socket::ADDRESS_MAX;
+use crate::sys::{fs, mem, socket, Errno};
 use crate::syscalls::Op;
-use std::net::{SocketAddr, SocketAddrV4};
+use std::net::SocketAddr;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 
 /// `struct mmsghdr`: a `msghdr` (56 bytes) and `msg_len`, padded to 64.
@@ -28,31 +46,45 @@ const MMSGHDR: u64 = 64;
 const UIO_MAXIOV: u64 = 1024;
 /// The most descriptors one message may carry (`SCM_MAX_FD`).
 const SCM_MAX_FD: usize = 253;
-/// The largest datagram read from the caller (Linux caps a unix datagram
-/// by the socket's send buffer, far below this).
-const DATAGRAM_MAX: usize = 8 << 20;
+/// The most bytes of one message read from the caller: a datagram that
+/// large is refused by the kernel anyway, and a stream send of more is sent
+/// in part (as a send may be).
+const DATA_MAX: usize = 8 << 20;
 /// The largest control buffer read from the caller.
 const CONTROL_MAX: u64 = 64 << 10;
 
-/// What a socket address names.
+/// A socket address as the caller wrote it, by what it names.
+#[derive(Debug, Clone, PartialEq, Eq)]
 enum Address {
-    /// None (a NULL pointer, or only a family): the connected peer.
+    /// None: a NULL pointer, or a length of zero (the connected peer).
     Unnamed,
-    /// An IPv4 or IPv6 address, as the caller wrote it.
-    Inet(Vec<u8>),
-    /// A pathname unix socket.
+    /// A pathname unix socket: the path.
     Path(Vec<u8>),
-    /// An abstract unix address (no file; Landlock scopes abstract unix
-    /// sockets to the sandbox), or another family, named.
-    Elsewhere(i32),
+    /// An abstract unix address, or a unix address with only its family
+    /// (autobind): the address bytes.
+    Abstract(Vec<u8>),
+    /// An IPv4 or IPv6 address: the bytes.
+    Inet(Vec<u8>),
+    /// Any other family (`AF_UNSPEC`, netlink, vsock, ...): the family and
+    /// the bytes.
+    Other(i32, Vec<u8>),
 }
 
-/// One datagram, read from the caller and ready to send.
-struct Datagram {
-    /// The checked socket file it goes to; `None` for the connected peer.
-    to: Option<OwnedFd>,
+/// Where a call goes once decided: the bytes of the address the supervisor
+/// gives the kernel, and the socket file it checked, whose
+/// `/proc/self/fd/N` those bytes name.
+struct Destination {
+    address: Option<Vec<u8>>,
+    _held: Option<OwnedFd>,
+}
+
+/// One message, read from the caller and ready to send.
+struct Message {
+    to: Destination,
     data: Vec<u8>,
-    /// Duplicates of the descriptors it passes (`SCM_RIGHTS`).
+    /// The control messages, with the caller's descriptor numbers replaced
+    /// by the supervisor's duplicates (kept in `rights`).
+    control: Vec<u8>,
     rights: Vec<OwnedFd>,
     /// Where the kernel reports the bytes sent (`sendmmsg`'s `msg_len`).
     report: Option<u64>,
@@ -65,40 +97,38 @@ impl Call<'_> {
         let x = self.row.extra.expect("socket rows name their address argument") as usize;
         match self.row.op {
             Op::Connect => self.connect(a[x], a[x + 1]),
-            Op::Bind => {
-                if let Address::Path(bytes) = self.address(a[x], a[x + 1])? {
-                    let arg = self.socket_path(bytes)?;
-                    let r = self.resolve(&arg, false, false, 0);
-                    self.check(&arg, r, Access::Create)?;
-                }
-                // Landlock's MAKE_SOCK on the write surface backs the kernel's
-                // own lookup of the name.
-                Ok(Answer::Continue)
-            }
+            Op::Bind => self.bind(a[x], a[x + 1]),
             _ => self.send(),
         }
     }
 
-    /// Reads the socket address at `addr` (`len` bytes).
+    /// Reads the socket address at `addr` (`len` bytes), as the kernel's
+    /// `move_addr_to_kernel` would: more than a `sockaddr_storage` is
+    /// `EINVAL`, an unreadable one `EFAULT`.
     fn address(&self, addr: u64, len: u64) -> Result<Address, Stop> {
-        const SUN_PATH_MAX: usize = 108;
-        if addr == 0 || len <= 2 {
+        if addr == 0 || len == 0 {
             return Ok(Address::Unnamed);
         }
-        let mut buf = [0u8; 2 + SUN_PATH_MAX];
-        let len = (len as usize).min(buf.len());
-        if mem::read(self.notif.pid, addr, &mut buf[..len])? != len {
+        if len > ADDRESS_MAX as u64 {
+            return Err(Errno::EINVAL.into());
+        }
+        let mut buf = vec![0u8; len as usize];
+        if mem::read(self.notif.pid, addr, &mut buf)? != buf.len() {
             return Err(Errno::EFAULT.into());
         }
+        if buf.len() < 2 {
+            return Ok(Address::Other(0, buf));
+        }
         let family = i32::from(u16::from_ne_bytes([buf[0], buf[1]]));
-        let sun_path = &buf[2..len];
         Ok(match family {
-            libc::AF_INET | libc::AF_INET6 if len >= 4 => Address::Inet(buf[..len].to_vec()),
-            libc::AF_UNIX if sun_path[0] != 0 => {
+            libc::AF_UNIX if buf.len() > 2 && buf[2] != 0 => {
+                let sun_path = &buf[2..];
                 let end = sun_path.iter().position(|&c| c == 0).unwrap_or(sun_path.len());
                 Address::Path(sun_path[..end].to_vec())
             }
-            family => Address::Elsewhere(family),
+            libc::AF_UNIX => Address::Abstract(buf),
+            libc::AF_INET | libc::AF_INET6 => Address::Inet(buf),
+            family => Address::Other(family, buf),
         })
     }
 
@@ -110,64 +140,187 @@ impl Call<'_> {
         Ok(PathArg { bytes, base })
     }
 
-    /// Decides a pathname destination with `write` and returns the handle
-    /// on the socket file checked.
-    fn destination(&mut self, bytes: Vec<u8>) -> Result<OwnedFd, Stop> {
-        let arg = self.socket_path(bytes)?;
-        let r = self.resolve(&arg, true, false, 0);
-        let r = self.check(&arg, r, Access::Write)?;
-        match r.target {
-            Target::Exists { fd, stat } if stat.st_mode & libc::S_IFMT == libc::S_IFSOCK => Ok(fd),
-            Target::Missing { .. } => Err(Errno::ENOENT.into()),
-            _ => Err(Errno::ECONNREFUSED.into()),
+    /// Decides where a connect or send to `address` on `sock` goes, and
+    /// refuses (recording it) what the surface or the network rule does
+    /// not allow.
+    fn destination(&mut self, address: Address, sock: BorrowedFd<'_>, stream: bool) -> Result<Destination, Stop> {
+        match address {
+            Address::Unnamed => Ok(Destination { address: None, _held: None }),
+            Address::Path(bytes) => {
+                let arg = self.socket_path(bytes)?;
+                let r = self.resolve(&arg, true, false, 0);
+                let r = self.check(&arg, r, Access::Write)?;
+                match r.target {
+                    Target::Exists { fd, stat } if stat.st_mode & libc::S_IFMT == libc::S_IFSOCK => {
+                        let path = Resolver::proc_path(fd.as_fd());
+                        Ok(Destination { address: Some(unix_address(path.as_bytes())), _held: Some(fd) })
+                    }
+                    Target::Missing { .. } => Err(Errno::ENOENT.into()),
+                    _ => Err(Errno::ECONNREFUSED.into()),
+                }
+            }
+            Address::Abstract(bytes) => {
+                if bytes.len() > 2 && !self.abstract_reachable(sock, &bytes)? {
+                    let name = String::from_utf8_lossy(&bytes[3..]).into_owned();
+                    let arg = PathArg { bytes: format!("unix:@{name}").into_bytes(), base: None };
+                    let why = Why::Note("an abstract socket of the host's, not the sandbox's", RuleKind::Network);
+                    if self.sup.learns() {
+                        self.push(&arg, None, AccessKind::Connect, Verdict::WouldDeny, None, why);
+                    } else {
+                        self.push(&arg, None, AccessKind::Connect, Verdict::Deny, Some(Errno::EPERM), why);
+                        return Err(Errno::EPERM.into());
+                    }
+                }
+                Ok(Destination { address: Some(bytes), _held: None })
+            }
+            Address::Inet(bytes) => {
+                self.inet_allowed(&bytes, stream)?;
+                Ok(Destination { address: Some(bytes), _held: None })
+            }
+            Address::Other(family, bytes) => {
+                self.other_family(family)?;
+                Ok(Destination { address: Some(bytes), _held: None })
+            }
         }
+    }
+
+    /// Whether the abstract address `bytes` may be reached from `sock`:
+    /// always in a network namespace other than the host's (the command's
+    /// own: nothing else is there), else only a name the sandbox bound.
+    fn abstract_reachable(&self, sock: BorrowedFd<'_>, bytes: &[u8]) -> Result<bool, Stop> {
+        let ns = socket::namespace_of(sock)?;
+        if fs::fstat(ns.as_fd())?.st_ino != self.sup.host_netns() {
+            return Ok(true);
+        }
+        Ok(self.sup.bound_by_sandbox(bytes))
     }
 
     fn connect(&mut self, addr: u64, len: u64) -> Result<Answer, Stop> {
         let sockfd = self.notif.data.args[0] as i32;
-        let bytes = match self.address(addr, len)? {
-            Address::Inet(addr) => return self.inet_connect(&addr, sockfd),
-            Address::Path(bytes) => bytes,
-            Address::Elsewhere(family) => return self.other_family(family),
-            Address::Unnamed => return Ok(Answer::Continue),
-        };
-        let socket_file = self.destination(bytes)?;
-        // The caller's own socket: a duplicate of its descriptor shares the
-        // open file description.
+        let address = self.address(addr, len)?;
         let sock = self.caller_fd(sockfd)?;
-        let path = Resolver::proc_path(socket_file.as_fd());
+        let stream = is_stream(&sock);
+        if let (Address::Inet(bytes), NetRule::ProxyOnly(proxy, admission)) = (&address, self.sup.net()) {
+            if let Some(to) = inet_address(bytes).filter(|to| stream && canonical(*to) == SocketAddr::V4(*proxy)) {
+                let admission = std::sync::Arc::clone(admission);
+                return self.proxy_connect(to, sock, admission);
+            }
+        }
+        let unix = matches!(address, Address::Path(_) | Address::Abstract(_));
+        let to = self.destination(address, sock.as_fd(), stream)?;
         let blocking = fs::status_flags(sock.as_fd())? & libc::O_NONBLOCK == 0;
-        let attempt = move || {
-            // The server sees the connecting thread's effective ids as the
-            // peer's: the caller's, never interpose's.
-            without_blocking(sock.as_fd(), blocking, || {
-                identity::with_callers_effective_ids(|| fs::connect_unix(sock.as_fd(), path.as_bytes()))
-            })
-            .map(|()| 0)
+        let attempt = move || -> Result<Answer, Errno> {
+            let _held = &to._held;
+            let address = to.address.as_deref().unwrap_or_default();
+            let r = without_blocking(sock.as_fd(), blocking, || {
+                // A unix server sees the connecting thread's effective ids
+                // as its peer's: the caller's, never interpose's.
+                if unix {
+                    identity::with_callers_effective_ids(|| socket::connect(sock.as_fd(), address))
+                } else {
+                    socket::connect(sock.as_fd(), address)
+                }
+            });
+            match r {
+                Ok(()) => Ok(Answer::Value(0)),
+                // A handshake made on an earlier try: done.
+                Err(Errno::EISCONN) if !unix && blocking => Ok(Answer::Value(0)),
+                // A unix connect completes at once or not at all: a full
+                // backlog is EAGAIN; a TCP one under way is tried again
+                // until it ends (EALREADY meanwhile).
+                Err(Errno::EINPROGRESS | Errno::EALREADY | Errno::EAGAIN) if blocking => Err(Errno::EAGAIN),
+                Err(e) => Err(e),
+            }
         };
+        self.now_or_later(attempt, blocking, 3)
+    }
+
+    /// Makes `attempt` now; if it would block for a blocking caller, hands
+    /// it to the retry queue (holding `fds` descriptors).
+    fn now_or_later(
+        &self,
+        mut attempt: impl FnMut() -> Result<Answer, Errno> + Send + 'static,
+        blocking: bool,
+        fds: usize,
+    ) -> Result<Answer, Stop> {
         match attempt() {
-            // A unix connect completes at once or not at all: a full backlog
-            // is EAGAIN, tried again until the server makes room.
-            Err(Errno::EAGAIN) if blocking => Ok(Answer::Later(Retry {
-                tid: self.notif.pid,
-                fds: 2,
-                attempt: Box::new(move || {
-                    let _held = &socket_file;
-                    attempt()
-                }),
-            })),
-            r => r.map(Answer::Value).map_err(Stop::Fail),
+            Err(Errno::EAGAIN) if blocking => {
+                Ok(Answer::Later(Retry { tid: self.notif.pid, fds, attempt: Box::new(attempt) }))
+            }
+            r => r.map_err(Stop::Fail),
         }
     }
 
-    /// sendto, sendmsg, sendmmsg. Datagrams to a pathname unix socket are
-    /// sent by the supervisor to the socket file it checked; anything else
-    /// is decided (where it is a path) and continued: a stream or seqpacket
-    /// socket never looks a send's address up.
+    /// bind: a pathname is decided as a create of the socket file and made
+    /// in the checked directory; any other address is bound as read (an
+    /// abstract name bound on the host's network namespace is remembered:
+    /// the sandbox may reach it later).
+    fn bind(&mut self, addr: u64, len: u64) -> Result<Answer, Stop> {
+        let sock = self.caller_fd(self.notif.data.args[0] as i32)?;
+        match self.address(addr, len)? {
+            Address::Path(bytes) => {
+                let arg = self.socket_path(bytes)?;
+                let Some((dir, name)) = self.bind_place(&arg)? else {
+                    return Err(Errno::EADDRINUSE.into());
+                };
+                let umask = self.umask()?;
+                // The socket file is made by the kernel's mknod, with the
+                // binding thread's umask and in its cwd: this worker's own
+                // (`identity::own_fs`), set to the caller's and the checked
+                // directory.
+                identity::in_directory(dir.as_fd(), umask, || {
+                    socket::bind(sock.as_fd(), &unix_address(name.as_bytes()))
+                })
+                .map(|()| Answer::Value(0))
+                .map_err(|e| if e == Errno::EEXIST { Errno::EADDRINUSE } else { e }.into())
+            }
+            Address::Abstract(bytes) => {
+                socket::bind(sock.as_fd(), &bytes)?;
+                let ns = socket::namespace_of(sock.as_fd())?;
+                if fs::fstat(ns.as_fd())?.st_ino == self.sup.host_netns() {
+                    // An autobind's name is the kernel's choice: read back.
+                    let name: nix::sys::socket::UnixAddr =
+                        nix::sys::socket::getsockname(sock.as_raw_fd()).map_err(Stop::Fail)?;
+                    if let Some(name) = name.as_abstract() {
+                        let mut bytes = (libc::AF_UNIX as u16).to_ne_bytes().to_vec();
+                        bytes.push(0);
+                        bytes.extend_from_slice(name);
+                        self.sup.remember_bound(bytes);
+                    }
+                }
+                Ok(Answer::Value(0))
+            }
+            Address::Unnamed => Err(Errno::EINVAL.into()),
+            Address::Inet(bytes) | Address::Other(_, bytes) => {
+                socket::bind(sock.as_fd(), &bytes).map(|()| Answer::Value(0)).map_err(Stop::Fail)
+            }
+        }
+    }
+
+    /// The checked directory and name a pathname bind makes its socket
+    /// file in, decided as a create; `None` when the name exists (the
+    /// kernel's `EADDRINUSE`) or names no entry.
+    fn bind_place(&mut self, arg: &PathArg) -> Result<Option<(OwnedFd, std::ffi::CString)>, Stop> {
+        match self.parent(arg, Access::Create)? {
+            super::Named::Entry(p) => {
+                if p.entry()?.is_some() {
+                    return Ok(None);
+                }
+                self.check_entry(arg, &p, Access::Create)?;
+                Ok(Some((p.fd, p.name)))
+            }
+            super::Named::Nameless(..) => Ok(None),
+        }
+    }
+
+    /// sendto (with an address: one without is not trapped), sendmsg,
+    /// sendmmsg.
     fn send(&mut self) -> Result<Answer, Stop> {
         let a = self.notif.data.args;
         let x = self.row.extra.expect("send rows name their address argument") as usize;
-        // Each message's msghdr in the caller (none for sendto) and address.
+        let sock = self.caller_fd(a[0] as i32)?;
+        let stream = is_stream(&sock);
+        // Each message's msghdr in the caller (none for sendto).
         let (headers, flags): (Vec<Option<u64>>, u64) = match self.row.op {
             Op::Sendto => (vec![None], a[3]),
             Op::Sendmsg => (vec![Some(a[x])], a[2]),
@@ -176,124 +329,73 @@ impl Call<'_> {
                 ((0..count).map(|i| Some(a[x].wrapping_add(i * MMSGHDR))).collect(), a[3])
             }
         };
-        let mut addresses = Vec::with_capacity(headers.len());
-        for h in &headers {
-            let (addr, len) = match h {
-                None => (a[x], a[x + 1]),
-                Some(h) => self.msg_name(*h)?,
-            };
-            addresses.push(self.address(addr, len)?);
-        }
-        if self.sup.net().proxied() {
-            // Only the proxy is reached, and it takes no datagrams: an IPv4
-            // or IPv6 address in a send is refused whatever the socket
-            // (its type could change under the same number before the
-            // kernel looked at it); in a namespace of the command's own,
-            // its loopback is its own.
-            let own = matches!(self.sup.net(), NetRule::OwnNamespace);
-            for d in &addresses {
-                match d {
-                    Address::Inet(addr) if own && inet_address(addr).is_some_and(|a| loopback(a.ip())) => {}
-                    Address::Inet(addr) => {
-                        let (host, port) = inet_text(addr);
-                        return self.refuse_inet(&format!("udp:{host}:{port}"));
-                    }
-                    Address::Elsewhere(family) => {
-                        self.other_family(*family)?;
-                    }
-                    _ => {}
+        let mut messages = Vec::with_capacity(headers.len());
+        for h in headers {
+            let (name, namelen, data, control) = match h {
+                None => (a[x], a[x + 1], self.read_buffer(a[1], a[2])?, Vec::new()),
+                Some(h) => {
+                    let [name, namelen, iov, iovlen, control, controllen, _] = self.msghdr(h)?;
+                    let data = self.gather(iov, iovlen)?;
+                    let control = if controllen == 0 { Vec::new() } else { self.read_control(control, controllen)? };
+                    (name, namelen & 0xffff_ffff, data, control)
                 }
-            }
-        }
-        if !addresses.iter().any(|d| matches!(d, Address::Path(_))) {
-            return Ok(Answer::Continue);
-        }
-        let sock = self.caller_fd(a[0] as i32)?;
-        let stream = nix::sys::socket::getsockopt(&sock, nix::sys::socket::sockopt::SockType).map_err(Stop::Fail)?
-            != nix::sys::socket::SockType::Datagram;
-        if stream || addresses.iter().any(|d| matches!(d, Address::Elsewhere(_) | Address::Inet(_))) {
-            // Stream and seqpacket sockets ignore the address (or refuse
-            // it); a vector mixing pathname and abstract destinations is
-            // not sent by the supervisor (an abstract one would escape the
-            // sandbox's Landlock scope): the names are decided, and the
-            // kernel sends, or refuses, the rest.
-            for d in addresses {
-                if let Address::Path(bytes) = d {
-                    self.destination(bytes)?;
-                }
-            }
-            return if stream { Ok(Answer::Continue) } else { Err(Errno::EPERM.into()) };
-        }
-        let mut datagrams = Vec::with_capacity(headers.len());
-        for (h, d) in headers.into_iter().zip(addresses) {
-            let to = match d {
-                Address::Path(bytes) => Some(self.destination(bytes)?),
-                _ => None,
             };
-            let (data, rights) = match h {
-                None => (self.read_buffer(a[1], a[2])?, Vec::new()),
-                Some(h) => self.read_message(h)?,
-            };
+            let address = self.address(name, namelen)?;
+            let to = self.destination(address, sock.as_fd(), stream)?;
+            let (control, rights) = self.translate_control(&control)?;
             let report = h.filter(|_| self.row.op == Op::Sendmmsg).map(|h| h + 56);
-            datagrams.push(Datagram { to, data, rights, report });
+            messages.push(Message { to, data, control, rights, report });
         }
         let blocking =
             flags & libc::MSG_DONTWAIT as u64 == 0 && fs::status_flags(sock.as_fd())? & libc::O_NONBLOCK == 0;
+        let signal = flags & libc::MSG_NOSIGNAL as u64 == 0;
         // Never a signal to the supervisor, never a wait in a worker.
         let flags = (flags as i32 & !libc::MSG_DONTWAIT) | libc::MSG_NOSIGNAL | libc::MSG_DONTWAIT;
-        let (pid, vector) = (self.notif.pid, self.row.op == Op::Sendmmsg);
-        let fds = 1 + datagrams.iter().map(|d| usize::from(d.to.is_some()) + d.rights.len()).sum::<usize>();
+        let (pid, tid, vector) = (self.notif.pid, self.notif.pid, self.row.op == Op::Sendmmsg);
+        let tgid = *self.tgid.get().unwrap_or(&tid);
+        let fds = 1 + messages.iter().map(|m| usize::from(m.to._held.is_some()) + m.rights.len()).sum::<usize>();
         let mut sent = 0usize;
-        let mut attempt = move || -> Result<i64, Errno> {
-            while let Some(d) = datagrams.get(sent) {
-                let to = d.to.as_ref().map(|f| Resolver::proc_path(f.as_fd()));
-                let rights: Vec<_> = d.rights.iter().map(AsRawFd::as_raw_fd).collect();
+        let attempt = move || -> Result<Answer, Errno> {
+            while let Some(m) = messages.get(sent) {
                 let result = identity::with_callers_effective_ids(|| {
-                    fs::send_unix(sock.as_fd(), to.as_ref().map(|p| p.as_bytes()), &d.data, &rights, flags)
+                    socket::sendmsg(sock.as_fd(), m.to.address.as_deref(), &m.data, &m.control, flags)
                 });
                 match result {
                     Ok(n) => {
-                        if let Some(at) = d.report {
+                        if let Some(at) = m.report {
                             // Best effort, as the kernel's own put_user.
                             let _ = mem::write(pid, at, &(n as u32).to_ne_bytes());
                         }
                         sent += 1;
                         if !vector {
-                            return Ok(n as i64);
+                            return Ok(Answer::Value(n as i64));
                         }
                     }
                     // sendmmsg reports what it sent before an error.
-                    Err(_) if sent > 0 => return Ok(sent as i64),
-                    Err(e) => return Err(e),
+                    Err(_) if sent > 0 => return Ok(Answer::Value(sent as i64)),
+                    Err(e) => {
+                        if e == Errno::EPIPE && signal {
+                            // The signal the kernel would have sent the
+                            // sending thread.
+                            let _ = crate::sys::process::tgkill(tgid, tid, libc::SIGPIPE);
+                        }
+                        return Err(e);
+                    }
                 }
             }
-            Ok(sent as i64)
+            Ok(Answer::Value(sent as i64))
         };
-        match attempt() {
-            Err(Errno::EAGAIN) if blocking => {
-                Ok(Answer::Later(Retry { tid: self.notif.pid, fds, attempt: Box::new(attempt) }))
-            }
-            r => r.map(Answer::Value).map_err(Stop::Fail),
-        }
+        self.now_or_later(attempt, blocking, fds)
     }
 
-    /// `len` bytes at `addr` in the caller.
+    /// `len` bytes at `addr` in the caller (at most [`DATA_MAX`]).
     fn read_buffer(&self, addr: u64, len: u64) -> Result<Vec<u8>, Stop> {
-        if len as usize > DATAGRAM_MAX {
-            return Err(Errno::EMSGSIZE.into());
-        }
-        let mut data = vec![0u8; len as usize];
+        let len = (len as usize).min(DATA_MAX);
+        let mut data = vec![0u8; len];
         if len > 0 && mem::read(self.notif.pid, addr, &mut data)? != data.len() {
             return Err(Errno::EFAULT.into());
         }
         Ok(data)
-    }
-
-    /// The `msg_name` pointer and `msg_namelen` of the `struct msghdr` at
-    /// `at` in the caller.
-    fn msg_name(&self, at: u64) -> Result<(u64, u64), Stop> {
-        let h = self.msghdr(at)?;
-        Ok((h[0], h[1] & 0xffff_ffff))
     }
 
     /// The seven words of the `struct msghdr` at `at`: name, namelen, iov,
@@ -310,10 +412,9 @@ impl Call<'_> {
         Ok(words)
     }
 
-    /// The data (gathered from its iovecs) and passed descriptors of the
-    /// message whose `msghdr` is at `at`.
-    fn read_message(&self, at: u64) -> Result<(Vec<u8>, Vec<OwnedFd>), Stop> {
-        let [_, _, iov, iovlen, control, controllen, _] = self.msghdr(at)?;
+    /// The data a message's `iovlen` iovecs at `iov` point to, gathered (at
+    /// most [`DATA_MAX`] bytes: a stream send of more is sent in part).
+    fn gather(&self, iov: u64, iovlen: u64) -> Result<Vec<u8>, Stop> {
         if iovlen > UIO_MAXIOV {
             return Err(Errno::EMSGSIZE.into());
         }
@@ -325,127 +426,122 @@ impl Call<'_> {
             }
             let base = u64::from_ne_bytes(raw[..8].try_into().expect("8 bytes"));
             let len = u64::from_ne_bytes(raw[8..].try_into().expect("8 bytes"));
-            if data.len() as u64 + len > DATAGRAM_MAX as u64 {
-                return Err(Errno::EMSGSIZE.into());
+            let room = (DATA_MAX - data.len()) as u64;
+            data.extend(self.read_buffer(base, len.min(room))?);
+            if data.len() == DATA_MAX {
+                break;
             }
-            data.extend(self.read_buffer(base, len)?);
         }
-        let rights = if controllen == 0 { Vec::new() } else { self.read_rights(control, controllen)? };
-        Ok((data, rights))
+        Ok(data)
     }
 
-    /// The descriptors an `SCM_RIGHTS` control message passes, taken from
-    /// the caller. Explicit `SCM_CREDENTIALS` are refused: the kernel
-    /// checks them against the sender, which would be the supervisor.
-    fn read_rights(&self, at: u64, len: u64) -> Result<Vec<OwnedFd>, Stop> {
+    /// The control buffer at `at`, `len` bytes.
+    fn read_control(&self, at: u64, len: u64) -> Result<Vec<u8>, Stop> {
         if len > CONTROL_MAX {
             return Err(Errno::ENOBUFS.into());
         }
-        let buf = self.read_buffer(at, len)?;
+        self.read_buffer(at, len)
+    }
+
+    /// The caller's control messages made the supervisor's: the
+    /// descriptors `SCM_RIGHTS` passes are duplicated from the caller and
+    /// their numbers replaced by the duplicates', and the pid `SCM_CREDENTIALS`
+    /// names, which must be the sender's, by interpose's when it is the
+    /// caller's own (the kernel checks it against the thread that sends,
+    /// which is the supervisor's). Everything else is passed on as written.
+    fn translate_control(&self, control: &[u8]) -> Result<(Vec<u8>, Vec<OwnedFd>), Stop> {
+        let mut out = control.to_vec();
         let mut rights = Vec::new();
         let mut off = 0usize;
         // struct cmsghdr: cmsg_len (8 bytes), cmsg_level, cmsg_type (4 each),
         // then the data, each header aligned to 8.
-        while off + 16 <= buf.len() {
-            let cmsg_len = u64::from_ne_bytes(buf[off..off + 8].try_into().expect("8 bytes")) as usize;
-            let level = i32::from_ne_bytes(buf[off + 8..off + 12].try_into().expect("4 bytes"));
-            let kind = i32::from_ne_bytes(buf[off + 12..off + 16].try_into().expect("4 bytes"));
-            if cmsg_len < 16 || off + cmsg_len > buf.len() {
+        while off + 16 <= out.len() {
+            let cmsg_len = u64::from_ne_bytes(out[off..off + 8].try_into().expect("8 bytes")) as usize;
+            let level = i32::from_ne_bytes(out[off + 8..off + 12].try_into().expect("4 bytes"));
+            let kind = i32::from_ne_bytes(out[off + 12..off + 16].try_into().expect("4 bytes"));
+            if cmsg_len < 16 || off + cmsg_len > out.len() {
                 return Err(Errno::EINVAL.into());
             }
-            if level == libc::SOL_SOCKET {
-                match kind {
-                    libc::SCM_RIGHTS => {
-                        for fd in buf[off + 16..off + cmsg_len].chunks_exact(4) {
-                            let fd = i32::from_ne_bytes(fd.try_into().expect("4 bytes"));
-                            rights.push(self.caller_fd(fd)?);
-                        }
-                        if rights.len() > SCM_MAX_FD {
-                            return Err(Errno::EINVAL.into());
-                        }
-                    }
-                    libc::SCM_CREDENTIALS => return Err(Errno::EPERM.into()),
-                    _ => return Err(Errno::EINVAL.into()),
+            if level == libc::SOL_SOCKET && kind == libc::SCM_RIGHTS {
+                for at in (off + 16..off + cmsg_len).step_by(4).filter(|at| at + 4 <= off + cmsg_len) {
+                    let fd = i32::from_ne_bytes(out[at..at + 4].try_into().expect("4 bytes"));
+                    let ours = self.caller_fd(fd)?;
+                    out[at..at + 4].copy_from_slice(&ours.as_raw_fd().to_ne_bytes());
+                    rights.push(ours);
+                }
+                if rights.len() > SCM_MAX_FD {
+                    return Err(Errno::EINVAL.into());
+                }
+            } else if level == libc::SOL_SOCKET && kind == libc::SCM_CREDENTIALS && cmsg_len >= 16 + 12 {
+                let pid = i32::from_ne_bytes(out[off + 16..off + 20].try_into().expect("4 bytes"));
+                let (own, _) = self.own_ids();
+                if pid == own as i32 {
+                    out[off + 16..off + 20].copy_from_slice(&(std::process::id() as i32).to_ne_bytes());
                 }
             }
             off += (cmsg_len + 7) & !7;
         }
-        Ok(rights)
+        Ok((out, rights))
     }
 
-    /// An IPv4 or IPv6 connect: continued on the host's network or a
-    /// namespace of the command's own; under `--net connect=PORTS` a TCP
-    /// socket may connect only to those ports (Landlock enforces the same
-    /// list; deciding here records the refusals); with the proxy on the
-    /// host's loopback, only the proxy, connected by the supervisor.
-    fn inet_connect(&mut self, addr: &[u8], sockfd: i32) -> Result<Answer, Stop> {
-        let ports = match self.sup.net() {
-            NetRule::Open => return Ok(Answer::Continue),
-            NetRule::OwnNamespace => {
-                return match inet_address(addr) {
-                    Some(a) if loopback(a.ip()) => Ok(Answer::Continue),
-                    _ => {
-                        let (host, port) = inet_text(addr);
-                        let stream = self.caller_fd(sockfd).is_ok_and(|sock| is_stream(&sock));
-                        self.refuse_inet(&format!("{}:{host}:{port}", kind(stream)))
-                    }
+    /// The caller's process and thread ids in its own PID namespace.
+    fn own_ids(&self) -> (u32, u32) {
+        let no_base = PathArg { bytes: Vec::new(), base: None };
+        self.caller(&no_base, None).ids_in_own_namespace()
+    }
+
+    /// Whether the network rule lets `sock` reach the IPv4 or IPv6
+    /// address `bytes`; a refusal is recorded. Under `--net connect=PORTS`
+    /// only TCP connects to those ports (Landlock enforces the same list;
+    /// deciding here records the refusals).
+    fn inet_allowed(&mut self, bytes: &[u8], stream: bool) -> Result<(), Stop> {
+        let (host, port) = inet_text(bytes);
+        match self.sup.net() {
+            NetRule::Open => Ok(()),
+            NetRule::OwnNamespace => match inet_address(bytes) {
+                // The namespace's own loopback, where the proxy listens.
+                Some(a) if loopback(a.ip()) => Ok(()),
+                _ => self.refuse_inet(&format!("{}:{host}:{port}", kind(stream))),
+            },
+            // Only the proxy is reached (connected above), and it takes no
+            // datagrams.
+            NetRule::ProxyOnly(..) => self.refuse_inet(&format!("{}:{host}:{port}", kind(stream))),
+            NetRule::Ports(ports) => {
+                if !stream || self.row.op != Op::Connect {
+                    return Ok(());
+                }
+                let arg = PathArg { bytes: format!("tcp:{host}:{port}").into_bytes(), base: None };
+                let why = |allowed| {
+                    Why::Note(
+                        if allowed { "port allowed by --net connect=" } else { "port not in --net connect=" },
+                        RuleKind::Network,
+                    )
                 };
+                if ports.contains(&port) {
+                    self.push(&arg, None, AccessKind::Connect, Verdict::Allow, None, why(true));
+                    Ok(())
+                } else if self.sup.learns() {
+                    self.push(&arg, None, AccessKind::Connect, Verdict::WouldDeny, None, why(false));
+                    Ok(())
+                } else {
+                    self.push(&arg, None, AccessKind::Connect, Verdict::Deny, Some(Errno::EACCES), why(false));
+                    Err(Errno::EACCES.into())
+                }
             }
-            NetRule::ProxyOnly(proxy, admission) => {
-                let (proxy, admission) = (*proxy, std::sync::Arc::clone(admission));
-                return self.proxy_connect(addr, sockfd, proxy, admission);
-            }
-            NetRule::Ports(ports) => ports.clone(),
-        };
-        let (host, port) = inet_text(addr);
-        let sock = self.caller_fd(sockfd)?;
-        if !is_stream(&sock) {
-            return Ok(Answer::Continue);
-        }
-        let arg = PathArg { bytes: format!("tcp:{host}:{port}").into_bytes(), base: None };
-        let why = |allowed| {
-            Why::Note(
-                if allowed { "port allowed by --net connect=" } else { "port not in --net connect=" },
-                RuleKind::Network,
-            )
-        };
-        if ports.contains(&port) {
-            self.push(&arg, None, AccessKind::Connect, Verdict::Allow, None, why(true));
-            Ok(Answer::Continue)
-        } else if self.sup.learns() {
-            self.push(&arg, None, AccessKind::Connect, Verdict::WouldDeny, None, why(false));
-            Ok(Answer::Continue)
-        } else {
-            self.push(&arg, None, AccessKind::Connect, Verdict::Deny, Some(Errno::EACCES), why(false));
-            Err(Errno::EACCES.into())
         }
     }
 
-    /// A connect with the proxy on the host's loopback: to the proxy, the
-    /// supervisor connects the caller's own socket (the open file
-    /// description, so neither the address nor the socket can change after
-    /// the check); anything else is refused and recorded.
+    /// A connect to the proxy on the host's loopback: the supervisor connects
+    /// the caller's own socket (the open file description, so neither the
+    /// address nor the socket can change after the check), admitting its
+    /// local port to the proxy first.
     fn proxy_connect(
         &mut self,
-        addr: &[u8],
-        sockfd: i32,
-        proxy: SocketAddrV4,
+        to: SocketAddr,
+        sock: OwnedFd,
         admission: std::sync::Arc<crate::network::Admission>,
     ) -> Result<Answer, Stop> {
-        let Some(to) = inet_address(addr) else {
-            return self.refuse_inet(&format!("tcp:{}", inet_text(addr).0));
-        };
-        let sock = self.caller_fd(sockfd)?;
-        let stream = is_stream(&sock);
-        let canonical = match to {
-            SocketAddr::V6(v6) => v6.ip().to_ipv4_mapped().map_or(to, |v4| SocketAddr::new(v4.into(), v6.port())),
-            v4 => v4,
-        };
-        let (host, port) = inet_text(addr);
-        let subject = format!("{}:{host}:{port}", kind(stream));
-        if !stream || canonical != SocketAddr::V4(proxy) {
-            return self.refuse_inet(&subject);
-        }
+        let subject = format!("tcp:{}", inet_text_of(to));
         let arg = PathArg { bytes: subject.into_bytes(), base: None };
         let note = Why::Note("interpose's network proxy", RuleKind::Network);
         self.push(&arg, None, AccessKind::Connect, Verdict::Allow, None, note);
@@ -455,7 +551,7 @@ impl Call<'_> {
         // same range), so the proxy finds its admission when it accepts.
         let port = local_port(sock.as_fd(), to.is_ipv6())?;
         admission.admit(port);
-        let attempt = move || -> Result<i64, Errno> {
+        let attempt = move || -> Result<Answer, Errno> {
             let r = without_blocking(sock.as_fd(), blocking, || match to {
                 SocketAddr::V4(a) => {
                     nix::sys::socket::connect(sock.as_raw_fd(), &nix::sys::socket::SockaddrIn::from(a))
@@ -465,7 +561,7 @@ impl Call<'_> {
                 }
             });
             match r {
-                Ok(()) | Err(Errno::EISCONN) => Ok(0),
+                Ok(()) | Err(Errno::EISCONN) => Ok(Answer::Value(0)),
                 // Under way: a blocking caller waits in the retry queue
                 // until the handshake ends; a non-blocking one is told so.
                 Err(Errno::EINPROGRESS | Errno::EALREADY) if blocking => Err(Errno::EAGAIN),
@@ -476,40 +572,49 @@ impl Call<'_> {
                 }
             }
         };
-        match attempt() {
-            Err(Errno::EAGAIN) if blocking => {
-                Ok(Answer::Later(Retry { tid: self.notif.pid, fds: 1, attempt: Box::new(attempt) }))
-            }
-            r => r.map(Answer::Value).map_err(Stop::Fail),
-        }
+        self.now_or_later(attempt, blocking, 1)
     }
 
-    /// Refuses a direct IPv4/IPv6 connection with the proxy in place,
-    /// recording the address it named.
-    fn refuse_inet(&mut self, subject: &str) -> Result<Answer, Stop> {
+    /// Refuses a direct IPv4/IPv6 connection or datagram with the proxy in
+    /// place, recording the address it named (learning: records it and
+    /// goes on).
+    fn refuse_inet(&mut self, subject: &str) -> Result<(), Stop> {
         let arg = PathArg { bytes: subject.as_bytes().to_vec(), base: None };
         let note = Why::Note(crate::audit::DIRECT_REFUSED, RuleKind::Network);
         if self.sup.learns() {
             self.push(&arg, None, AccessKind::Connect, Verdict::WouldDeny, None, note);
-            return Ok(Answer::Continue);
+            return Ok(());
         }
         self.push(&arg, None, AccessKind::Connect, Verdict::Deny, Some(Errno::EACCES), note);
         Err(Errno::EACCES.into())
     }
 
-    /// An address of a family that is neither a path, IPv4 nor IPv6: with
-    /// the proxy only abstract unix (scoped by Landlock), netlink (the
-    /// kernel's own routing and address information) and `AF_UNSPEC`
-    /// (which dissolves a datagram socket's association) pass; anything
-    /// else (vsock to the hypervisor, TIPC, ...) is refused. `Ok` means go
-    /// on.
-    fn other_family(&mut self, family: i32) -> Result<Answer, Stop> {
-        let local = matches!(family, libc::AF_UNIX | libc::AF_NETLINK | libc::AF_UNSPEC);
+    /// An address of a family that is neither unix, IPv4 nor IPv6: with
+    /// the proxy only netlink (the kernel's own routing and address
+    /// information) and `AF_UNSPEC` (which dissolves a datagram socket's
+    /// association) pass; anything else (vsock to the hypervisor, TIPC, ...)
+    /// is refused.
+    fn other_family(&mut self, family: i32) -> Result<(), Stop> {
+        let local = matches!(family, libc::AF_NETLINK | libc::AF_UNSPEC);
         if self.sup.net().proxied() && !local {
-            return self.refuse_inet(&format!("family {family}"));
+            let arg = PathArg { bytes: format!("family {family}").into_bytes(), base: None };
+            let note = Why::Note(crate::audit::DIRECT_REFUSED, RuleKind::Network);
+            if !self.sup.learns() {
+                self.push(&arg, None, AccessKind::Connect, Verdict::Deny, Some(Errno::EACCES), note);
+                return Err(Errno::EACCES.into());
+            }
+            self.push(&arg, None, AccessKind::Connect, Verdict::WouldDeny, None, note);
         }
-        Ok(Answer::Continue)
+        Ok(())
     }
+}
+
+/// A `sockaddr_un` naming the pathname socket `path`, as bytes.
+fn unix_address(path: &[u8]) -> Vec<u8> {
+    let mut out = (libc::AF_UNIX as u16).to_ne_bytes().to_vec();
+    out.extend_from_slice(path);
+    out.push(0);
+    out
 }
 
 /// Whether `sock` is a stream (TCP) socket.
@@ -534,6 +639,22 @@ fn inet_text(addr: &[u8]) -> (String, u16) {
         Some(SocketAddr::V6(a)) => (format!("[{}]", a.ip()), a.port()),
         Some(a) => (a.ip().to_string(), a.port()),
         None => ("?".into(), 0),
+    }
+}
+
+/// `HOST:PORT` of an address, IPv6 hosts in brackets.
+fn inet_text_of(to: SocketAddr) -> String {
+    match to {
+        SocketAddr::V6(a) => format!("[{}]:{}", a.ip(), a.port()),
+        a => a.to_string(),
+    }
+}
+
+/// An IPv4-mapped IPv6 address as the IPv4 address it is.
+fn canonical(to: SocketAddr) -> SocketAddr {
+    match to {
+        SocketAddr::V6(v6) => v6.ip().to_ipv4_mapped().map_or(to, |v4| SocketAddr::new(v4.into(), v6.port())),
+        v4 => v4,
     }
 }
 
@@ -593,4 +714,24 @@ fn without_blocking<T>(sock: BorrowedFd<'_>, blocking: bool, f: impl FnOnce() ->
         tracing::warn!("restoring a blocking socket after connect failed: {e}");
     }
     result
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unix_addresses_name_the_path_with_its_nul() {
+        let a = unix_address(b"/proc/self/fd/7");
+        assert_eq!(&a[..2], &(libc::AF_UNIX as u16).to_ne_bytes());
+        assert_eq!(&a[2..], b"/proc/self/fd/7\0");
+    }
+
+    #[test]
+    fn loopback_is_told_apart_in_both_families() {
+        assert!(loopback("127.0.0.2".parse().unwrap()));
+        assert!(loopback("::1".parse().unwrap()));
+        assert!(loopback("::ffff:127.0.0.1".parse().unwrap()));
+        assert!(!loopback("10.0.0.1".parse().unwrap()));
+    }
 }

@@ -1,0 +1,119 @@
+//! Execs that no backstop covers, checked after the kernel has loaded them.
+//!
+//! Only the kernel can make an exec (the caller's memory is replaced), so
+//! an allowed one is answered CONTINUE, and the kernel reads its path
+//! again, after the check. Where the backstop covers execs it refuses
+//! whatever the surface does not let run, wherever that lookup leads
+//! ([`super::cover::Cover::backstop`]). Without one (`--no-landlock`, a
+//! container's runtime filter) the supervisor seizes the calling thread
+//! before it answers (`PTRACE_SEIZE` with `PTRACE_O_TRACEEXEC`, then
+//! `PTRACE_INTERRUPT`), so that the thread stops either right after the
+//! kernel has loaded the new program, before its first instruction
+//! (`PTRACE_EVENT_EXEC`), or, if the exec failed, on its way back. At the
+//! exec stop every file the kernel mapped to run (the program or a
+//! script's interpreter, and the ELF interpreter) is decided as an exec on
+//! its real location; one the surface does not let run kills the process
+//! (`SIGKILL`) before it runs, and the refusal is recorded. Then the thread
+//! is let go (`PTRACE_DETACH`). A script the kernel swapped in is read by
+//! its interpreter through a trapped open, decided as any other.
+
+use super::handle::{Check, Why};
+use super::{NotifResp, Supervisor};
+use crate::audit::{AccessKind, Verdict};
+use crate::policy::Access;
+use crate::sys::ptrace::{self, Stopped};
+use crate::sys::{process, seccomp, Errno};
+use std::os::fd::AsFd;
+
+/// An allowed exec that no backstop covers: the thread that waits for it.
+#[derive(Debug)]
+pub struct Verify {
+    /// The calling thread.
+    pub tid: u32,
+}
+
+impl Supervisor {
+    /// Answers notification `id`, an allowed exec of `v.tid`, and checks
+    /// what the kernel executed; the refusal, if the kernel ran a program
+    /// the surface does not let run.
+    pub(super) fn verified_exec(&self, id: u64, v: Verify) -> Option<Check> {
+        let tid = v.tid as i32;
+        let options = (libc::PTRACE_O_TRACEEXEC | libc::PTRACE_O_EXITKILL) as libc::c_ulong;
+        let fail = |e: Errno| {
+            let resp = NotifResp { id, val: 0, error: -(e as i32), flags: 0 };
+            let _ = seccomp::send(self.listener.as_fd(), resp);
+        };
+        // The worker's own credentials are the caller's: seizing needs the
+        // supervisor's (CAP_SYS_PTRACE it keeps; the rest for a caller that
+        // changed its own).
+        let seized =
+            super::identity::as_supervisor(|| ptrace::seize(tid, options).and_then(|()| ptrace::interrupt(tid)));
+        match seized {
+            Ok(()) => {}
+            // Gone: nobody to answer.
+            Err(Errno::ESRCH) => return None,
+            // Traced by someone else, say: the exec cannot be checked, so
+            // it is refused.
+            Err(e) => {
+                tracing::warn!("an exec cannot be checked (ptrace: {e}); it is refused");
+                fail(Errno::EPERM);
+                return None;
+            }
+        }
+        let resp = NotifResp { id, val: 0, error: 0, flags: seccomp::USER_NOTIF_FLAG_CONTINUE };
+        if let Err(e) = seccomp::send(self.listener.as_fd(), resp) {
+            // The caller was interrupted or killed meanwhile: it runs on
+            // (or not) without executing anything.
+            tracing::debug!("answering an exec failed: {e}");
+        }
+        loop {
+            match ptrace::wait_own_tracee() {
+                Ok(Stopped::Stop { tid, event: ptrace::EVENT_EXEC, .. }) => {
+                    let refused = self.executed(tid as u32);
+                    // Learning, the refusal is recorded and the program runs.
+                    if refused.is_some() && !self.learns() {
+                        let _ = process::kill(tid, libc::SIGKILL);
+                    }
+                    let _ = ptrace::detach(tid, 0);
+                    return refused;
+                }
+                // The interrupt (the exec failed, or never ran) or a
+                // group-stop: nothing new runs; a group-stopped thread
+                // stays stopped once let go.
+                Ok(Stopped::Stop { tid, event: ptrace::EVENT_STOP, .. }) => {
+                    let _ = ptrace::detach(tid, 0);
+                    return None;
+                }
+                // A signal on its way: passed on.
+                Ok(Stopped::Stop { tid, signal, .. }) => {
+                    let _ = ptrace::cont(tid, signal);
+                }
+                Ok(Stopped::Gone { .. }) | Err(_) => return None,
+            }
+        }
+    }
+
+    /// At the exec stop of `tid`: the first file it maps to run that the
+    /// surface does not let run, as a refused check (one that would have
+    /// been refused, when learning).
+    fn executed(&self, tid: u32) -> Option<Check> {
+        use std::os::unix::ffi::OsStrExt;
+        let exe = std::fs::read_link(format!("/proc/{tid}/exe")).ok()?;
+        let exe = exe.as_os_str().as_bytes();
+        let exe = exe.strip_suffix(b" (deleted)").unwrap_or(exe).to_vec();
+        let mapped = crate::sys::procfs::executable_files(tid);
+        std::iter::once(exe).chain(mapped.into_iter().map(String::into_bytes)).find_map(|path| {
+            let v = self.surface().decide(&path, Access::Exec, self.procs());
+            (!v.allowed).then(|| Check {
+                syscall: "execve",
+                path: path.clone(),
+                resolved: Some(path),
+                access: AccessKind::Exec,
+                decision: if self.learns() { Verdict::WouldDeny } else { Verdict::Deny },
+                errno: None,
+                reason: Why::Verdict(v.reason),
+                dirfd: None,
+            })
+        })
+    }
+}
