@@ -8,6 +8,7 @@ mod common;
 mod coverage;
 mod denied;
 mod fast;
+mod flips;
 mod forensics;
 mod isolate;
 mod layers;
