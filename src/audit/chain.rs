@@ -111,6 +111,8 @@ pub struct Reader<R> {
     last_was_end: bool,
     /// The anchor after `session_end`, and the hash it signs.
     anchor: Option<(Anchor, String)>,
+    /// The hash of the first line (the session its key is derived for).
+    session: String,
     /// The first thing found wrong with the chain, if any.
     problem: Option<ChainError>,
     /// The session record (the first line).
@@ -141,6 +143,7 @@ impl<R: BufRead> Reader<R> {
             line: 0,
             last_was_end: false,
             anchor: None,
+            session: String::new(),
             problem: None,
             start: empty_start(),
         };
@@ -204,6 +207,9 @@ impl<R: BufRead> Reader<R> {
             Err(_) => self.flag(ChainError::Malformed { line, why: "no `prev` field".into() }),
         }
         let signed = std::mem::replace(&mut self.prev, line_hash(&self.buf));
+        if line == 1 {
+            self.session = self.prev.clone();
+        }
         if self.anchor.is_some() {
             self.flag(ChainError::Malformed { line, why: "a line after the anchor".into() });
         }
@@ -247,7 +253,7 @@ impl<R: BufRead> Reader<R> {
         if anchor.key_id != key.id {
             return Err(ChainError::OtherKey { found: anchor.key_id.clone(), key: key.id.clone(), path });
         }
-        if !key.verifies(anchor, signed) {
+        if !key.verifies(anchor, &self.session, signed) {
             return Err(ChainError::BadAnchor { key: key.id.clone(), path });
         }
         Ok(lines)

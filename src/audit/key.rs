@@ -1,6 +1,7 @@
 //! The trail's anchor key: 32 random bytes in a file only interpose reads
-//! (mode 0600, carved out of every surface), with which the last hash of a
-//! trail is signed. The chain alone shows that no line was edited or
+//! (mode 0600, carved out of every surface and masked in the command's
+//! mount namespace), from which each session's own key is derived to sign
+//! the last hash of its trail. The chain alone shows that no line was edited or
 //! removed after the fact, but a program that can write the trail can also
 //! write a whole new, self-consistent chain; it cannot make the anchor.
 
@@ -82,22 +83,32 @@ impl TrailKey {
         TrailKey::load(path)
     }
 
-    fn mac(&self) -> HmacSha256 {
-        <HmacSha256 as KeyInit>::new_from_slice(&self.key).expect("HMAC takes a key of any length")
+    /// The key of one session, whose `session_start` line hashes to
+    /// `session`: HMAC-SHA-256(key, "interpose session key\0" + session).
+    /// A trail is anchored with its session's key, never the key itself, so
+    /// the key that signs one trail signs no other.
+    fn session_mac(&self, session: &str) -> HmacSha256 {
+        let mut derive = <HmacSha256 as KeyInit>::new_from_slice(&self.key).expect("HMAC takes a key of any length");
+        derive.update(b"interpose session key\0");
+        derive.update(session.as_bytes());
+        let key = derive.finalize().into_bytes();
+        <HmacSha256 as KeyInit>::new_from_slice(&key).expect("HMAC takes a key of any length")
     }
 
-    /// The anchor for a trail whose last line hashes to `prev`.
-    pub fn anchor(&self, prev: &str) -> Anchor {
-        let mut mac = self.mac();
+    /// The anchor for the trail of the session whose first line hashes to
+    /// `session` and whose last line hashes to `prev`.
+    pub fn anchor(&self, session: &str, prev: &str) -> Anchor {
+        let mut mac = self.session_mac(session);
         mac.update(prev.as_bytes());
         Anchor { key_id: self.id.clone(), mac: hex(&mac.finalize().into_bytes()) }
     }
 
-    /// Whether `anchor` was made with this key for a trail whose last line
-    /// before it hashes to `prev` (compared in constant time).
-    pub fn verifies(&self, anchor: &Anchor, prev: &str) -> bool {
+    /// Whether `anchor` was made with this key for the trail of the session
+    /// whose first line hashes to `session` and whose last line before the
+    /// anchor hashes to `prev` (compared in constant time).
+    pub fn verifies(&self, anchor: &Anchor, session: &str, prev: &str) -> bool {
         let Some(tag) = unhex(&anchor.mac) else { return false };
-        let mut mac = self.mac();
+        let mut mac = self.session_mac(session);
         mac.update(prev.as_bytes());
         mac.verify_slice(&tag).is_ok()
     }
@@ -123,14 +134,15 @@ mod tests {
         assert_eq!(std::fs::metadata(&path).unwrap().permissions().mode() & 0o777, 0o600);
         let again = TrailKey::load_or_create(&path).unwrap();
         assert_eq!(key.id, again.id, "an existing key is kept");
-        let anchor = key.anchor("abc");
-        assert!(again.verifies(&anchor, "abc"));
-        assert!(!again.verifies(&anchor, "abd"), "another chain");
+        let anchor = key.anchor("s1", "abc");
+        assert!(again.verifies(&anchor, "s1", "abc"));
+        assert!(!again.verifies(&anchor, "s1", "abd"), "another chain");
+        assert!(!again.verifies(&anchor, "s2", "abc"), "another session's key");
         let other = TrailKey::load_or_create(&dir.path().join("other.key")).unwrap();
-        assert!(!other.verifies(&anchor, "abc"), "another key");
+        assert!(!other.verifies(&anchor, "s1", "abc"), "another key");
         let mut forged = anchor.clone();
         forged.mac.replace_range(0..1, if forged.mac.starts_with('0') { "1" } else { "0" });
-        assert!(!key.verifies(&forged, "abc"));
+        assert!(!key.verifies(&forged, "s1", "abc"));
         std::fs::write(dir.path().join("short.key"), b"x").unwrap();
         assert!(TrailKey::load(&dir.path().join("short.key")).is_err());
     }

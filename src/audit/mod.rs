@@ -201,6 +201,8 @@ fn writer(queue: &Queue, out: Output, key: Option<&TrailKey>, failure: &Failure)
     let mut out = std::io::BufWriter::with_capacity(64 * 1024, out);
     let mut failed = false;
     let mut prev = CHAIN_START.to_string();
+    // The hash of the session_start line: the session its key is derived for.
+    let mut session: Option<String> = None;
     let mut batch = Vec::with_capacity(BATCH);
     let fail = |e: std::io::Error, out: &mut std::io::BufWriter<Box<dyn Write + Send>>| {
         let why = format!("writing the audit trail failed: {e}");
@@ -243,8 +245,9 @@ fn writer(queue: &Queue, out: Output, key: Option<&TrailKey>, failure: &Failure)
                         out.write_all(b"\n")
                     };
                     let mut result = write(&r, &mut prev);
-                    if let (Ok(()), true, Some(key)) = (&result, end, key) {
-                        let anchor = Record::Anchor(key.anchor(&prev));
+                    session.get_or_insert_with(|| prev.clone());
+                    if let (Ok(()), true, Some(key), Some(session)) = (&result, end, key, &session) {
+                        let anchor = Record::Anchor(key.anchor(session, &prev));
                         result = write(&anchor, &mut prev);
                     }
                     if let Err(e) = result {
@@ -370,7 +373,8 @@ mod tests {
         let key = TrailKey::load_or_create(&dir.path().join("k")).unwrap();
         let anchored = |text: &str, key: &TrailKey| {
             let prev = line_hash(text.lines().last().unwrap().as_bytes());
-            let line = chained_line(&Record::Anchor(key.anchor(&prev)), &prev).unwrap();
+            let session = line_hash(text.lines().next().unwrap().as_bytes());
+            let line = chained_line(&Record::Anchor(key.anchor(&session, &prev)), &prev).unwrap();
             format!("{text}{line}\n")
         };
         let check = |text: &str| {

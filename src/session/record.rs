@@ -11,27 +11,36 @@ use std::path::Path;
 
 /// Opens where `--audit` writes, and the key that anchors it; a trail file
 /// and the key are carved out of the surface wherever it reaches them, so
-/// the command can neither read, replace nor remove them.
+/// the command can neither read, replace nor remove them. The key is made
+/// and carved out in every session, with or without `--audit`: were it
+/// missing, a command whose surface reaches its place could plant a key of
+/// its own there for later sessions to sign with.
 pub(super) fn open_trail(
     args: &Config,
     surface: &mut Surface,
 ) -> Result<Option<(audit::Output, audit::TrailKey)>, RunError> {
-    let Some(p) = &args.audit else { return Ok(None) };
     let key_path = match args.audit_key.clone().or_else(audit::key::default_path) {
         Some(k) => k,
+        None if args.audit.is_none() => return Ok(None),
         None => {
             let (path, err) = ("$HOME/.local/state/interpose/audit.key".into(), std::io::Error::other("HOME is unset"));
             return Err(RunError::TrailKey { path, err });
         }
     };
-    let key =
-        audit::TrailKey::load_or_create(&key_path).map_err(|err| RunError::TrailKey { path: key_path.clone(), err })?;
+    let key = audit::TrailKey::load_or_create(&key_path);
     let mut carve = |path: &Path, what: &'static str| {
         if let Ok(canonical) = std::fs::canonicalize(path) {
             surface.add(Rule { path: canonical, mode: Mode::Deny, origin: Origin::Trail(what) });
         }
     };
     carve(&key_path, "the audit trail's key");
+    let Some(p) = &args.audit else {
+        if let Err(e) = key {
+            tracing::debug!("no trail key at {}: {e}", key_path.display());
+        }
+        return Ok(None);
+    };
+    let key = key.map_err(|err| RunError::TrailKey { path: key_path.clone(), err })?;
     let out = if p.as_os_str() == "-" {
         audit::Output::Stream(Box::new(std::io::stderr()))
     } else if let Some(socket) = p.as_os_str().as_bytes().strip_prefix(b"unix:") {

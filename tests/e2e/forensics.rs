@@ -456,6 +456,39 @@ fn the_command_cannot_reach_its_trail_or_forge_one() {
     let (code, out) = verify(&copy);
     assert_eq!(code, Some(1), "{out}");
     assert!(out.contains("does not verify"), "{out}");
+    // A record added after the anchor, chained to it.
+    let last = text.lines().last().unwrap();
+    let record: Record = serde_json::from_str(text.lines().nth(1).unwrap()).unwrap();
+    let appended = format!("{text}{}\n", chained_line(&record, &line_hash(last.as_bytes())).unwrap());
+    std::fs::write(&copy, appended).unwrap();
+    let (code, out) = verify(&copy);
+    assert_eq!(code, Some(1), "{out}");
+    assert!(out.contains("after the anchor"), "{out}");
+}
+
+/// A session without `--audit` makes the key too, and keeps it out of
+/// reach: a command whose surface covers the key's place cannot plant a key
+/// of its own there for a later audited session to sign with.
+#[test]
+fn no_session_can_plant_the_trail_key() {
+    if !kernel_ok() {
+        return;
+    }
+    let t = Tree::new();
+    let state = t.ws.join("state");
+    let key = state.join("interpose/audit.key");
+    let plant =
+        "mkdir -p state/interpose 2>/dev/null; echo planted-key-planted-key-planted-key > state/interpose/audit.key \
+                 && echo planted; cat state/interpose/audit.key >/dev/null 2>&1 && echo read; true";
+    let o = t.command(&[], &["/bin/sh", "-c", plant]).env("XDG_STATE_HOME", &state).output().unwrap();
+    assert_eq!(stdout(&o), "", "{}", stderr(&o));
+    let made = std::fs::read(&key).unwrap();
+    assert_eq!(made.len(), 32, "the key interpose made, not the command's");
+    // Natively the same script plants one where there is none.
+    let native_state = t.outside.join("state");
+    let o = Command::new("/bin/sh").args(["-c", plant]).current_dir(&t.outside).output().unwrap();
+    assert!(stdout(&o).contains("planted"), "{}", stderr(&o));
+    assert!(native_state.join("interpose/audit.key").exists());
 }
 
 /// File names and process names come from the sandboxed program: with an
