@@ -551,14 +551,14 @@ pub enum Record {
 
 /// The anchor, written after `session_end`: its `prev` is the hash of the
 /// `session_end` line, which through the chain covers every line before,
-/// and `mac` is HMAC-SHA-256 of that hash under a key the sandboxed command
-/// cannot read. Anyone can recompute the chain; only the key's holder can
+/// and `mac` is HMAC-SHA-256 of that hash under the session's key, derived
+/// from a key the sandboxed command cannot read (`super::key`). Anyone can recompute the chain; only the key's holder can
 /// make the anchor.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Anchor {
     /// Which key: the first 16 hex digits of its SHA-256.
     pub key_id: String,
-    /// HMAC-SHA-256(key, prev), in hex.
+    /// HMAC-SHA-256(session key, prev), in hex.
     pub mac: String,
 }
 
