@@ -752,9 +752,20 @@ impl Call<'_> {
                 if length < 0 {
                     return Err(Errno::EINVAL.into());
                 }
-                let file = self.sup.resolver().reopen(fd.as_fd(), libc::O_WRONLY | libc::O_NOCTTY, 0)?;
-                nix::unistd::ftruncate(&file, length)?;
-                Ok(Answer::Value(0))
+                // Opened without blocking: a file the command holds a lease
+                // on would hold the worker until the lease breaks (45 s by
+                // default, and every thread of the command can ask at
+                // once); the call then waits in the retry queue instead.
+                let (dir, name) = self.sup.resolver().reopening(fd.as_fd())?;
+                let attempt = move || -> Result<Answer, Errno> {
+                    let _checked = &fd;
+                    let flags = libc::O_WRONLY | libc::O_NOCTTY | libc::O_NONBLOCK | libc::O_CLOEXEC;
+                    // EWOULDBLOCK (EAGAIN) while a lease is being broken.
+                    let file = fs::openat(Dir::Fd(dir.as_fd()), &name, flags, 0)?;
+                    nix::unistd::ftruncate(&file, length)?;
+                    Ok(Answer::Value(0))
+                };
+                self.now_or_later(attempt, true, 3)
             }
             Op::Chdir => {
                 let (arg, follow, empty) = self.target()?;

@@ -866,3 +866,51 @@ fn symlinks_in_the_workspace_reach_only_what_the_surface_allows() {
     let _ = victim.kill();
     let _ = victim.wait();
 }
+
+/// A wedge: the command holds a lease on a file and 200 of its threads
+/// truncate it. Each truncate breaks the lease, which the kernel lets the
+/// holder keep for `lease-break-time` (45 s): made by a supervisor worker
+/// with a blocking open, the workers waited that long and the session
+/// could not end before. The truncates now wait in the retry queue: a
+/// sibling process's calls are answered meanwhile, and the session ends
+/// with the command.
+#[test]
+fn a_lease_and_many_truncating_threads_stop_no_other_process() {
+    if !kernel_ok() {
+        return;
+    }
+    let t = Tree::new();
+    std::fs::write(t.ws.join("leased"), "data\n").unwrap();
+    std::fs::write(t.ws.join("other"), "sibling-ok\n").unwrap();
+    let body = r#"
+import fcntl, os, signal, subprocess, threading, time
+# The holder ignores the lease-break signal and never gives the lease up.
+signal.signal(signal.SIGIO, signal.SIG_IGN)
+f = os.open('leased', os.O_RDONLY)
+fcntl.fcntl(f, fcntl.F_SETLEASE, fcntl.F_RDLCK)
+done = []
+def truncate():
+    os.truncate('leased', 0)
+    done.append(1)
+for _ in range(200):
+    threading.Thread(target=truncate, daemon=True).start()
+time.sleep(0.5)
+# Well inside lease-break-time: a wedged supervisor answers nothing before it.
+r = subprocess.run(['cat', 'other'], capture_output=True, timeout=30)
+print(r.stdout.decode().strip(), "while", 200 - len(done), "truncates wait")
+os._exit(0)
+"#;
+    // The kernel lets a lease holder keep the lease this long after a break
+    // starts; a worker blocked in the truncate's open is held as long, and
+    // the session with it (the sibling ran, but interpose could not end).
+    let lease_break: u64 = std::fs::read_to_string("/proc/sys/fs/lease-break-time").unwrap().trim().parse().unwrap();
+    let started = std::time::Instant::now();
+    let o = t.command(&[], &["/usr/bin/python3", "-c", body]).output().unwrap();
+    let out = stdout(&o);
+    assert!(out.starts_with("sibling-ok while "), "{out} {}", stderr(&o));
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(lease_break.saturating_sub(5).max(1)),
+        "the session waited for the lease break: {:?}",
+        started.elapsed()
+    );
+}

@@ -237,7 +237,7 @@ impl Call<'_> {
 
     /// Makes `attempt` now; if it would block for a blocking caller, hands
     /// it to the retry queue (holding `fds` descriptors).
-    fn now_or_later(
+    pub(super) fn now_or_later(
         &self,
         mut attempt: impl FnMut() -> Result<Answer, Errno> + Send + 'static,
         blocking: bool,
