@@ -212,23 +212,6 @@ pub fn status_flags(fd: BorrowedFd<'_>) -> Result<i32, Errno> {
     cvt(unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_GETFL) } as libc::c_long).map(|f| f as i32)
 }
 
-/// `connect(2)` of a unix socket to the pathname `path`.
-pub fn connect_unix(sock: BorrowedFd<'_>, path: &[u8]) -> Result<(), Errno> {
-    // SAFETY: sockaddr_un is plain data; all zeroes is a valid value.
-    let mut addr: libc::sockaddr_un = unsafe { std::mem::zeroed() };
-    if path.len() >= addr.sun_path.len() {
-        return Err(Errno::ENAMETOOLONG);
-    }
-    addr.sun_family = libc::AF_UNIX as libc::sa_family_t;
-    for (dst, src) in addr.sun_path.iter_mut().zip(path) {
-        *dst = *src as libc::c_char;
-    }
-    let len = (std::mem::size_of::<libc::sa_family_t>() + path.len() + 1) as libc::socklen_t;
-    // SAFETY: `addr` is a valid sockaddr_un of at least `len` bytes.
-    cvt(unsafe { libc::connect(sock.as_raw_fd(), (&addr as *const libc::sockaddr_un).cast(), len) } as libc::c_long)
-        .map(drop)
-}
-
 /// The number `N` of the pseudo-terminal whose master `fd` is
 /// (`ioctl(TIOCGPTN)`): its slave is `/dev/pts/N`.
 pub fn pty_number(fd: BorrowedFd<'_>) -> Result<u32, Errno> {
@@ -243,23 +226,6 @@ pub fn pty_number(fd: BorrowedFd<'_>) -> Result<u32, Errno> {
 pub fn set_status_flags(fd: BorrowedFd<'_>, flags: i32) -> Result<(), Errno> {
     // SAFETY: F_SETFL takes an int.
     cvt(unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_SETFL, flags) } as libc::c_long).map(drop)
-}
-
-/// `sendmsg(2)` of one datagram on `sock`: to the pathname unix socket
-/// `to` (or the connected peer), carrying `data` and the descriptors
-/// `rights` (`SCM_RIGHTS`). Returns the bytes sent.
-pub fn send_unix(
-    sock: BorrowedFd<'_>,
-    to: Option<&[u8]>,
-    data: &[u8],
-    rights: &[RawFd],
-    flags: i32,
-) -> Result<usize, Errno> {
-    use nix::sys::socket::{sendmsg, ControlMessage, MsgFlags, UnixAddr};
-    let to = to.map(UnixAddr::new).transpose()?;
-    let cmsgs: &[ControlMessage<'_>] = if rights.is_empty() { &[] } else { &[ControlMessage::ScmRights(rights)] };
-    let iov = [std::io::IoSlice::new(data)];
-    sendmsg(sock.as_raw_fd(), &iov, cmsgs, MsgFlags::from_bits_retain(flags), to.as_ref())
 }
 
 /// `unlinkat(2)`: removes `name` from the directory `dir` (`AT_REMOVEDIR`
