@@ -98,7 +98,22 @@ impl Supervisor {
     /// been refused, when learning).
     fn executed(&self, tid: u32) -> Option<Check> {
         use std::os::unix::ffi::OsStrExt;
-        let exe = std::fs::read_link(format!("/proc/{tid}/exe")).ok()?;
+        let exe = match std::fs::read_link(format!("/proc/{tid}/exe")) {
+            Ok(exe) => exe,
+            // What runs cannot be named, so it cannot be let run.
+            Err(_) => {
+                return Some(Check {
+                    syscall: "execve",
+                    path: format!("/proc/{tid}/exe").into_bytes(),
+                    resolved: None,
+                    access: AccessKind::Exec,
+                    decision: if self.learns() { Verdict::WouldDeny } else { Verdict::Deny },
+                    errno: None,
+                    reason: Why::Note("the executed program cannot be read back", crate::audit::RuleKind::Failure),
+                    dirfd: None,
+                })
+            }
+        };
         let exe = exe.as_os_str().as_bytes();
         let exe = exe.strip_suffix(b" (deleted)").unwrap_or(exe).to_vec();
         let mapped = crate::sys::procfs::executable_files(tid);

@@ -1257,8 +1257,16 @@ impl Call<'_> {
                 if kind == libc::S_IFCHR && stat.st_rdev == libc::makedev(5, 2) {
                     let master = self.sup.resolver().reopen(fd.as_fd(), reopen, 0)?;
                     let n = fs::pty_number(master.as_fd())?;
+                    // Its slave as the command names it: in the command's
+                    // root (a container's `/dev/pts` is its own instance).
                     let name = std::ffi::CString::new(format!("/dev/pts/{n}")).expect("no NUL in a number");
-                    let slave = fs::openat(Dir::Cwd, &name, libc::O_PATH | libc::O_NOFOLLOW, 0)?;
+                    let root = self.caller_root().ok_or(Errno::ESRCH)?;
+                    let how = fs::OpenHow {
+                        flags: (libc::O_PATH | libc::O_NOFOLLOW) as u64,
+                        mode: 0,
+                        resolve: fs::RESOLVE_IN_ROOT | fs::RESOLVE_NO_SYMLINKS,
+                    };
+                    let slave = fs::openat2(Dir::Fd(root.as_fd()), &name, how)?;
                     self.sup.terminal_created(n, slave);
                     return Ok(Answer::Install { fd: master, cloexec });
                 }

@@ -285,11 +285,10 @@ impl Resolver {
         // An absolute path ignores openat2's directory unless it is the
         // root of the resolution: from the caller's own root (--isolate),
         // "/" and absolute symlinks mean that root.
-        let in_callers_root = if caller.root.is_some() && absolute && !anchored { fs::RESOLVE_IN_ROOT } else { 0 };
         let how = OpenHow {
             flags: libc::O_PATH as u64 | nofollow,
             mode: 0,
-            resolve: req.resolve | fs::RESOLVE_NO_MAGICLINKS | in_callers_root,
+            resolve: req.resolve | fs::RESOLVE_NO_MAGICLINKS | in_callers_root(caller, req),
         };
         let caller_forbids_links = req.resolve & (fs::RESOLVE_NO_SYMLINKS | fs::RESOLVE_NO_MAGICLINKS) != 0;
         let dotdot = req.path.split(|&c| c == b'/').any(|c| c == b"..");
@@ -364,17 +363,21 @@ impl Resolver {
 
     /// The fast path found nothing: find the parent for a create.
     fn missing(&self, at: &Lookup<'_>, req: Request<'_>, base: BorrowedFd<'_>) -> Result<Resolved, ResolveError> {
-        let Lookup { surface, .. } = *at;
+        let Lookup { surface, caller, .. } = *at;
         let (dir, name) = split_last(req.path).ok_or(Errno::ENOENT)?;
         let cdir = CString::new(if dir.is_empty() { &b"."[..] } else { dir }).map_err(|_| Errno::EINVAL)?;
         let how = OpenHow {
             flags: (libc::O_PATH | libc::O_DIRECTORY) as u64,
             mode: 0,
-            resolve: req.resolve | fs::RESOLVE_NO_MAGICLINKS,
+            resolve: req.resolve | fs::RESOLVE_NO_MAGICLINKS | in_callers_root(caller, req),
         };
         let parent = match fs::openat2(Dir::Fd(base), &cdir, how) {
             Ok(fd) => fd,
             Err(Errno::ELOOP) => return self.walk(at, req),
+            // In the caller's own root its procfs may belong to a PID
+            // namespace the supervisor is not in, where `self` names no one
+            // for the supervisor: the walk maps it to the caller.
+            Err(Errno::ENOENT) if caller.root.is_some() => return self.walk(at, req),
             Err(e) => return Err(e.into()),
         };
         let mut path = Vec::new();
@@ -569,6 +572,19 @@ impl Resolver {
             None => fs::fstat(cur.fd.as_fd())?,
         };
         Ok(Resolved { target: Target::Exists { fd: cur.fd, stat }, path: cur.path, straight: false })
+    }
+}
+
+/// `RESOLVE_IN_ROOT` where an absolute path must start from the caller's
+/// own root (a container's, `--isolate`'s) rather than the supervisor's:
+/// `openat2` ignores the directory of an absolute path unless it is the
+/// root of the resolution. Every lookup of the caller's paths, the parent of
+/// a missing name included, takes it.
+fn in_callers_root(caller: &Caller<'_>, req: Request<'_>) -> u64 {
+    let anchored = req.resolve & (fs::RESOLVE_BENEATH | fs::RESOLVE_IN_ROOT) != 0;
+    match caller.root.is_some() && req.path.first() == Some(&b'/') && !anchored {
+        true => fs::RESOLVE_IN_ROOT,
+        false => 0,
     }
 }
 
