@@ -6,7 +6,7 @@
 //! record into the types of [`super::schema`], and checks the chain as it
 //! goes; readers show what is there and say whether it is intact.
 
-use super::schema::{Anchor, Record, SessionStart, SCHEMA};
+use super::schema::{Anchor, Record, SessionStart, SupervisorLost, SCHEMA};
 use std::io::BufRead;
 
 /// The `prev` value of the first record.
@@ -115,6 +115,8 @@ pub struct Reader<R> {
     session: String,
     /// The first thing found wrong with the chain, if any.
     problem: Option<ChainError>,
+    /// How the session ended without its supervisor, if it did.
+    lost: Option<(SupervisorLost, u64)>,
     /// The session record (the first line).
     pub start: SessionStart,
 }
@@ -145,6 +147,7 @@ impl<R: BufRead> Reader<R> {
             anchor: None,
             session: String::new(),
             problem: None,
+            lost: None,
             start: empty_start(),
         };
         let not_a_trail = |why: &str| ReadError::NotATrail(why.to_string());
@@ -223,6 +226,9 @@ impl<R: BufRead> Reader<R> {
             }
             Ok(record) => {
                 self.last_was_end = matches!(record, Record::SessionEnd(_));
+                if let Record::SessionEnd(end) = &record {
+                    self.lost = end.supervisor_lost.clone().map(|l| (l, end.time_ns));
+                }
                 Some(record)
             }
             Err(e) => {
@@ -262,6 +268,28 @@ impl<R: BufRead> Reader<R> {
     /// The anchor's key id, if the trail has an anchor.
     pub fn anchor_key(&self) -> Option<&str> {
         self.anchor.as_ref().map(|(a, _)| a.key_id.as_str())
+    }
+
+    /// Whether the session ended because its supervisor died (the trail
+    /// closed afterwards by a restarted agent), and when it was closed.
+    pub fn supervisor_lost(&self) -> Option<&(SupervisorLost, u64)> {
+        self.lost.as_ref()
+    }
+
+    /// The hash of the last line read (what the next line's `prev` is).
+    pub fn last_hash(&self) -> &str {
+        &self.prev
+    }
+
+    /// The hash of the session record (what the session's key is derived
+    /// for).
+    pub fn session_hash(&self) -> &str {
+        &self.session
+    }
+
+    /// Lines read so far.
+    pub fn lines(&self) -> usize {
+        self.line
     }
 }
 

@@ -10,6 +10,7 @@
 //! [`chain`] reads a trail back and checks its hash chain.
 
 pub mod chain;
+pub mod close;
 pub mod key;
 pub mod schema;
 
@@ -176,7 +177,7 @@ impl Sink {
 
 /// The length of `file` up to and including its last newline: a record cut
 /// short by a failed write is removed from the end.
-fn last_whole_record(file: &std::fs::File) -> std::io::Result<u64> {
+pub(crate) fn last_whole_record(file: &std::fs::File) -> std::io::Result<u64> {
     use std::os::unix::fs::FileExt;
     let len = file.metadata()?.len();
     let mut end = len;
@@ -279,8 +280,68 @@ fn writer(queue: &Queue, out: Output, key: Option<&TrailKey>, failure: &Failure)
     }
 }
 
+/// Records for the tests of this module's parts.
+#[cfg(test)]
+pub(crate) mod test_support {
+    use super::*;
+
+    pub(crate) fn test_start() -> SessionStart {
+        SessionStart {
+            schema: SCHEMA,
+            version: "t".into(),
+            command: vec![],
+            surface: vec![],
+            surface_digest: String::new(),
+            policy: None,
+            env_dropped: vec![],
+            mode: ModeRecord {
+                name: ModeName::Full,
+                untrapped: vec![],
+                untrapped_read_only: vec![],
+                landlock_exact: None,
+                residual: None,
+                landlock_denials: None,
+            },
+            caches: vec![],
+            features: Default::default(),
+            container: None,
+            time_ns: 0,
+        }
+    }
+
+    /// A session record.
+    pub(crate) fn start() -> Record {
+        Record::SessionStart(Box::new(test_start()))
+    }
+
+    /// Decision `seq`, an allow or a refusal.
+    pub(crate) fn decision(seq: u64, allow: bool) -> Record {
+        Record::Decision(Box::new(Decision {
+            seq,
+            time_ns: seq,
+            pid: 1,
+            tid: 1,
+            comm: "t".into(),
+            syscall: "openat".into(),
+            nr: 257,
+            path: Bytes(b"/x".to_vec()),
+            dirfd: None,
+            dirfd_path: None,
+            resolved: None,
+            access: AccessKind::Read,
+            decision: if allow { Verdict::Allow } else { Verdict::Deny },
+            errno: None,
+            rule: "r".into(),
+            rule_kind: RuleKind::Entry,
+            handling_ns: 0,
+            context: None,
+        }))
+    }
+}
+
 #[cfg(test)]
 mod tests {
+    use super::test_support::test_start;
     use super::*;
 
     fn trail(n: usize) -> String {
@@ -295,6 +356,7 @@ mod tests {
                     would_deny: 0,
                     dropped_allow_records: 0,
                     time_ns: 7,
+                    supervisor_lost: None,
                 })
             } else if i == 0 {
                 let mut start = test_start();
@@ -317,30 +379,6 @@ mod tests {
             out.push('\n');
         }
         out
-    }
-
-    fn test_start() -> SessionStart {
-        SessionStart {
-            schema: SCHEMA,
-            version: "t".into(),
-            command: vec![],
-            surface: vec![],
-            surface_digest: String::new(),
-            policy: None,
-            env_dropped: vec![],
-            mode: ModeRecord {
-                name: ModeName::Full,
-                untrapped: vec![],
-                untrapped_read_only: vec![],
-                landlock_exact: None,
-                residual: None,
-                landlock_denials: None,
-            },
-            caches: vec![],
-            features: Default::default(),
-            container: None,
-            time_ns: 0,
-        }
     }
 
     fn verify(text: &str) -> Result<usize, ChainError> {

@@ -529,6 +529,21 @@ pub struct SessionEnd {
     pub dropped_allow_records: u64,
     /// Wall-clock end, nanoseconds since the Unix epoch.
     pub time_ns: u64,
+    /// Set when the supervisor that wrote the trail died before the
+    /// session ended, and a restarted `oci-agent` closed the trail: the
+    /// counts are then the records found, `exit_status` is -1, and
+    /// `time_ns` is when it was closed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub supervisor_lost: Option<SupervisorLost>,
+}
+
+/// How a trail whose supervisor died was closed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SupervisorLost {
+    /// The process that closed it (the restarted agent).
+    pub closed_by_pid: u32,
+    /// Bytes of a record cut short by the death, removed from the end.
+    pub torn_bytes: u64,
 }
 
 /// A record in the trail.
@@ -639,8 +654,15 @@ mod tests {
             argv: vec![],
             argv_truncated: false,
         };
-        let end =
-            SessionEnd { exit_status: 0, allowed: 0, denied: 0, would_deny: 0, dropped_allow_records: 0, time_ns: 0 };
+        let end = SessionEnd {
+            exit_status: 0,
+            allowed: 0,
+            denied: 0,
+            would_deny: 0,
+            dropped_allow_records: 0,
+            time_ns: 0,
+            supervisor_lost: None,
+        };
         vec![
             Record::SessionStart(Box::new(start)),
             Record::Decision(Box::new(decision)),

@@ -51,6 +51,8 @@ pub struct Report {
     command: Vec<String>,
     mode: ModeName,
     exit_status: Option<i32>,
+    /// The session ended because its supervisor died.
+    supervisor_lost: bool,
     decisions: u64,
     /// Refusals enforced.
     denials: u64,
@@ -97,7 +99,10 @@ pub fn build<R: std::io::BufRead>(reader: &mut Reader<R>) -> std::io::Result<(Re
     for record in reader.by_ref() {
         match record? {
             Record::SessionStart(_) | Record::Anchor(_) => {}
-            Record::SessionEnd(end) => r.exit_status = Some(end.exit_status),
+            Record::SessionEnd(end) => {
+                r.exit_status = Some(end.exit_status);
+                r.supervisor_lost = end.supervisor_lost.is_some();
+            }
             Record::Connection(c) => {
                 let host = if c.host.contains(':') { format!("[{}]", c.host) } else { c.host.clone() };
                 let h = r.hosts.entry(sanitize(&format!("{host}:{}", c.port))).or_default();
@@ -203,7 +208,12 @@ fn seconds(ns: u64, start: u64) -> f64 {
 /// Prints the report for a person.
 pub fn print_text(r: &Report) {
     println!("command:    {}", r.command.join(" "));
-    println!("exit:       {}", r.exit_status.map_or("(no session_end)".into(), |s| s.to_string()));
+    let exit = match (r.exit_status, r.supervisor_lost) {
+        (_, true) => "(unknown: the supervisor died before the session ended)".into(),
+        (Some(s), false) => s.to_string(),
+        (None, false) => "(no session_end)".into(),
+    };
+    println!("exit:       {exit}");
     println!("chain:      {}", r.chain);
     println!("mode:       {}", format!("{:?}", r.mode).to_lowercase());
     match r.mode {
@@ -314,9 +324,21 @@ pub fn checked<R: std::io::BufRead>(
     reader.integrity()?;
     let path = key.map(std::path::Path::to_path_buf).or_else(crate::audit::key::default_path);
     match path.as_deref().map(TrailKey::load) {
-        Some(Ok(key)) => {
-            reader.verified(&key).map(|n| format!("intact and anchored with key {} ({n} records)", key.id))
-        }
+        Some(Ok(key)) => reader.verified(&key).map(|n| {
+            let what = format!("intact and anchored with key {} ({n} records)", key.id);
+            match reader.supervisor_lost() {
+                None => what,
+                Some((lost, closed_ns)) => format!(
+                    "{what}; but its supervisor died before the session ended: a restarted agent (pid {}) closed                      the trail {:.1} s after the session started{}. The records before the close are chained, never                      anchored by the supervisor that wrote them; the calls made after its death failed (ENOSYS)                      and are not recorded",
+                    lost.closed_by_pid,
+                    seconds(*closed_ns, reader.start.time_ns),
+                    match lost.torn_bytes {
+                        0 => String::new(),
+                        n => format!(", removing {n} bytes of a record its death cut short"),
+                    }
+                ),
+            }
+        }),
         _ if reader.anchor_key().is_none() => Err(ChainError::Unanchored),
         Some(Err(e)) => Err(ChainError::NoKey(format!("{}: {e}", path.unwrap_or_default().display()))),
         None => Err(ChainError::NoKey("HOME is unset".into())),

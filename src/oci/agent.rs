@@ -7,12 +7,14 @@
 //! hash-chained trail of its own.
 //!
 //! What differs from `interpose run`: the runtime installs the filter, so
-//! there is no Landlock backstop. Nothing is answered CONTINUE on the
-//! strength of Landlock (every allowed open is performed by the supervisor
-//! and its descriptor installed); the calls that are still answered
-//! CONTINUE after their check (exec, `chdir`, the unix socket calls) can be
-//! raced by a second thread of the container to reach what the container's
-//! own mount namespace holds, and the README says so.
+//! there is no Landlock backstop, and nothing is answered CONTINUE on its
+//! strength. Every allowed open, name operation and socket address is
+//! performed by the supervisor on the object it checked; an allowed exec is
+//! checked again once the kernel has loaded it, before it runs
+//! (`supervisor::exec`). Every path is resolved in the caller's own root
+//! (`RESOLVE_IN_ROOT` from `/proc/<pid>/root`), the parent of a name that
+//! does not exist yet included, so a container's `/tmp/x` is made in the
+//! container, never in the host's `/tmp`.
 
 use crate::audit::{self, Sink};
 use crate::policy::file::{Field, Policy};
@@ -67,6 +69,9 @@ pub enum AgentError {
         /// What failed.
         source: std::io::Error,
     },
+    /// Another agent writes its trails to the same directory.
+    #[error("--audit-dir {0}: another agent is using it (it closes the trails of dead agents, so it must be alone)")]
+    AuditDirInUse(PathBuf),
     /// The trails' key cannot be read or made.
     #[error("--audit-key {}: {err}", .path.display())]
     Key {
@@ -107,6 +112,18 @@ pub fn run(opts: &Options) -> Result<(), AgentError> {
         }
         None => None,
     };
+    // The audit directory is this agent's alone, so every trail there
+    // still open was left by a dead agent: each is closed as such.
+    let _held = match (&opts.audit_dir, &key) {
+        (Some(dir), Some(key)) => {
+            let held = hold(dir)?;
+            for said in audit::close::close_all(dir, key) {
+                eprintln!("interpose oci-agent: {said}");
+            }
+            Some(held)
+        }
+        _ => None,
+    };
     let listener = bind(&opts.socket)?;
     eprintln!("interpose oci-agent: listening on {}", opts.socket.display());
     for conn in listener.incoming() {
@@ -121,6 +138,16 @@ pub fn run(opts: &Options) -> Result<(), AgentError> {
         });
     }
     Ok(())
+}
+
+/// Takes the audit directory for this agent alone (an exclusive lock on
+/// `.agent.lock` in it, held while the agent lives).
+fn hold(dir: &Path) -> Result<nix::fcntl::Flock<std::fs::File>, AgentError> {
+    use nix::fcntl::{Flock, FlockArg};
+    let io = |source| AgentError::Io { path: dir.to_path_buf(), source };
+    std::fs::create_dir_all(dir).map_err(io)?;
+    let file = audit::trail_file_options().create(true).open(dir.join(".agent.lock")).map_err(io)?;
+    Flock::lock(file, FlockArg::LockExclusiveNonblock).map_err(|_| AgentError::AuditDirInUse(dir.to_path_buf()))
 }
 
 /// Binds the socket (mode 0600), replacing one a dead agent left behind.
@@ -193,12 +220,14 @@ fn container(opts: &Options, key: Option<audit::TrailKey>, conn: &UnixStream) ->
     }
     let (surface, policy_label) =
         surface(opts, policy_name.as_deref(), root.as_fd()).map_err(|e| format!("container {id}: {e}"))?;
-    let sink = match (&opts.audit_dir, key) {
-        (Some(dir), Some(key)) => Some(trail(dir, id, key)?),
+    let start = start_record(&state, &surface, &policy_label);
+    let trail_path = opts.audit_dir.as_ref().map(|dir| dir.join(format!("{id}.jsonl")));
+    let sink = match (&trail_path, key) {
+        (Some(path), Some(key)) => Some(trail(path, &start, key)?),
         _ => None,
     };
     if let Some(sink) = &sink {
-        sink.send(start_record(&state, &surface, &policy_label));
+        sink.send(start);
     }
     let config = supervisor::Config {
         surface,
@@ -224,6 +253,10 @@ fn container(opts: &Options, key: Option<audit::TrailKey>, conn: &UnixStream) ->
     if let Some(why) = sup.end_trail(-1) {
         return Err(format!("container {id}: {why}"));
     }
+    // Ended: the trail says so itself.
+    if let (Some(path), Some(_)) = (&trail_path, &sink) {
+        audit::close::release(path);
+    }
     eprintln!("interpose oci-agent: container {id} ended");
     Ok(())
 }
@@ -235,13 +268,16 @@ fn exited(pidfd: std::os::fd::BorrowedFd<'_>) -> bool {
     poll(&mut fds, PollTimeout::ZERO).map_or(true, |n| n > 0)
 }
 
-/// A new trail `<dir>/<id>.jsonl` (never an existing one).
-fn trail(dir: &Path, id: &str, key: audit::TrailKey) -> Result<Sink, String> {
-    let path = dir.join(format!("{id}.jsonl"));
+/// A new trail at `path` (never an existing one) that starts with `start`,
+/// and its lease: while the container runs, the trail is open, and a
+/// restarted agent closes it if this one dies ([`audit::close`]).
+fn trail(path: &Path, start: &audit::Record, key: audit::TrailKey) -> Result<Sink, String> {
     let file = audit::trail_file_options()
         .create_new(true)
-        .open(&path)
+        .open(path)
         .map_err(|e| format!("trail {}: {e}", path.display()))?;
+    audit::close::open_lease(path, &audit::close::session_hash(start), &key)
+        .map_err(|e| format!("trail {}: its lease: {e}", path.display()))?;
     Ok(Sink::start(audit::Output::File(file), Some(key)))
 }
 
@@ -260,7 +296,7 @@ fn start_record(state: &ProcessState, surface: &Surface, policy: &str) -> audit:
             untrapped: Vec::new(),
             untrapped_read_only: Vec::new(),
             landlock_exact: None,
-            residual: Some("no Landlock backstop (the runtime installs the filter): exec, chdir and unix socket calls answered after their check can be raced by a second thread".into()),
+            residual: Some("no Landlock backstop (the runtime installs the filter): every allowed call is performed by the supervisor on the object it checked, and an allowed exec is checked again before it runs".into()),
             landlock_denials: None,
         },
         caches: Vec::new(),

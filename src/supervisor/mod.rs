@@ -624,6 +624,7 @@ impl Supervisor {
             would_deny: self.stats.would_deny.load(Ordering::Relaxed),
             dropped_allow_records: sink.dropped(),
             time_ns: audit::now_ns(),
+            supervisor_lost: None,
         }));
         sink.flush();
         sink.failure()

@@ -37,7 +37,22 @@ impl Agent {
         std::fs::create_dir_all(p.join("audit")).unwrap();
         std::fs::write(p.join("policies/ro.toml"), "cwd = \"/data\"\ndeny = [\"/secret\"]\n").unwrap();
         std::fs::write(p.join("policies/open.toml"), "cwd = \"/data\"\nadditional_reads = [\"/secret\"]\n").unwrap();
-        let child = Command::new(interpose())
+        let child = Agent::spawn(p);
+        let sock = p.join("agent.sock");
+        wait_until("the agent's socket", 10, || sock.exists());
+        Agent { dir, child }
+    }
+
+    /// An agent on this one's socket, policies, trails and key (after this
+    /// one died, say).
+    fn restart(&mut self) {
+        let _ = std::fs::remove_file(self.dir.path().join("agent.log"));
+        self.child = Agent::spawn(self.dir.path());
+        wait_until("the new agent listening", 10, || self.log().contains("listening on"));
+    }
+
+    fn spawn(p: &Path) -> Child {
+        Command::new(interpose())
             .args(["oci-agent", "--socket"])
             .arg(p.join("agent.sock"))
             .arg("--policy-dir")
@@ -48,10 +63,16 @@ impl Agent {
             .arg(p.join("audit.key"))
             .stderr(std::fs::File::create(p.join("agent.log")).unwrap())
             .spawn()
-            .unwrap();
-        let sock = p.join("agent.sock");
-        wait_until("the agent's socket", 10, || sock.exists());
-        Agent { dir, child }
+            .unwrap()
+    }
+
+    fn verify(&self, id: &str) -> std::process::Output {
+        Command::new(interpose())
+            .args(["report", "--verify", "--audit-key"])
+            .arg(self.dir.path().join("audit.key"))
+            .arg(self.dir.path().join(format!("audit/{id}.jsonl")))
+            .output()
+            .unwrap()
     }
 
     fn socket(&self) -> PathBuf {
@@ -225,14 +246,52 @@ fn when_the_agent_dies_the_containers_next_trapped_call_fails() {
     let script = "cat /data/ok.txt; sleep 3; cat /data/ok.txt && echo second-read || echo second-failed";
     let b = bundle(&agent, "dies", "open.toml", script);
     let run = runc(b.path(), "interpose-dies");
-    wait_until("the container started", 10, || agent.log().contains("container interpose-dies"));
-    std::thread::sleep(std::time::Duration::from_millis(500));
+    // Killed once the first read is recorded (the container is past its
+    // exec, and the sleep has begun or is about to).
+    let read = |l: &str| l.contains("\"type\":\"decision\"") && l.contains("\"path\":\"/data/ok.txt\"");
+    wait_until("the first read recorded", 10, || agent.trail("interpose-dies").lines().any(read));
     agent.child.kill().unwrap();
     agent.child.wait().unwrap();
     let o = run.wait_with_output().unwrap();
     let out = stdout(&o);
-    assert!(out.contains("hello-from-data"), "{out}{}", stderr(&o));
+    assert!(out.contains("hello-from-data"), "{out}{}{}", stderr(&o), agent.log());
     assert!(out.contains("second-failed") && !out.contains("second-read"), "{out}{}", stderr(&o));
+
+    // The trail it left has no end: read back, it looks cut short.
+    let v = agent.verify("interpose-dies");
+    assert_eq!(v.status.code(), Some(1), "{}", stdout(&v));
+    assert!(stdout(&v).contains("truncated"), "{}", stdout(&v));
+    // A second agent cannot take the same trails while one holds them.
+    agent.restart();
+    let second = Command::new(interpose())
+        .args(["oci-agent", "--socket"])
+        .arg(agent.dir.path().join("other.sock"))
+        .arg("--audit-dir")
+        .arg(agent.dir.path().join("audit"))
+        .arg("--audit-key")
+        .arg(agent.dir.path().join("audit.key"))
+        .output()
+        .unwrap();
+    assert_eq!(second.status.code(), Some(125), "{}", stderr(&second));
+    assert!(stderr(&second).contains("another agent is using it"), "{}", stderr(&second));
+    // The restarted agent closed it as ended by its supervisor's death,
+    // anchored, and says so; report --verify says so too.
+    assert!(agent.log().contains("its supervisor died; closed after"), "{}", agent.log());
+    let v = agent.verify("interpose-dies");
+    assert_eq!(v.status.code(), Some(0), "{}", stdout(&v));
+    assert!(stdout(&v).contains("its supervisor died before the session ended"), "{}", stdout(&v));
+    let trail = agent.trail("interpose-dies");
+    assert!(trail.contains("\"supervisor_lost\""), "{trail}");
+    // The next container's trail is an ordinary one.
+    let b = bundle(&agent, "after-death", "open.toml", "cat /data/ok.txt");
+    let o = runc(b.path(), "interpose-after-death").wait_with_output().unwrap();
+    assert!(stdout(&o).contains("hello-from-data"), "{}{}", stderr(&o), agent.log());
+    wait_until("its trail ended", 10, || agent.trail("interpose-after-death").contains("\"type\":\"anchor\""));
+    let v = agent.verify("interpose-after-death");
+    assert!(v.status.success() && !stdout(&v).contains("died"), "{}", stdout(&v));
+    let leases = std::fs::read_dir(agent.dir.path().join("audit")).unwrap().flatten();
+    let leases: Vec<_> = leases.filter(|e| e.file_name().to_string_lossy().ends_with(".open")).collect();
+    assert!(leases.is_empty(), "{leases:?}");
 }
 
 /// The path-buffer race of `tests/attacks/race_open.c` (one thread flips a
@@ -271,4 +330,60 @@ fn a_path_swapped_after_the_check_never_opens_the_carve_out_in_a_container() {
     let out = format!("{}{}", stdout(&o), stderr(&o));
     assert_eq!(leaks(&out), 0, "{out}{}", agent.log());
     assert!(out.contains("opened="), "{out}");
+}
+
+/// Creates by absolute path resolve in the container's root: a name under
+/// the container's `/tmp` lands in the container's `/tmp` even when the
+/// host's has no such name, and creates in a bind-mounted workspace land
+/// in the host directory behind it, never in the host's directory of the
+/// same name as the container's.
+#[test]
+fn creates_by_absolute_path_land_in_the_container_and_its_workspace_never_on_the_host() {
+    if !runtime_ok() {
+        return;
+    }
+    let agent = Agent::start();
+    std::fs::write(agent.dir.path().join("policies/ws.toml"), "cwd = \"/work\"\nadditional_writes = [\"/tmp\"]\n")
+        .unwrap();
+    let workspace = tempfile::tempdir().unwrap();
+    // A name no host directory holds: where a create by absolute path
+    // resolved in the supervisor's root, it would be made in the host's
+    // `/tmp`, or fail there.
+    let tag = format!("interpose-oci-{}", std::process::id());
+    let script = format!(
+        "set -e; echo inside > /tmp/{tag}; mkdir /tmp/{tag}.d; echo nested > /tmp/{tag}.d/f; \
+         echo ws > /work/made.txt; mkdir /work/sub; echo deep > /work/sub/f; cd /work; echo rel > rel.txt; \
+         cat /tmp/{tag} /tmp/{tag}.d/f /work/made.txt /work/sub/f; echo all-made"
+    );
+    let b = bundle(&agent, "ws", "ws.toml", &script);
+    let mut config: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(b.path().join("config.json")).unwrap()).unwrap();
+    config["mounts"].as_array_mut().unwrap().push(serde_json::json!({
+        "destination": "/work", "type": "bind", "source": workspace.path(), "options": ["rbind", "rw"]
+    }));
+    config["process"]["cwd"] = "/work".into();
+    std::fs::write(b.path().join("config.json"), config.to_string()).unwrap();
+    std::fs::create_dir_all(b.path().join("rootfs/work")).unwrap();
+    let host_tmp = Path::new("/tmp").join(&tag);
+    let host_work_existed = Path::new("/work/made.txt").exists();
+
+    let o = runc(b.path(), "interpose-ws").wait_with_output().unwrap();
+    let out = format!("{}{}", stdout(&o), stderr(&o));
+    assert!(o.status.success() && out.contains("all-made"), "{out}\n{}", agent.log());
+    assert!(out.contains("inside") && out.contains("nested") && out.contains("ws") && out.contains("deep"), "{out}");
+    // In the container's own /tmp, and in the workspace behind /work.
+    let rootfs = b.path().join("rootfs");
+    assert_eq!(std::fs::read_to_string(rootfs.join("tmp").join(&tag)).unwrap(), "inside\n");
+    assert_eq!(std::fs::read_to_string(rootfs.join("tmp").join(format!("{tag}.d/f"))).unwrap(), "nested\n");
+    assert_eq!(std::fs::read_to_string(workspace.path().join("made.txt")).unwrap(), "ws\n");
+    assert_eq!(std::fs::read_to_string(workspace.path().join("sub/f")).unwrap(), "deep\n");
+    assert_eq!(std::fs::read_to_string(workspace.path().join("rel.txt")).unwrap(), "rel\n");
+    // Never on the host.
+    assert!(!host_tmp.exists() && !Path::new("/tmp").join(format!("{tag}.d")).exists(), "made on the host's /tmp");
+    assert!(host_work_existed || !Path::new("/work/made.txt").exists(), "made in the host's /work");
+    // The trail names the container's paths.
+    wait_until("the trail ended", 10, || agent.trail("interpose-ws").contains("\"type\":\"anchor\""));
+    let trail = agent.trail("interpose-ws");
+    assert!(trail.contains(&format!("\"path\":\"/tmp/{tag}\"")), "{trail}");
+    assert!(trail.contains("\"path\":\"/work/made.txt\""), "{trail}");
 }
