@@ -10,6 +10,8 @@ pub(super) struct Fixture {
     pub(super) work: PathBuf,
     pub(super) file: PathBuf,
     pub(super) denied: PathBuf,
+    /// Where the socket workloads bind their other end.
+    pub(super) socket: PathBuf,
 }
 
 pub(super) fn fixture(quick: bool) -> anyhow::Result<Fixture> {
@@ -45,5 +47,6 @@ pub(super) fn fixture(quick: bool) -> anyhow::Result<Fixture> {
     git(&["add", "-A"])?;
     git(&["-c", "user.name=bench", "-c", "user.email=bench@localhost", "commit", "-q", "-m", "bench"])?;
     std::fs::write(work.join("small.c"), "#include <stdio.h>\nint main(void) { puts(\"hi\"); return 0; }\n")?;
-    Ok(Fixture { _dir: dir, work, file, denied })
+    let socket = work.join("bench.sock");
+    Ok(Fixture { _dir: dir, work, file, denied, socket })
 }

@@ -160,6 +160,9 @@ pub fn run(args: &Options) -> anyhow::Result<i32> {
         (Workload::Getppid, open_n, &fx.file),
         (Workload::ForkExec, fork_n, &fx.file),
         (Workload::DeniedOpen, open_n, &fx.denied),
+        (Workload::DevOpen, open_n, Path::new("/dev/null")),
+        (Workload::UnixConnect, open_n, &fx.socket),
+        (Workload::UnixSendto, open_n, &fx.socket),
     ];
     let python = if Path::new("/usr/bin/python3").exists() { "/usr/bin/python3" } else { "python3" };
     let commands: Vec<(&str, Vec<OsString>)> = vec![

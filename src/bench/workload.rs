@@ -20,6 +20,16 @@ pub enum Workload {
     ForkExec,
     /// `openat` of a file outside the surface (denied when sandboxed).
     DeniedOpen,
+    /// `openat` + `close` of a character device (`/dev/null`): performed
+    /// by the supervisor, never continued.
+    DevOpen,
+    /// `socket` + `connect` to a unix socket at the path (a listener the
+    /// loop starts there first) + `accept` + `close`: the connect is made
+    /// by the supervisor on a copy of the socket.
+    UnixConnect,
+    /// `sendto` of one byte to a unix datagram socket at the path (bound
+    /// by the loop first) + `recv`: the send is made by the supervisor.
+    UnixSendto,
 }
 
 impl Workload {
@@ -31,6 +41,9 @@ impl Workload {
             Workload::Getppid => "getppid (untrapped)",
             Workload::ForkExec => "fork+exec /bin/true",
             Workload::DeniedOpen => "openat, denied",
+            Workload::DevOpen => "openat+close /dev/null",
+            Workload::UnixConnect => "unix connect+accept+close",
+            Workload::UnixSendto => "unix sendto+recv",
         }
     }
 }
@@ -39,12 +52,18 @@ impl Workload {
 pub fn workload(kind: Workload, count: usize, path: &Path) -> anyhow::Result<i32> {
     use nix::fcntl::{open, OFlag};
     use nix::sys::stat::Mode;
+    use std::os::unix::net::{UnixDatagram, UnixListener, UnixStream};
     let mut samples = Vec::with_capacity(count);
+    // The socket workloads' other end, made before the clock starts.
+    let _ = matches!(kind, Workload::UnixConnect | Workload::UnixSendto).then(|| std::fs::remove_file(path));
+    let listener = (kind == Workload::UnixConnect).then(|| UnixListener::bind(path)).transpose()?;
+    let receiver = (kind == Workload::UnixSendto).then(|| UnixDatagram::bind(path)).transpose()?;
+    let sender = (kind == Workload::UnixSendto).then(UnixDatagram::unbound).transpose()?;
     let start = Instant::now();
     for _ in 0..count {
         let t = Instant::now();
         match kind {
-            Workload::Open | Workload::DeniedOpen => {
+            Workload::Open | Workload::DeniedOpen | Workload::DevOpen => {
                 // A denied open is the point of DeniedOpen; its error is not.
                 if let Ok(fd) = open(path, OFlag::O_RDONLY | OFlag::O_CLOEXEC, Mode::empty()) {
                     drop(fd);
@@ -62,11 +81,24 @@ pub fn workload(kind: Workload, count: usize, path: &Path) -> anyhow::Result<i32
                 let status = Command::new("/bin/true").status()?;
                 anyhow::ensure!(status.success(), "/bin/true failed: {status}");
             }
+            Workload::UnixConnect => {
+                let client = UnixStream::connect(path)?;
+                let (server, _) = listener.as_ref().expect("made above").accept()?;
+                drop((client, server));
+            }
+            Workload::UnixSendto => {
+                sender.as_ref().expect("made above").send_to(b"x", path)?;
+                let mut byte = [0u8; 1];
+                receiver.as_ref().expect("made above").recv(&mut byte)?;
+            }
         }
         let ns = t.elapsed().as_nanos() as f64;
         samples.push(if kind == Workload::Getppid { ns / 100.0 } else { ns });
     }
     let elapsed = start.elapsed().as_nanos() as u64;
+    if listener.is_some() || receiver.is_some() {
+        let _ = std::fs::remove_file(path);
+    }
     println!("{}", serde_json::json!({ "ns": samples, "elapsed_ns": elapsed }));
     Ok(0)
 }

@@ -244,16 +244,23 @@ impl Call<'_> {
     /// description), taken with `pidfd_getfd` and checked to belong to the
     /// caller still waiting for this notification.
     fn caller_fd(&self, fd: i32) -> Result<OwnedFd, Stop> {
-        let tgid = match self.tgid.get() {
-            Some(&t) => t,
-            None => {
-                let t = super::resolve::proc_status_field(self.notif.pid, "Tgid:")
-                    .and_then(|v| v.parse().ok())
-                    .ok_or(Stop::Gone)?;
-                *self.tgid.get_or_init(|| t)
+        // The calling thread's own table (a thread that unshared its
+        // descriptors has one of its own); before Linux 6.9, the process's.
+        let pidfd = match crate::sys::process::pidfd_open_thread(self.notif.pid as libc::pid_t) {
+            Err(Errno::EINVAL) => {
+                let tgid = match self.tgid.get() {
+                    Some(&t) => t,
+                    None => {
+                        let t = super::resolve::proc_status_field(self.notif.pid, "Tgid:")
+                            .and_then(|v| v.parse().ok())
+                            .ok_or(Stop::Gone)?;
+                        *self.tgid.get_or_init(|| t)
+                    }
+                };
+                crate::sys::process::pidfd_open(tgid as libc::pid_t)?
             }
+            other => other?,
         };
-        let pidfd = crate::sys::process::pidfd_open(tgid as libc::pid_t)?;
         self.still_valid()?;
         Ok(crate::sys::process::pidfd_getfd(pidfd.as_fd(), fd)?)
     }

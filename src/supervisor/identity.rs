@@ -174,6 +174,11 @@ pub fn with_callers_effective_ids<T>(f: impl FnOnce() -> T) -> T {
     let Some(taken) = TAKEN.with_borrow(Clone::clone) else { return f() };
     let groups = GROUPS.with(std::cell::Cell::get);
     let own = SUPERVISOR.get().and_then(Option::as_ref).map_or((0, 0), |o| (o.euid, o.egid));
+    if (taken.euid, taken.egid) == own {
+        // The worker's effective ids are the caller's already (its groups
+        // and capabilities were taken with its identity).
+        return f();
+    }
     // Changing effective ids needs CAP_SETUID and CAP_SETGID in effect;
     // then the caller's file-system identity and capabilities again (a
     // change of effective uid also changes the effective capabilities).

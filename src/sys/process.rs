@@ -272,6 +272,16 @@ pub fn pidfd_open(pid: libc::pid_t) -> Result<OwnedFd, Errno> {
     Ok(unsafe { OwnedFd::from_raw_fd(fd as RawFd) })
 }
 
+/// `pidfd_open(2)` of one thread (`PIDFD_THREAD`, Linux 6.9): a pidfd
+/// whose `pidfd_getfd` reads that thread's own descriptor table.
+pub fn pidfd_open_thread(tid: libc::pid_t) -> Result<OwnedFd, Errno> {
+    const PIDFD_THREAD: u32 = libc::O_EXCL as u32;
+    // SAFETY: integer arguments only; a success returns a new descriptor.
+    let fd = cvt(unsafe { libc::syscall(libc::SYS_pidfd_open, tid, PIDFD_THREAD) })?;
+    // SAFETY: pidfd_open returned a descriptor nothing else owns.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd as RawFd) })
+}
+
 /// `pidfd_getfd(2)`: a duplicate of descriptor `fd` of the process behind
 /// `pidfd`, sharing its open file description.
 pub fn pidfd_getfd(pidfd: BorrowedFd<'_>, fd: i32) -> Result<OwnedFd, Errno> {

@@ -169,20 +169,29 @@ fn the_quick_benchmark_runs_every_mode_of_its_own() {
             cells += 1;
         }
     }
-    // Ten rows (five per-call, five commands) by every mode: native, the
-    // four C floors (built here with cc), interpose's own floor and its
+    // Thirteen rows (eight per-call, five commands) by every mode: native,
+    // the four C floors (built here with cc), interpose's own floor and its
     // three modes.
     let modes: Vec<&str> = r["modes"].as_array().unwrap().iter().map(|m| m.as_str().unwrap()).collect();
     for m in ["native", "C continue floor", "C emulate floor", "interpose", "interpose --fast", "interpose+audit"] {
         assert!(modes.contains(&m), "{m} missing from {modes:?}");
     }
-    assert_eq!(cells, 10 * modes.len());
+    assert_eq!(cells, 13 * modes.len());
     assert_eq!(r["missing"].as_array().unwrap().len(), 0, "{}", r["missing"]);
     // Every target of the issue is judged, the floors' ratios included.
     let targets = r["targets"].as_array().unwrap();
     let judged = |what: &str| targets.iter().any(|t| t["what"].as_str().unwrap().contains(what) && !t["met"].is_null());
-    for what in ["C emulate floor's", "C continue floor's", "every command's wall", "peak memory", "flat", "/bin/true"]
-    {
+    for what in [
+        "C emulate floor's",
+        "C continue floor's",
+        "every command's wall",
+        "peak memory",
+        "flat",
+        "/bin/true",
+        "/dev/null added",
+        "unix connect+accept+close added",
+        "unix sendto+recv added",
+    ] {
         assert!(judged(what), "no judged target {what:?} in {targets:?}");
     }
 }
