@@ -306,10 +306,16 @@ impl Resolver {
                 Ok(fd) if absolute => return self.found(at, req, fd, lexical(req.path)).map(Resolved::straight),
                 Ok(fd) => return self.finish_existing(at, req, fd).map(Resolved::straight),
                 Err(Errno::ENOENT) => return self.missing(at, req, base),
+                Err(_) if confined(caller, req) => return self.walk(at, req),
                 // A symlink on the way (ELOOP), or an error the general path
                 // reports the same way.
                 Err(_) => {}
             }
+        }
+        if confined(caller, req) {
+            // openat2 would take an absolute symlink, or `..`, from the
+            // supervisor's root: the walk takes them from the caller's.
+            return self.walk(at, req);
         }
         match fs::openat2(Dir::Fd(base), &cpath, how) {
             Ok(fd) => self.finish_existing(at, req, fd),
@@ -369,7 +375,11 @@ impl Resolver {
         let how = OpenHow {
             flags: (libc::O_PATH | libc::O_DIRECTORY) as u64,
             mode: 0,
-            resolve: req.resolve | fs::RESOLVE_NO_MAGICLINKS | in_callers_root(caller, req),
+            resolve: req.resolve
+                | fs::RESOLVE_NO_MAGICLINKS
+                | in_callers_root(caller, req)
+                // A symlink on the way is the walk's (see `resolve`).
+                | if confined(caller, req) { fs::RESOLVE_NO_SYMLINKS } else { 0 },
         };
         let parent = match fs::openat2(Dir::Fd(base), &cdir, how) {
             Ok(fd) => fd,
@@ -424,6 +434,8 @@ impl Resolver {
         let top = if in_root || beneath { anchor.clone_with(dup)? } else { root.clone_with(dup)? };
         // The fstat of what `cur` holds, once a step has taken it.
         let mut cur_stat: Option<libc::stat> = None;
+        // The device and inode of the top, once a `..` needs them.
+        let top_id = std::cell::OnceCell::new();
         let mut cur = if req.path.first() == Some(&b'/') {
             if beneath {
                 return Err(Errno::EXDEV.into());
@@ -446,7 +458,12 @@ impl Resolver {
                 continue;
             }
             if name == b".." {
-                if cur.path == top.path {
+                // At the top by identity, not by name: the caller's root
+                // may be read back under another name than `/`.
+                let top_id = *top_id.get_or_init(|| fs::fstat(top.fd.as_fd()).map(|st| (st.st_dev, st.st_ino)).ok());
+                let at_top = cur.path == top.path
+                    || fs::fstat(cur.fd.as_fd()).is_ok_and(|st| Some((st.st_dev, st.st_ino)) == top_id);
+                if at_top {
                     if beneath {
                         return Err(Errno::EXDEV.into());
                     }
@@ -586,6 +603,17 @@ fn in_callers_root(caller: &Caller<'_>, req: Request<'_>) -> u64 {
         true => fs::RESOLVE_IN_ROOT,
         false => 0,
     }
+}
+
+/// Whether `req` is a relative path of a caller whose root is not the
+/// supervisor's (a container's, `--isolate`'s) that the caller did not
+/// anchor itself: `openat2` from its directory would resolve an absolute
+/// symlink on the way, and `..` past the caller's root, in the
+/// supervisor's root, so such a path is walked unless it crosses neither.
+fn confined(caller: &Caller<'_>, req: Request<'_>) -> bool {
+    caller.root.is_some()
+        && req.path.first() != Some(&b'/')
+        && req.resolve & (fs::RESOLVE_BENEATH | fs::RESOLVE_IN_ROOT) == 0
 }
 
 /// Whose `/proc` a path lies in.

@@ -387,3 +387,73 @@ fn creates_by_absolute_path_land_in_the_container_and_its_workspace_never_on_the
     assert!(trail.contains(&format!("\"path\":\"/tmp/{tag}\"")), "{trail}");
     assert!(trail.contains("\"path\":\"/work/made.txt\""), "{trail}");
 }
+
+/// Relative paths, `..` and symlinks (made in the container or shipped in
+/// its image, absolute or not) resolve in the container's root, for reads,
+/// creates, renames and links: a host directory of the same name as the
+/// link's target is never reached. Natively (no agent) the container sees
+/// only its own; under the agent it must see exactly that.
+#[test]
+fn relative_paths_and_symlinks_resolve_in_the_container_root() {
+    if !runtime_ok() {
+        return;
+    }
+    let agent = Agent::start();
+    std::fs::write(agent.dir.path().join("policies/ws.toml"), "cwd = \"/work\"\nadditional_writes = [\"/tmp\"]\n")
+        .unwrap();
+    // The same absolute directory on the host and in the container, with
+    // different contents: which one a path reaches shows where it resolved.
+    let host = tempfile::Builder::new().prefix("interpose-host-").tempdir_in("/tmp").unwrap();
+    let hd = host.path().to_str().unwrap().to_string();
+    std::fs::write(host.path().join("osr"), "host-marker\n").unwrap();
+    let script = format!(
+        "cd /work; ln -s {hd}/osr x; cat x; cat ../../../..{hd}/osr; cd /etc; cat osr; cat ./osr-rel; \
+         cd /work; ln -s {hd} hd; echo planted > hd/new; ln -s {hd}/made y; echo via-link > y; \
+         echo moved > m; mv m hd/m; ln hd/osr hd/hard; cat {hd}/new {hd}/made {hd}/m {hd}/hard; echo end"
+    );
+    let make = |id: &str| {
+        let b = bundle(&agent, id, "ws.toml", &script);
+        let rootfs = b.path().join("rootfs");
+        let inside = rootfs.join(hd.trim_start_matches('/'));
+        std::fs::create_dir_all(&inside).unwrap();
+        std::fs::write(inside.join("osr"), "container-marker\n").unwrap();
+        std::fs::create_dir_all(rootfs.join("etc")).unwrap();
+        std::os::unix::fs::symlink(format!("{hd}/osr"), rootfs.join("etc/osr")).unwrap();
+        std::os::unix::fs::symlink(format!("../{}/osr", hd.trim_start_matches('/')), rootfs.join("etc/osr-rel"))
+            .unwrap();
+        std::fs::create_dir_all(rootfs.join("work")).unwrap();
+        for tool in ["ln", "mv"] {
+            std::os::unix::fs::symlink("busybox", rootfs.join("bin").join(tool)).unwrap();
+        }
+        let mut config: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(b.path().join("config.json")).unwrap()).unwrap();
+        config["process"]["cwd"] = "/work".into();
+        std::fs::write(b.path().join("config.json"), config.to_string()).unwrap();
+        b
+    };
+    let host_untouched = || {
+        let mut names: Vec<String> =
+            std::fs::read_dir(host.path()).unwrap().flatten().map(|e| e.file_name().to_string_lossy().into()).collect();
+        names.sort();
+        assert_eq!(names, ["osr"], "made on the host");
+        assert_eq!(std::fs::read_to_string(host.path().join("osr")).unwrap(), "host-marker\n");
+    };
+    let natively = make("links-native");
+    let out = native(natively.path(), "interpose-links-native");
+    assert!(!out.contains("host-marker") && out.matches("container-marker").count() == 5, "{out}");
+    assert!(out.contains("planted") && out.contains("via-link") && out.contains("moved"), "{out}");
+    host_untouched();
+
+    let confined = make("links");
+    let o = runc(confined.path(), "interpose-links").wait_with_output().unwrap();
+    let out = format!("{}{}", stdout(&o), stderr(&o));
+    assert!(!out.contains("host-marker"), "read the host's file: {out}\n{}", agent.log());
+    host_untouched();
+    // And everything the container did natively, it did under the agent.
+    assert_eq!(out.matches("container-marker").count(), 5, "{out}\n{}", agent.log());
+    assert!(out.contains("planted") && out.contains("via-link") && out.contains("moved"), "{out}");
+    assert!(out.contains("end"), "{out}");
+    let inside = confined.path().join("rootfs").join(hd.trim_start_matches('/'));
+    assert_eq!(std::fs::read_to_string(inside.join("new")).unwrap(), "planted\n");
+    assert_eq!(std::fs::read_to_string(inside.join("m")).unwrap(), "moved\n");
+}
