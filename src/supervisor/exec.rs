@@ -73,6 +73,18 @@ impl Supervisor {
                     // Learning, the refusal is recorded and the program runs.
                     if refused.is_some() && !self.learns() {
                         let _ = process::kill(tid, libc::SIGKILL);
+                        // Killed at a stop, it can no longer be detached: it
+                        // dies still traced, and its parent sees it only
+                        // once this thread has waited for it (in a
+                        // container nothing else would).
+                        loop {
+                            match ptrace::wait_own_tracee() {
+                                Ok(Stopped::Gone { tid: gone }) if gone == tid => break,
+                                Ok(_) => {}
+                                Err(_) => break,
+                            }
+                        }
+                        return refused;
                     }
                     let _ = ptrace::detach(tid, 0);
                     return refused;
