@@ -243,6 +243,7 @@ fn container(opts: &Options, key: Option<audit::TrailKey>, conn: &UnixStream) ->
         isolated: true,
         command_root: Some(root),
         runtime_filter: true,
+        container_init: Some(state.pid as u32),
     };
     let sup = Supervisor::new(listener, config).map_err(|e| format!("container {id}: starting its supervisor: {e}"))?;
     sup.start();

@@ -321,6 +321,7 @@ pub fn run(args: &Config) -> Result<i32, RunError> {
         isolated: args.isolate,
         command_root: root,
         runtime_filter: false,
+        container_init: None,
     };
     let supervisor = Supervisor::new(listener, config).map_err(errno("starting the supervisor"))?;
     supervisor.start();

@@ -251,6 +251,11 @@ pub struct Config {
     /// resolved from it, and `/proc` is decided by presence there (every
     /// process it shows is the command's init or one of its descendants).
     pub command_root: Option<OwnedFd>,
+    /// A container's first process (as the host numbers it): its `/proc`
+    /// may show processes that are not the container's (a host PID
+    /// namespace), so there a process is inside only if it is in the first
+    /// process's PID namespace and control groups, never by presence alone.
+    pub container_init: Option<u32>,
 }
 
 /// What the supervisor decides about IPv4 and IPv6 addresses.
@@ -297,6 +302,7 @@ impl Supervisor {
             isolated,
             command_root,
             runtime_filter,
+            container_init,
         } = config;
         let (audit, audit_level) = match audit {
             Some((sink, level)) => (Some(sink), level),
@@ -307,7 +313,11 @@ impl Supervisor {
         let procs = Membership::new(std::process::id());
         if let Some(root) = &command_root {
             let proc = fs::openat(Dir::Fd(root.as_fd()), c"proc", libc::O_PATH | libc::O_DIRECTORY, 0)?;
-            procs.command_namespace("/proc".into(), proc);
+            let like = match container_init {
+                Some(pid) => Some(procs::Registration::of_host_pid(pid).ok_or(Errno::ESRCH)?),
+                None => None,
+            };
+            procs.command_namespace("/proc".into(), proc, like);
         }
         let rule_names = match audit {
             Some(_) => (0..surface.rules().len() as u32).map(|i| surface.describe(Reason::Rule(i))).collect(),

@@ -55,6 +55,46 @@ struct NamespaceProc {
     mount: PathBuf,
     /// A handle on its root directory.
     root: OwnedFd,
+    /// For a container: what its processes share, beyond being listed.
+    like: Option<Registration>,
+}
+
+/// What every process of a container shares with its first one, recorded
+/// when the container is registered: its PID namespace and its control
+/// groups. A container with the host's PID namespace lists every host
+/// process in its `/proc`; these tell its own apart (a process cannot
+/// leave its control groups without write access to the cgroup file
+/// system, which a container's is not given).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Registration {
+    /// Device and inode of `/proc/<pid>/ns/pid`.
+    pid_namespace: (u64, u64),
+    /// The contents of `/proc/<pid>/cgroup`.
+    cgroup: Vec<u8>,
+}
+
+impl Registration {
+    /// What process `pid` (as the host numbers it) has.
+    pub fn of_host_pid(pid: u32) -> Option<Registration> {
+        let proc = fs::openat(Dir::Cwd, c"/proc", libc::O_PATH | libc::O_DIRECTORY, 0).ok()?;
+        Registration::of(proc.as_fd(), pid)
+    }
+
+    /// What process `pid` has, as the procfs at `proc` numbers it; read
+    /// with the supervisor's credentials (a namespace link is readable only
+    /// with ptrace access).
+    fn of(proc: std::os::fd::BorrowedFd<'_>, pid: u32) -> Option<Registration> {
+        super::identity::as_supervisor(|| {
+            let dir = std::ffi::CString::new(pid.to_string()).expect("no NUL in a number");
+            let dir = fs::openat(Dir::Fd(proc), &dir, libc::O_PATH | libc::O_DIRECTORY, 0).ok()?;
+            let ns = fs::fstatat(Dir::Fd(dir.as_fd()), c"ns/pid", 0).ok()?;
+            let cgroup = fs::openat(Dir::Fd(dir.as_fd()), c"cgroup", libc::O_RDONLY | libc::O_CLOEXEC, 0).ok()?;
+            let mut text = Vec::new();
+            std::io::Read::read_to_end(&mut std::io::Read::take(std::fs::File::from(cgroup), 64 << 10), &mut text)
+                .ok()?;
+            Some(Registration { pid_namespace: (ns.st_dev, ns.st_ino), cgroup: text })
+        })
+    }
 }
 
 impl Membership {
@@ -64,20 +104,24 @@ impl Membership {
     }
 
     /// The command's PID namespace has its procfs at `mount` in the
-    /// command's view; `root` is a handle on it.
-    pub fn command_namespace(&self, mount: PathBuf, root: OwnedFd) {
-        let _ = self.namespace.set(NamespaceProc { mount, root });
+    /// command's view; `root` is a handle on it. For a container, `like` is
+    /// what its processes share ([`Registration`]).
+    pub fn command_namespace(&self, mount: PathBuf, root: OwnedFd, like: Option<Registration>) {
+        let _ = self.namespace.set(NamespaceProc { mount, root, like });
     }
 }
 
 impl Processes for Membership {
     fn is_inside(&self, mount: &Path, pid: u32) -> bool {
         match self.namespace.get() {
-            Some(ns) if ns.mount == mount => {
-                let mut num = [0u8; 24];
-                fs::fstatat(Dir::Fd(ns.root.as_fd()), fs::decimal(pid.into(), &mut num), libc::AT_SYMLINK_NOFOLLOW)
-                    .is_ok()
-            }
+            Some(ns) if ns.mount == mount => match &ns.like {
+                None => {
+                    let mut num = [0u8; 24];
+                    let name = fs::decimal(pid.into(), &mut num);
+                    fs::fstatat(Dir::Fd(ns.root.as_fd()), name, libc::AT_SYMLINK_NOFOLLOW).is_ok()
+                }
+                Some(like) => Registration::of(ns.root.as_fd(), pid).as_ref() == Some(like),
+            },
             _ => self.tree.is_inside(mount, pid),
         }
     }

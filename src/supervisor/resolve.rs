@@ -494,7 +494,10 @@ impl Resolver {
                 }
                 if name.iter().all(u8::is_ascii_digit) {
                     let pid = std::str::from_utf8(&name).ok().and_then(|s| s.parse::<u32>().ok());
-                    if !pid.is_some_and(|p| procs.is_inside(mount, p)) {
+                    // The caller is inside by definition (its call came
+                    // through the sandbox's filter), and needs no lookup.
+                    let inside = |p: u32| p == tgid || p == tid || procs.is_inside(mount, p);
+                    if !pid.is_some_and(inside) {
                         let mut p = cur.path.clone();
                         push_component(&mut p, &name);
                         return Err(ResolveError::OutsideProc(p, pid.unwrap_or(0)));

@@ -457,3 +457,101 @@ fn relative_paths_and_symlinks_resolve_in_the_container_root() {
     assert_eq!(std::fs::read_to_string(inside.join("new")).unwrap(), "planted\n");
     assert_eq!(std::fs::read_to_string(inside.join("m")).unwrap(), "moved\n");
 }
+
+/// A container with the host's PID namespace (Kubernetes `hostPID`, podman
+/// `--pid=host`) lists every host process in its `/proc`: natively it reads
+/// a host process's environment and, through its `root`, the host's files.
+/// Under the agent `/proc/<pid>` is granted only for the container's own
+/// processes (its PID namespace and control groups), never by presence.
+#[test]
+fn with_the_hosts_pid_namespace_only_the_containers_own_processes_are_readable() {
+    if !runtime_ok() {
+        return;
+    }
+    let agent = Agent::start();
+    let host = tempfile::Builder::new().prefix("interpose-hostpid-").tempdir_in("/tmp").unwrap();
+    std::fs::write(host.path().join("file"), "host-file-marker\n").unwrap();
+    // A host process as the container's user, with no capability the
+    // container lacks, so that natively nothing stops the container.
+    let mut sleeper = Command::new("setpriv")
+        .args(["--bounding-set", "-all", "--inh-caps", "-all", "sleep", "60"])
+        .env("HOST_TOKEN", "host-env-marker")
+        .spawn()
+        .unwrap();
+    let pid = sleeper.id();
+    let script = format!(
+        "cat /proc/{pid}/environ; cat /proc/{pid}/root{}/file; cat /proc/{pid}/cmdline; echo; \
+         sleep 1 & kid=$!; cat /proc/$kid/cmdline && echo own-child-readable; wait; \
+         cat /proc/self/cmdline >/dev/null && echo self-readable; echo end",
+        host.path().display()
+    );
+    let make = |id: &str| {
+        let b = bundle(&agent, id, "open.toml", &script);
+        let mut config: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(b.path().join("config.json")).unwrap()).unwrap();
+        let namespaces = config["linux"]["namespaces"].as_array_mut().unwrap();
+        namespaces.retain(|n| n["type"] != "pid");
+        std::fs::write(b.path().join("config.json"), config.to_string()).unwrap();
+        b
+    };
+    let natively = make("hostpid-native");
+    let out = native(natively.path(), "interpose-hostpid-native");
+    assert!(out.contains("host-env-marker") && out.contains("host-file-marker"), "natively: {out}");
+    let confined = make("hostpid");
+    let o = runc(confined.path(), "interpose-hostpid").wait_with_output().unwrap();
+    let out = format!("{}{}", stdout(&o), stderr(&o));
+    let _ = sleeper.kill();
+    let _ = sleeper.wait();
+    assert!(!out.contains("host-env-marker") && !out.contains("host-file-marker"), "{out}\n{}", agent.log());
+    assert!(!out.contains("sleep60") && !out.contains("sleep\060"), "{out}");
+    // Its own processes are still its own.
+    assert!(out.contains("own-child-readable") && out.contains("self-readable") && out.contains("end"), "{out}");
+    wait_until("the trail ended", 10, || agent.trail("interpose-hostpid").contains("\"type\":\"anchor\""));
+    let trail = agent.trail("interpose-hostpid");
+    assert!(trail.contains(&format!("\"path\":\"/proc/{pid}/environ\"")), "{trail}");
+}
+
+/// Exec through a path flipped after the check (`tests/attacks/race_exec.c`,
+/// built static), and a script whose `#!` names a denied program: a
+/// container has no Landlock ruleset of ours, so only the check at the exec
+/// event stands between the kernel's second read and the denied program.
+/// Natively both run it; under the agent neither does.
+#[test]
+fn a_denied_program_never_runs_in_a_container_through_a_flipped_exec_or_a_shebang() {
+    if !runtime_ok() {
+        return;
+    }
+    let agent = Agent::start();
+    let script = "/bin/race_exec /bin/true /secret/evil 5000; /data/s.sh; echo shebang=$?";
+    let make = |id: &str| {
+        let b = bundle(&agent, id, "ro.toml", script);
+        let root = b.path().join("rootfs");
+        let cc = |src: &Path, out: &Path| {
+            let o = Command::new("cc").args(["-static", "-O2", "-pthread", "-o"]).arg(out).arg(src).output().unwrap();
+            assert!(o.status.success(), "cc -static: {}", stderr(&o));
+        };
+        cc(&Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/attacks/race_exec.c"), &root.join("bin/race_exec"));
+        let evil = b.path().join("evil.c");
+        std::fs::write(&evil, "int main(void) { return 42; }\n").unwrap();
+        cc(&evil, &root.join("secret/evil"));
+        std::os::unix::fs::symlink("busybox", root.join("bin/true")).unwrap();
+        std::fs::write(root.join("data/s.sh"), "#!/secret/evil\n").unwrap();
+        std::fs::set_permissions(root.join("data/s.sh"), std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+        b
+    };
+    let ran = |out: &str| -> u64 {
+        let n = out.split_whitespace().find_map(|w| w.strip_prefix("ran_denied=")).and_then(|n| n.parse().ok());
+        n.unwrap_or_else(|| panic!("no ran_denied=N in {out:?}"))
+    };
+    let natively = make("exec-native");
+    let out = native(natively.path(), "interpose-exec-native");
+    assert!(ran(&out) > 0 && out.contains("shebang=42"), "natively the denied program runs: {out}");
+    let confined = make("exec");
+    let o = runc(confined.path(), "interpose-exec").wait_with_output().unwrap();
+    let out = format!("{}{}", stdout(&o), stderr(&o));
+    assert_eq!(ran(&out), 0, "{out}\n{}", agent.log());
+    assert!(out.contains("shebang=") && !out.contains("shebang=42"), "{out}");
+    wait_until("the trail ended", 10, || agent.trail("interpose-exec").contains("\"type\":\"anchor\""));
+    let trail = agent.trail("interpose-exec");
+    assert!(trail.lines().any(|l| l.contains("\"decision\":\"deny\"") && l.contains("/secret/evil")), "{trail}");
+}
