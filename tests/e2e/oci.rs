@@ -503,7 +503,7 @@ fn with_the_hosts_pid_namespace_only_the_containers_own_processes_are_readable()
     let _ = sleeper.kill();
     let _ = sleeper.wait();
     assert!(!out.contains("host-env-marker") && !out.contains("host-file-marker"), "{out}\n{}", agent.log());
-    assert!(!out.contains("sleep60") && !out.contains("sleep\060"), "{out}");
+    assert!(!out.contains("sleep60") && !out.contains("sleep\u{0}60"), "{out}");
     // Its own processes are still its own.
     assert!(out.contains("own-child-readable") && out.contains("self-readable") && out.contains("end"), "{out}");
     wait_until("the trail ended", 10, || agent.trail("interpose-hostpid").contains("\"type\":\"anchor\""));
