@@ -125,14 +125,15 @@ pub fn run(opts: &Options) -> Result<(), AgentError> {
         _ => None,
     };
     let listener = bind(&opts.socket)?;
+    let own = std::sync::Arc::new(own_state(opts));
     eprintln!("interpose oci-agent: listening on {}", opts.socket.display());
     for conn in listener.incoming() {
         let Ok(conn) = conn else { continue };
-        let (opts, key) = (opts.clone(), key.clone());
+        let (opts, key, own) = (opts.clone(), key.clone(), std::sync::Arc::clone(&own));
         // One thread per connection: a runtime that connects and sends
         // nothing holds only its own thread, and only for STATE_TIMEOUT.
         let _ = std::thread::Builder::new().name("interpose-oci".into()).spawn(move || {
-            if let Err(e) = container(&opts, key, &conn) {
+            if let Err(e) = container(&opts, key, &own, &conn) {
                 eprintln!("interpose oci-agent: {e}; connection dropped");
             }
         });
@@ -168,9 +169,49 @@ fn bind(path: &Path) -> Result<UnixListener, AgentError> {
     Ok(listener)
 }
 
+/// The agent's own files (its socket's directory, policies, trails and
+/// key), each with where it lives: the device of its file system and its
+/// path from that file system's root.
+type OwnState = Vec<(&'static str, PathBuf, (String, PathBuf))>;
+
+fn own_state(opts: &Options) -> OwnState {
+    let mounts = crate::sys::procfs::mounts();
+    let key = opts.audit_dir.as_ref().and(opts.audit_key.clone().or_else(audit::key::default_path));
+    let files = [
+        ("socket directory", opts.socket.parent().map(Path::to_path_buf)),
+        ("policy directory", opts.policy_dir.clone()),
+        ("audit directory", opts.audit_dir.clone()),
+        ("trail key", key),
+    ];
+    files
+        .into_iter()
+        .filter_map(|(what, p)| {
+            let p = std::fs::canonicalize(p?).ok()?;
+            let place = crate::sys::procfs::place_of(&p, &mounts)?;
+            Some((what, p, place))
+        })
+        .collect()
+}
+
+/// Which of the agent's own files a mount of the container's shows, and
+/// where: a container that could reach them could read the key, forge or
+/// remove trails, change policies or register fake containers. Checked
+/// before it is supervised; a container whose mounts cannot be read is
+/// taken to show them.
+fn exposed(own: &OwnState, pid: i32) -> Option<String> {
+    let mounts = match crate::sys::procfs::mounts_of(pid as u32) {
+        Ok(m) => m,
+        Err(e) => return Some(format!("its mounts cannot be read ({e})")),
+    };
+    own.iter().find_map(|(what, path, place)| {
+        let at = crate::sys::procfs::shows(&mounts, place)?;
+        Some(format!("its mount at {} shows the agent's {what} ({})", at.display(), path.display()))
+    })
+}
+
 /// Takes one container's state and listener and supervises it until its
 /// last process has exited.
-fn container(opts: &Options, key: Option<audit::TrailKey>, conn: &UnixStream) -> Result<(), String> {
+fn container(opts: &Options, key: Option<audit::TrailKey>, own: &OwnState, conn: &UnixStream) -> Result<(), String> {
     conn.set_read_timeout(Some(STATE_TIMEOUT)).map_err(|e| e.to_string())?;
     let mut buf = vec![0u8; MAX_STATE];
     let (n, mut fds, cut) = process::recv_with_fds(conn.as_fd(), &mut buf).map_err(|e| format!("receiving: {e}"))?;
@@ -217,6 +258,9 @@ fn container(opts: &Options, key: Option<audit::TrailKey>, conn: &UnixStream) ->
         .map_err(|e| format!("container {id}: its root: {e}"))?;
     if exited(pidfd.as_fd()) {
         return Err(format!("container {id}: its first process (pid {}) exited before it was supervised", state.pid));
+    }
+    if let Some(why) = exposed(own, state.pid) {
+        return Err(format!("container {id}: {why}; not supervised, so its trapped calls fail"));
     }
     let (surface, policy_label) =
         surface(opts, policy_name.as_deref(), root.as_fd()).map_err(|e| format!("container {id}: {e}"))?;

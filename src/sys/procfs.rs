@@ -97,6 +97,11 @@ pub fn executable_files(tid: u32) -> Vec<String> {
 /// One line of `/proc/self/mountinfo`, the fields interpose uses.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Mount {
+    /// The file system's device, `major:minor`.
+    pub device: String,
+    /// The directory of that file system the mount shows, unescaped (`/`
+    /// for a whole file system, deeper for a bind mount).
+    pub root: PathBuf,
     /// Where it is mounted, unescaped.
     pub point: PathBuf,
     /// The file system type (`proc`, `cgroup`, `cgroup2`).
@@ -110,6 +115,26 @@ pub fn mounts() -> Vec<Mount> {
     std::fs::read_to_string("/proc/self/mountinfo").map(|t| parse_mountinfo(&t)).unwrap_or_default()
 }
 
+/// The mounts of process `pid`'s mount namespace.
+pub fn mounts_of(pid: u32) -> std::io::Result<Vec<Mount>> {
+    std::fs::read_to_string(format!("/proc/{pid}/mountinfo")).map(|t| parse_mountinfo(&t))
+}
+
+/// Where `path` (canonical, in this process's mount namespace) lives: the
+/// device of its file system and its path from that file system's root.
+pub fn place_of(path: &std::path::Path, mounts: &[Mount]) -> Option<(String, PathBuf)> {
+    // The last mount over the deepest mount point wins, as in lookups.
+    let m = mounts.iter().filter(|m| path.starts_with(&m.point)).max_by_key(|m| m.point.components().count())?;
+    let rest = path.strip_prefix(&m.point).ok()?;
+    Some((m.device.clone(), m.root.join(rest)))
+}
+
+/// Whether one of `mounts` shows the file system object at `place` (a
+/// device and a path from its file system's root, as [`place_of`] says).
+pub fn shows(mounts: &[Mount], place: &(String, PathBuf)) -> Option<PathBuf> {
+    mounts.iter().find(|m| m.device == place.0 && place.1.starts_with(&m.root)).map(|m| m.point.clone())
+}
+
 /// Parses mountinfo text.
 pub fn parse_mountinfo(text: &str) -> Vec<Mount> {
     text.lines()
@@ -118,8 +143,15 @@ pub fn parse_mountinfo(text: &str) -> Vec<Mount> {
             let mut r = right.split(' ');
             let (fstype, _source) = (r.next()?, r.next()?);
             let options = r.next().unwrap_or_default();
-            let point = left.split(' ').nth(4)?;
-            Some(Mount { point: unescape(point), fstype: fstype.to_string(), options: options.to_string() })
+            let mut l = left.split(' ').skip(2);
+            let (device, root, point) = (l.next()?, l.next()?, l.next()?);
+            Some(Mount {
+                device: device.to_string(),
+                root: unescape(root),
+                point: unescape(point),
+                fstype: fstype.to_string(),
+                options: options.to_string(),
+            })
         })
         .collect()
 }
@@ -156,6 +188,7 @@ mod tests {
         assert_eq!((m[0].point.as_os_str(), m[0].fstype.as_str()), ("/proc".as_ref(), "proc"));
         assert_eq!(m[1].options, "rw,pids");
         assert_eq!(m[2].point, PathBuf::from("/a b"));
+        assert_eq!((m[1].device.as_str(), m[1].root.as_os_str()), ("0:26", "/".as_ref()));
     }
 
     #[test]

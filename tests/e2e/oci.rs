@@ -555,3 +555,42 @@ fn a_denied_program_never_runs_in_a_container_through_a_flipped_exec_or_a_sheban
     let trail = agent.trail("interpose-exec");
     assert!(trail.lines().any(|l| l.contains("\"decision\":\"deny\"") && l.contains("/secret/evil")), "{trail}");
 }
+
+/// A container whose mounts show the agent's own files (here its whole
+/// directory: policies, trails, key) could read the trail key and forge or
+/// remove trails: natively it reads the key; the agent refuses to supervise
+/// it, so its trapped calls fail and nothing of the agent's is read.
+#[test]
+fn a_container_whose_mounts_reach_the_agents_files_is_never_supervised() {
+    if !runtime_ok() {
+        return;
+    }
+    let agent = Agent::start();
+    let key = std::fs::read(agent.dir.path().join("audit.key")).unwrap();
+    let key_hex: String = key.iter().take(8).map(|b| format!("{b:02x}")).collect();
+    let script = "cat /secret/agent/audit.key | od -An -tx1 | tr -d ' \\n'; echo; ls /secret/agent/audit; echo end";
+    let make = |id: &str| {
+        let b = bundle(&agent, id, "open.toml", script);
+        for tool in ["od", "tr", "ls"] {
+            std::os::unix::fs::symlink("busybox", b.path().join("rootfs/bin").join(tool)).unwrap();
+        }
+        std::fs::create_dir_all(b.path().join("rootfs/secret/agent")).unwrap();
+        let mut config: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(b.path().join("config.json")).unwrap()).unwrap();
+        config["mounts"].as_array_mut().unwrap().push(serde_json::json!({
+            "destination": "/secret/agent", "type": "bind", "source": agent.dir.path(), "options": ["rbind", "rw"]
+        }));
+        std::fs::write(b.path().join("config.json"), config.to_string()).unwrap();
+        b
+    };
+    let natively = make("reach-native");
+    let out = native(natively.path(), "interpose-reach-native");
+    assert!(out.contains(&key_hex), "natively the key is read: {out}");
+    let confined = make("reach");
+    let o = runc(confined.path(), "interpose-reach").wait_with_output().unwrap();
+    let out = format!("{}{}", stdout(&o), stderr(&o));
+    assert!(!out.contains(&key_hex) && !out.contains("end"), "{out}\n{}", agent.log());
+    wait_until("the refusal logged", 10, || agent.log().contains("container interpose-reach:"));
+    assert!(agent.log().contains("shows the agent's"), "{}", agent.log());
+    assert!(agent.trail("interpose-reach").is_empty(), "no trail for a container never supervised");
+}
