@@ -95,6 +95,10 @@ pub enum MaskKind {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Sound {
     creates: bool,
+    /// A carved-out file is a hard link of a file the ruleset grants: a
+    /// rule on a file is on its inode, whatever name it was made from, so
+    /// the kernel grants the carve-out with it.
+    aliased: bool,
 }
 
 impl Sound {
@@ -106,7 +110,7 @@ impl Sound {
     /// create in. Metadata (`stat`, `O_PATH`, `chdir`) is never Landlock's.
     pub fn covers(self, access: SurfaceAccess) -> bool {
         match access {
-            SurfaceAccess::Read | SurfaceAccess::Write | SurfaceAccess::Exec => true,
+            SurfaceAccess::Read | SurfaceAccess::Write | SurfaceAccess::Exec => !self.aliased,
             SurfaceAccess::Create => self.creates,
             SurfaceAccess::Delete | SurfaceAccess::LinkSource | SurfaceAccess::Stat => false,
         }
@@ -298,7 +302,7 @@ pub fn layout(surface: &Surface, mounts: bool) -> Layout {
         .filter(|c| c.path.parent().is_some_and(|dir| kernel_creates_in(dir, &grants, &masks)))
         .map(|c| c.path)
         .collect();
-    let sound = Sound { creates: missing.is_empty() };
+    let sound = Sound { creates: missing.is_empty(), aliased: aliased(&forced, &grants) };
     let writable_carve = masks.iter().any(|m| {
         m.kind != MaskKind::Writable && m.path.parent().is_some_and(|d| kernel_creates_in(d, &grants, &masks))
     });
@@ -312,6 +316,23 @@ pub fn layout(surface: &Surface, mounts: bool) -> Layout {
         && !surface.globs().iter().any(|g| g.effect == GlobEffect::Grant);
     let names_exact = reads_exact && sound.creates && !writable_carve;
     Layout { grants, masks, sound, missing, reads_exact, names_exact }
+}
+
+/// Whether a carved-out file the ruleset was expanded around is a hard
+/// link of a file it grants by a rule of its own (see [`Sound`]).
+fn aliased(carves: &[Carve], grants: &[(PathBuf, Grant, bool)]) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    let linked: Vec<(u64, u64)> = carves
+        .iter()
+        .filter_map(|c| std::fs::symlink_metadata(&c.path).ok())
+        .filter(|m| m.is_file() && m.nlink() > 1)
+        .map(|m| (m.dev(), m.ino()))
+        .collect();
+    !linked.is_empty()
+        && grants
+            .iter()
+            .filter(|(_, _, dir)| !dir)
+            .any(|(p, _, _)| std::fs::metadata(p).is_ok_and(|m| linked.contains(&(m.dev(), m.ino()))))
 }
 
 /// The layout under `--isolate`, whose root holds bind mounts of the

@@ -914,3 +914,38 @@ os._exit(0)
         started.elapsed()
     );
 }
+
+/// A program refused by a carve-out, named as a script's interpreter
+/// (`#!`): the kernel opens the interpreter itself, so no trapped call sees
+/// that name. Where the ruleset is expanded around the carve-out (no mount
+/// namespace), a hard link of the refused program granted under another
+/// name carries its rule to the same inode, so Landlock alone would let it
+/// run; interpose then checks every exec at its exec event. Natively the
+/// script runs its interpreter; under interpose it never does, in any
+/// mode, while the other name (allowed by its path) still runs.
+#[test]
+fn a_refused_interpreter_never_runs_through_a_shebang_or_a_hard_links_rule() {
+    if !kernel_ok() {
+        return;
+    }
+    let t = Tree::new();
+    let bin = t.ws.join("bin");
+    std::fs::create_dir(&bin).unwrap();
+    let src = t.outside.join("interp.c");
+    std::fs::write(&src, "#include <stdio.h>\nint main(void) { puts(\"interpreter-ran\"); return 0; }\n").unwrap();
+    assert!(Command::new("cc").arg("-o").arg(bin.join("interp")).arg(&src).status().unwrap().success());
+    std::fs::hard_link(bin.join("interp"), bin.join("alias")).unwrap();
+    write_exec(&t.ws.join("s.sh"), &format!("#!{}\n", bin.join("interp").display()));
+    let native = Command::new(t.ws.join("s.sh")).output().unwrap();
+    assert!(stdout(&native).contains("interpreter-ran"), "natively the interpreter runs");
+    let deny = bin.join("interp");
+    let script = "./s.sh; echo shebang=$?; ./bin/alias && echo alias-ok";
+    for extra in [&[][..], &["--no-namespace"][..], &["--fast"][..], &["--no-landlock"][..]] {
+        let args: Vec<&str> = ["--deny", deny.to_str().unwrap()].iter().chain(extra).copied().collect();
+        let o = t.command(&args, &["/bin/sh", "-c", script]).output().unwrap();
+        let out = stdout(&o);
+        assert!(out.contains("shebang=") && !out.contains("interpreter-ran\nshebang=0"), "{extra:?}: {out}");
+        assert_eq!(out.matches("interpreter-ran").count(), 1, "{extra:?}: only the alias runs: {out}{}", stderr(&o));
+        assert!(out.contains("alias-ok"), "{extra:?}: {out}{}", stderr(&o));
+    }
+}
