@@ -453,12 +453,20 @@ async fn addresses(host: &str, port: u16, shared: &Shared) -> Result<Vec<SocketA
     if let Ok(ip) = host.parse::<IpAddr>() {
         return Ok(vec![SocketAddr::new(ip, port)]);
     }
+    // Read at every resolution: an interface may have come up since.
+    let own = own_addresses()?;
     if let Some(ip) = shared.settings.resolve.get(host) {
+        // The test resolver stands in for DNS, loopback origins included;
+        // the host's other addresses are refused as a DNS answer is.
+        if !ip.is_loopback() && own.contains(&canonical(*ip)) {
+            return Err(format!("{host} resolves only to this host's own address ({ip}): refused"));
+        }
         return Ok(vec![SocketAddr::new(*ip, port)]);
     }
     let found: Vec<SocketAddr> =
         tokio::net::lookup_host((host, port)).await.map_err(|e| format!("{host} does not resolve: {e}"))?.collect();
-    let (ok, local): (Vec<_>, Vec<_>) = found.into_iter().partition(|a| public(a.ip()));
+    let (ok, local): (Vec<_>, Vec<_>) =
+        found.into_iter().partition(|a| public(a.ip()) && !own.contains(&canonical(a.ip())));
     if ok.is_empty() {
         let local: Vec<String> = local.iter().map(|a| a.ip().to_string()).collect();
         return Err(format!("{host} resolves only to local addresses ({}): refused", local.join(", ")));
@@ -466,13 +474,34 @@ async fn addresses(host: &str, port: u16, shared: &Shared) -> Result<Vec<SocketA
     Ok(ok)
 }
 
-/// Whether a resolved address may be connected to.
-fn public(ip: IpAddr) -> bool {
-    let ip = match ip {
+/// An IPv4 address mapped into IPv6 as the IPv4 address it is.
+fn canonical(ip: IpAddr) -> IpAddr {
+    match ip {
         IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(IpAddr::V6(v6), IpAddr::V4),
         v4 => v4,
-    };
-    match ip {
+    }
+}
+
+/// The addresses of this machine's own interfaces (the proxy runs in the
+/// host's network namespace): a name that resolves to one leads to a
+/// service on the host listening on every address, whatever the
+/// interface (a LAN or a container bridge). If they cannot be listed, no
+/// name is trusted to lead elsewhere (an error, and the request refused).
+fn own_addresses() -> Result<Vec<IpAddr>, String> {
+    let list = nix::ifaddrs::getifaddrs().map_err(|e| format!("this host's own addresses cannot be listed ({e})"))?;
+    Ok(list
+        .filter_map(|i| {
+            let a = i.address?;
+            a.as_sockaddr_in()
+                .map(|v4| IpAddr::V4(v4.ip()))
+                .or_else(|| a.as_sockaddr_in6().map(|v6| canonical(IpAddr::V6(v6.ip()))))
+        })
+        .collect())
+}
+
+/// Whether a resolved address may be connected to.
+fn public(ip: IpAddr) -> bool {
+    match canonical(ip) {
         IpAddr::V4(v4) => {
             !(v4.is_loopback() || v4.is_unspecified() || v4.is_link_local() || v4.is_multicast() || v4.is_broadcast())
         }

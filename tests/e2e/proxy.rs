@@ -592,3 +592,47 @@ fn the_hosts_own_proxy_is_chained() {
     let network = first["features"]["network"]["detail"].as_str().unwrap().to_string();
     assert!(network.contains(&format!("chained through the host's proxy 127.0.0.1:{up_port}")), "{network}");
 }
+
+/// The host's own non-loopback addresses (a LAN or bridge interface), from
+/// `hostname -I`: CI machines have one.
+fn own_addresses() -> Vec<String> {
+    let o = Command::new("hostname").arg("-I").output().unwrap();
+    let all: Vec<String> = stdout(&o).split_whitespace().map(str::to_string).collect();
+    all.into_iter().filter(|a| !a.starts_with("127.") && a != "::1" && !a.starts_with("fe80")).collect()
+}
+
+/// A name allowed by the allowlist that resolves to one of the host's own
+/// interface addresses (not loopback) leads to a service on the host that
+/// listens on every address: natively it is reached; through the proxy,
+/// by CONNECT, absolute-form GET and SOCKS5, it is refused, IPv4 and IPv6.
+#[test]
+fn a_name_that_resolves_to_the_hosts_own_interface_is_refused() {
+    if !kernel_ok() {
+        return;
+    }
+    let own = own_addresses();
+    assert!(!own.is_empty(), "the machine has a non-loopback interface address (hostname -I)");
+    let o = origin("[::]:0");
+    let p = o.port;
+    let t = Tree::new();
+    let trail = t.outside.join("trail.jsonl");
+    for addr in &own {
+        let host = if addr.contains(':') { format!("[{addr}]") } else { addr.clone() };
+        let native = Command::new("curl").args(["-sS", "--noproxy", "*", &format!("http://{host}:{p}/")]).output();
+        assert!(stdout(&native.unwrap()).contains("hello from the origin"), "natively {host}:{p} is reached");
+        let _ = std::fs::remove_file(&trail);
+        let flags =
+            vec!["--net".into(), format!("allow=lan.test:{p}"), "--net-resolve".into(), format!("lan.test={addr}")];
+        let script = format!(
+            "curl -sS --proxytunnel http://lan.test:{p}/ 2>&1; echo; curl -sS http://lan.test:{p}/; echo; \
+             curl -sS -x \"$ALL_PROXY\" http://lan.test:{p}/ 2>&1; echo; echo end"
+        );
+        let out = run(&t, &flags, &trail, &script);
+        let got = stdout(&out);
+        assert!(!got.contains("hello from the origin") && got.contains("end"), "{addr}: {got}{}", stderr(&out));
+        assert!(got.contains("this host's own address"), "{addr}: {got}");
+        let refused = connections(&trail).iter().filter(|r| r.0 == "lan.test" && r.2 != "allow").count();
+        assert!(refused >= 3, "{addr}: {:?}", connections(&trail));
+    }
+    assert_eq!(o.served.load(Ordering::SeqCst), own.len(), "only the native requests reached the origin");
+}
