@@ -48,6 +48,9 @@ fn main() -> ExitCode {
         Command::Debug(DebugCommand::Landlock { surface, command }) => cli::run::landlock_only(&surface, &command),
         Command::Debug(DebugCommand::SeccompAllow { command }) => cli::run::seccomp_allow_only(&command),
         Command::Debug(DebugCommand::Workload { kind, count, path }) => interpose::bench::workload(kind, count, &path),
+        Command::Debug(DebugCommand::Container { listener, bind, command }) => {
+            interpose::bench::container::run(listener.as_deref(), &bind, &command)
+        }
         Command::Bench(b) => interpose::bench::run(&b.options()),
     };
     match result {

@@ -7,6 +7,8 @@ use std::process::{Command, Stdio};
 /// file, and a file outside it.
 pub(super) struct Fixture {
     _dir: tempfile::TempDir,
+    /// The directory holding the workspace and what lies outside it.
+    pub(super) root: PathBuf,
     pub(super) work: PathBuf,
     pub(super) file: PathBuf,
     pub(super) denied: PathBuf,
@@ -48,5 +50,5 @@ pub(super) fn fixture(quick: bool) -> anyhow::Result<Fixture> {
     git(&["-c", "user.name=bench", "-c", "user.email=bench@localhost", "commit", "-q", "-m", "bench"])?;
     std::fs::write(work.join("small.c"), "#include <stdio.h>\nint main(void) { puts(\"hi\"); return 0; }\n")?;
     let socket = work.join("bench.sock");
-    Ok(Fixture { _dir: dir, work, file, denied, socket })
+    Ok(Fixture { _dir: dir, root, work, file, denied, socket })
 }

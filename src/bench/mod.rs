@@ -20,6 +20,7 @@
 //! runs a workload before any mode runs it again), so drift on a shared
 //! machine spreads over all modes alike.
 
+pub mod container;
 mod fixture;
 mod floors;
 mod memory;
@@ -151,7 +152,16 @@ pub fn run(args: &Options) -> anyhow::Result<i32> {
     let rounds = args.rounds.unwrap_or(if args.quick { 1 } else { 5 }).max(1);
     let fx = fixture(args.quick)?;
     let floors = floors::build(&fx.work.join("floors"));
-    let (modes, missing) = modes(&exe, &fx.work, floors.as_ref().map_err(String::as_str), &args.compare);
+    // The containers' agent, outside the workspace (a container whose
+    // mounts showed its files would be refused).
+    let bin_dir = exe.parent().unwrap_or(Path::new("/")).to_path_buf();
+    let agent = match container::unavailable() {
+        None => container::Agent::start(&exe, &fx.root.join("agent"), &fx.work, &[&bin_dir])
+            .map_err(|e| format!("containers: {e}")),
+        Some(why) => Err(why),
+    };
+    let socket = agent.as_ref().map(|a| a.socket.as_path()).map_err(String::as_str);
+    let (modes, missing) = modes(&exe, &fx.work, floors.as_ref().map_err(String::as_str), socket, &args.compare);
     let os = |s: &str| OsString::from(s);
     let (open_n, fork_n) = if args.quick { (300, 5) } else { (3_000, 40) };
     let micro: Vec<(Workload, usize, &Path)> = vec![

@@ -32,6 +32,10 @@ pub(super) const FULL: &str = "interpose";
 pub(super) const FAST: &str = "interpose --fast";
 /// interpose, full mode, every decision in the trail.
 pub(super) const AUDIT: &str = "interpose+audit";
+/// A runc container, no filter.
+pub(super) const RUNC: &str = "runc";
+/// A runc container under `interpose oci-agent`.
+pub(super) const RUNC_AGENT: &str = "runc+oci-agent";
 
 /// The reference sandboxes `--compare NAME` knows by name, with the
 /// prefix each gets (`{work}` is the workspace).
@@ -49,6 +53,7 @@ pub(super) fn modes(
     exe: &Path,
     work: &Path,
     floors: Result<&Floors, &str>,
+    agent: Result<&Path, &str>,
     compare: &[String],
 ) -> (Vec<BenchMode>, Vec<String>) {
     let bin_dir = exe.parent().unwrap_or(Path::new("/")).as_os_str().to_owned();
@@ -87,6 +92,17 @@ pub(super) fn modes(
             trail: Some(trail),
         },
     ]);
+    // Containers: the workspace is the current directory, bound with the
+    // binary's directory at the same paths.
+    match agent {
+        Ok(socket) => {
+            let container = vec![exe.clone(), os("debug"), os("container"), os("--bind"), bin_dir.clone()];
+            out.push(mode(RUNC, [container.clone(), vec![os("--")]].concat()));
+            let listener = vec![os("--listener"), socket.as_os_str().to_owned(), os("--")];
+            out.push(mode(RUNC_AGENT, [container, listener].concat()));
+        }
+        Err(why) => missing.push(why.to_string()),
+    }
     for c in compare {
         let known = REFERENCES.iter().find(|(name, _)| name == c);
         let prefix = match known {

@@ -162,6 +162,21 @@ pub enum DebugCommand {
         /// The file to open or stat.
         path: PathBuf,
     },
+    /// Run COMMAND with runc in a container of the host's system
+    /// directories (read-only), the current directory and each `--bind`
+    /// (read-write, at the same paths), under the oci-agent at `--listener`
+    /// when given (what `interpose bench` measures containers with).
+    Container {
+        /// The agent's socket; without it, no seccomp filter.
+        #[arg(long, value_name = "PATH")]
+        listener: Option<PathBuf>,
+        /// A directory to bind at the same path.
+        #[arg(long, value_name = "DIR")]
+        bind: Vec<PathBuf>,
+        /// The command and its arguments.
+        #[arg(required = true, trailing_var_arg = true, value_name = "COMMAND")]
+        command: Vec<std::ffi::OsString>,
+    },
     /// Print libseccomp's PFC dump of the filter (golden file `bpf/filter.pfc`).
     FilterPfc,
     /// Exec COMMAND under the Landlock ruleset alone (no seccomp filter, no

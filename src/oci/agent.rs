@@ -289,6 +289,13 @@ fn container(opts: &Options, key: Option<audit::TrailKey>, own: &OwnState, conn:
         runtime_filter: true,
         container_init: Some(state.pid as u32),
     };
+    // As `interpose run` does: the caller and the receiving worker hand
+    // each call back and forth on one CPU (Linux 6.6; older go without).
+    let sync =
+        crate::sys::seccomp::set_listener_flags(listener.as_fd(), crate::sys::seccomp::USER_NOTIF_FD_SYNC_WAKE_UP);
+    if let Err(e) = sync {
+        tracing::debug!("container {id}: no synchronous wake-up on its listener: {e}");
+    }
     let sup = Supervisor::new(listener, config).map_err(|e| format!("container {id}: starting its supervisor: {e}"))?;
     sup.start();
     eprintln!("interpose oci-agent: container {id} (pid {}) under policy {policy_label}", state.pid);

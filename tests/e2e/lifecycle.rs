@@ -171,9 +171,10 @@ fn the_quick_benchmark_runs_every_mode_of_its_own() {
     }
     // Thirteen rows (eight per-call, five commands) by every mode: native,
     // the four C floors (built here with cc), interpose's own floor and its
-    // three modes.
+    // three modes, and a runc container without and with the oci-agent.
     let modes: Vec<&str> = r["modes"].as_array().unwrap().iter().map(|m| m.as_str().unwrap()).collect();
-    for m in ["native", "C continue floor", "C emulate floor", "interpose", "interpose --fast", "interpose+audit"] {
+    let ours = ["native", "C continue floor", "C emulate floor", "interpose", "interpose --fast", "interpose+audit"];
+    for m in ours.into_iter().chain(["runc", "runc+oci-agent"]) {
         assert!(modes.contains(&m), "{m} missing from {modes:?}");
     }
     assert_eq!(cells, 13 * modes.len());
@@ -191,6 +192,8 @@ fn the_quick_benchmark_runs_every_mode_of_its_own() {
         "/dev/null added",
         "unix connect+accept+close added",
         "unix sendto+recv added",
+        "runc+oci-agent: openat+close added",
+        "runc+oci-agent -- /bin/true",
     ] {
         assert!(judged(what), "no judged target {what:?} in {targets:?}");
     }
