@@ -563,13 +563,13 @@ impl Call<'_> {
             }
             Op::Mkdir => {
                 let mode = self.arg(row.extra) as u32;
-                fs::mkdirat(dir, name, mode & !self.umask()? & 0o7777)
+                fs::mkdirat(dir, name, self.creation_mode(dir, mode)?)
             }
             Op::Symlink => fs::symlinkat(target.as_deref().expect("read above"), dir, name),
             _ => {
                 let mode = self.op_arg(0) as u32;
                 let kind = if mode & libc::S_IFMT == 0 { libc::S_IFREG } else { mode & libc::S_IFMT };
-                fs::mknodat(dir, name, kind | (mode & !self.umask()? & 0o7777), self.op_arg(1))
+                fs::mknodat(dir, name, kind | self.creation_mode(dir, mode)?, self.op_arg(1))
             }
         };
         done.map(|()| Answer::Value(0)).map_err(Stop::Fail)
@@ -764,11 +764,25 @@ impl Call<'_> {
                 // default, and every thread of the command can ask at
                 // once); the call then waits in the retry queue instead.
                 let (dir, name) = self.sup.resolver().reopening(fd.as_fd())?;
+                // The caller's file size limit, not the supervisor's: growing
+                // a file past it is EFBIG and SIGXFSZ to the caller. Where a
+                // signal would interrupt the call (and have it restarted,
+                // again and again), EFBIG alone.
+                let tid = self.notif.pid;
+                let signal = !self.sup.signals_interrupt();
+                let limit = identity::as_supervisor(|| crate::sys::process::file_size_limit(tid))?;
                 let attempt = move || -> Result<Answer, Errno> {
                     let _checked = &fd;
                     let flags = libc::O_WRONLY | libc::O_NOCTTY | libc::O_NONBLOCK | libc::O_CLOEXEC;
                     // EWOULDBLOCK (EAGAIN) while a lease is being broken.
                     let file = fs::openat(Dir::Fd(dir.as_fd()), &name, flags, 0)?;
+                    let grows = fs::fstat(file.as_fd())?.st_size < length;
+                    if grows && limit.is_some_and(|l| length as u64 > l) {
+                        if signal {
+                            let _ = crate::sys::process::signal_thread(tid, libc::SIGXFSZ);
+                        }
+                        return Err(Errno::EFBIG);
+                    }
                     nix::unistd::ftruncate(&file, length)?;
                     Ok(Answer::Value(0))
                 };
@@ -811,12 +825,34 @@ impl Call<'_> {
         let on_descriptor = row.path.is_none() || (row.op == Op::Utimensat && self.arg(row.path) == 0);
         if on_descriptor {
             let fd = self.arg(row.dirfd) as i32;
+            if row.path.is_some() {
+                // utimensat(fd, NULL): the kernel reads a NULL name for the
+                // cwd (EFAULT), and takes no flags on a descriptor.
+                if fd == libc::AT_FDCWD {
+                    return Err(Errno::EFAULT.into());
+                }
+                if flags != 0 {
+                    return Err(Errno::EINVAL.into());
+                }
+            }
             if fd < 0 {
+                return Err(Errno::EBADF.into());
+            }
+            // These take an open file: an O_PATH descriptor is EBADF to
+            // them (fstat, fstatfs and fchdir take one).
+            let open_file = matches!(
+                row.op,
+                Op::Chmod | Op::Chown | Op::Utimensat | Op::Setxattr | Op::Removexattr | Op::Getxattr | Op::Listxattr
+            );
+            if open_file && fs::status_flags(self.caller_fd(fd)?.as_fd())? & libc::O_PATH != 0 {
                 return Err(Errno::EBADF.into());
             }
             return Ok((PathArg { bytes: Vec::new(), base: Some((fd, self.open_dir(fd)?)) }, follow, true));
         }
-        let empty = row.flags.is_some() && flags & AT_EMPTY_PATH != 0;
+        // readlinkat takes an empty name for its descriptor (an O_PATH
+        // handle on a symlink), without a flag to say so; never for the cwd.
+        let names_descriptor = row.op == Op::Readlink && row.dirfd.is_some_and(|_| self.arg(row.dirfd) as i32 >= 0);
+        let empty = (row.flags.is_some() && flags & AT_EMPTY_PATH != 0) || names_descriptor;
         Ok((self.path_arg(row.dirfd, row.path, false)?, follow, empty))
     }
 
@@ -848,6 +884,8 @@ impl Call<'_> {
             Op::Listxattr => {
                 Asked::Listxattr { list: self.op_arg(0), size: self.op_arg(1).min(XATTR_SIZE_MAX) as usize }
             }
+            // The buffer's size before the lookup, as the kernel checks it.
+            Op::Readlink if self.op_arg(1) as i64 <= 0 => return Err(Errno::EINVAL.into()),
             _ => Asked::Other,
         };
         if row.flags.is_some() && row.op != Op::Statx && row.op != Op::Access {
@@ -914,7 +952,10 @@ impl Call<'_> {
                     let wanted = [
                         (libc::R_OK, Access::Read),
                         (libc::W_OK, Access::Write),
-                        (libc::X_OK, if is_dir { Access::Read } else { Access::Exec }),
+                        // Searching a directory is what every lookup through
+                        // it does: allowed wherever its metadata is (the
+                        // directories above the surface included).
+                        (libc::X_OK, if is_dir { Access::Stat } else { Access::Exec }),
                     ];
                     let refused = wanted.iter().any(|&(bit, access)| {
                         bits & bit as u32 != 0 && !self.sup.surface().decide(&path, access, self.sup.procs()).allowed
@@ -1044,6 +1085,11 @@ impl Call<'_> {
             RemoveXattr(std::ffi::CString),
         }
         let row = self.row;
+        // The flags first, as the kernel checks them: an unknown bit is
+        // EINVAL, never ignored.
+        if row.flags.is_some() && self.arg(row.flags) & !(AT_SYMLINK_NOFOLLOW | AT_EMPTY_PATH) != 0 {
+            return Err(Errno::EINVAL.into());
+        }
         let (arg, follow, empty) = self.target()?;
         let work = match row.op {
             Op::Chmod => Work::Mode(self.op_arg(0) as u32 & 0o7777),
@@ -1248,7 +1294,7 @@ impl Call<'_> {
                 // O_NOFOLLOW: if a symlink appeared at the name since the
                 // check, fail instead of creating wherever it points.
                 let flags = (flags | libc::O_NOFOLLOW) & !libc::O_CLOEXEC;
-                let mode = mode & !self.umask()? & 0o7777;
+                let mode = self.creation_mode(parent.as_fd(), mode)?;
                 let first = fs::openat(Dir::Fd(parent.as_fd()), &name, flags | libc::O_NONBLOCK, mode);
                 self.install(first, wait, move || Ok(Opening { dir: parent, name, flags, mode, held: None }))
             }
@@ -1277,7 +1323,7 @@ impl Call<'_> {
                     self.sup.terminal_created(n, slave);
                     return Ok(Answer::Install { fd: master, cloexec });
                 }
-                let mode = if tmpfile { mode & !self.umask()? & 0o7777 } else { 0 };
+                let mode = if tmpfile { self.creation_mode(fd.as_fd(), mode)? } else { 0 };
                 let fifo = kind == libc::S_IFIFO;
                 let wait = Wait { fifo, reader: fifo && flags & libc::O_ACCMODE == libc::O_RDONLY, ..wait };
                 let resolver = self.sup.resolver();
@@ -1450,6 +1496,19 @@ impl Call<'_> {
     }
 
     /// The caller's umask, which the kernel would apply to a created file.
+    /// The mode a file made in `dir` gets from the caller's `mode`: less
+    /// its umask, unless `dir` has a default ACL, which the kernel applies
+    /// instead of the umask (the supervisor's own umask is 0, so the mode
+    /// passed on reaches the ACL whole).
+    fn creation_mode(&self, dir: std::os::fd::BorrowedFd<'_>, mode: u32) -> Result<u32, Stop> {
+        let path = super::resolve::Resolver::proc_path(dir);
+        let default_acl = match fs::getxattr(&path, c"system.posix_acl_default", &mut []) {
+            Ok(_) | Err(Errno::ERANGE) => true,
+            Err(_) => false,
+        };
+        Ok(if default_acl { mode & 0o7777 } else { mode & !self.umask()? & 0o7777 })
+    }
+
     fn umask(&self) -> Result<u32, Stop> {
         let v = super::resolve::proc_status_field(self.notif.pid, "Umask:").ok_or(Stop::Gone)?;
         self.still_valid()?;

@@ -452,6 +452,13 @@ impl Supervisor {
         self.isolated
     }
 
+    /// Whether a signal sent to a caller while its call is handled
+    /// interrupts that call: with a runtime's filter it does (the wait is
+    /// not killable only), and the call would be restarted.
+    pub fn signals_interrupt(&self) -> bool {
+        self.runtime_filter
+    }
+
     /// What IPv4 and IPv6 addresses may be reached.
     pub fn net(&self) -> &NetRule {
         &self.net

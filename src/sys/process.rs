@@ -272,6 +272,21 @@ pub fn pidfd_open(pid: libc::pid_t) -> Result<OwnedFd, Errno> {
     Ok(unsafe { OwnedFd::from_raw_fd(fd as RawFd) })
 }
 
+/// The soft `RLIMIT_FSIZE` of the process of thread `tid` (`prlimit(2)`),
+/// `None` when unlimited.
+pub fn file_size_limit(tid: u32) -> Result<Option<u64>, Errno> {
+    let mut limit = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+    // SAFETY: a NULL new limit only reads; `limit` is written by the kernel.
+    cvt(unsafe { libc::prlimit(tid as libc::pid_t, libc::RLIMIT_FSIZE, std::ptr::null(), &mut limit) } as libc::c_long)?;
+    Ok((limit.rlim_cur != libc::RLIM_INFINITY).then_some(limit.rlim_cur))
+}
+
+/// Sends `signal` to thread `tid` alone (`tkill(2)`).
+pub fn signal_thread(tid: u32, signal: i32) -> Result<(), Errno> {
+    // SAFETY: integer arguments only.
+    cvt(unsafe { libc::syscall(libc::SYS_tkill, tid as libc::pid_t, signal) }).map(drop)
+}
+
 /// `pidfd_open(2)` of one thread (`PIDFD_THREAD`, Linux 6.9): a pidfd
 /// whose `pidfd_getfd` reads that thread's own descriptor table.
 pub fn pidfd_open_thread(tid: libc::pid_t) -> Result<OwnedFd, Errno> {

@@ -8,6 +8,7 @@ mod common;
 mod coverage;
 mod denied;
 mod fast;
+mod fidelity;
 mod flips;
 mod forensics;
 mod isolate;

@@ -1,0 +1,106 @@
+/* Fidelity probe: path calls whose answer under interpose must be the
+ * kernel's own (issue 27). Each line is NAME RESULT ERRNO-NAME; a run
+ * natively and a run under interpose must print the same lines.
+ * Usage: fidelity DIR  (a scratch directory, writable) */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/fs.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/xattr.h>
+#include <unistd.h>
+
+#define R(name, expr)                                                                  \
+    do {                                                                               \
+        errno = 0;                                                                     \
+        long r_ = (long)(expr);                                                        \
+        printf("%-30s %ld %s\n", name, r_ < 0 ? -1L : r_, r_ < 0 ? strerrorname_np(errno) : "-"); \
+    } while (0)
+
+static volatile sig_atomic_t xfsz;
+static void on_xfsz(int sig) { (void)sig; xfsz++; }
+
+int main(int argc, char **argv) {
+    if (argc != 2 || chdir(argv[1])) return 2;
+    setvbuf(stdout, NULL, _IONBF, 0);
+    char buf[4096];
+    close(open("f", O_CREAT | O_WRONLY, 0644));
+    mkdir("dir", 0755);
+
+    /* The caller's file size limit holds for a truncate made for it. */
+    signal(SIGXFSZ, on_xfsz);
+    struct rlimit old, small;
+    getrlimit(RLIMIT_FSIZE, &old);
+    small = old;
+    small.rlim_cur = 100;
+    setrlimit(RLIMIT_FSIZE, &small);
+    R("truncate past RLIMIT_FSIZE", truncate("f", 1000));
+    setrlimit(RLIMIT_FSIZE, &old);
+    printf("%-30s %d\n", "SIGXFSZ delivered", xfsz > 0);
+    struct stat st;
+    stat("f", &st);
+    printf("%-30s %ld\n", "size after", (long)st.st_size);
+
+    /* Unknown flag bits are refused before anything is done. */
+    R("unlinkat REMOVEDIR|0x1000", unlinkat(AT_FDCWD, "dir", AT_REMOVEDIR | 0x1000));
+    R("linkat unknown flag", linkat(AT_FDCWD, "f", AT_FDCWD, "f2", 0x8000));
+    R("fchownat unknown flag", fchownat(AT_FDCWD, "f", getuid(), getgid(), 0x8000));
+    struct timespec ts[2] = {{0, UTIME_NOW}, {0, UTIME_NOW}};
+    R("utimensat unknown flag", utimensat(AT_FDCWD, "f", ts, 0x8000));
+    R("fchmodat2 unknown flag", syscall(452, AT_FDCWD, "f", 0600, 0x8000));
+    stat("f", &st);
+    printf("%-30s %o\n", "mode after", st.st_mode & 07777);
+    R("renameat2 NOREPLACE|EXCHANGE", syscall(SYS_renameat2, AT_FDCWD, "none", AT_FDCWD, "x", RENAME_NOREPLACE | RENAME_EXCHANGE));
+
+    /* Calls that take an open file refuse an O_PATH descriptor. */
+    int op = open("f", O_PATH);
+    R("fchmod O_PATH", fchmod(op, 0600));
+    R("fchown O_PATH", fchown(op, getuid(), getgid()));
+    R("fgetxattr O_PATH", fgetxattr(op, "user.x", buf, sizeof buf));
+    R("fsetxattr O_PATH", fsetxattr(op, "user.x", "v", 1, 0));
+    R("utimensat(O_PATH fd, NULL)", syscall(SYS_utimensat, op, NULL, ts, 0));
+    R("fchmodat2 O_PATH EMPTY_PATH", syscall(452, op, "", 0644, AT_EMPTY_PATH));
+    stat("f", &st);
+    printf("%-30s %o\n", "mode after", st.st_mode & 07777);
+
+    /* readlinkat of an O_PATH handle on a symlink, by an empty name. */
+    symlink("f", "lnk");
+    int ol = open("lnk", O_PATH | O_NOFOLLOW);
+    R("readlinkat O_PATH ''", readlinkat(ol, "", buf, sizeof buf));
+    R("readlinkat cwd ''", readlinkat(AT_FDCWD, "", buf, sizeof buf));
+    R("readlink size 0 first", readlink("none/none", buf, 0));
+
+    /* utimensat's NULL name: the cwd's is a bad address, a descriptor's
+     * takes no flags. */
+    R("utimensat(CWD, NULL)", syscall(SYS_utimensat, AT_FDCWD, NULL, ts, 0));
+    int od = open("f", O_RDONLY);
+    R("utimensat(fd, NULL, NOFOLLOW)", syscall(SYS_utimensat, od, NULL, ts, AT_SYMLINK_NOFOLLOW));
+
+    /* Under a default ACL the kernel ignores the umask. */
+    mkdir("acl", 0755);
+    /* posix_acl_xattr: version 2, then user::rwx group::rwx other::rwx. */
+    uint32_t acl[7] = {2, 0x00070001, 0xffffffff, 0x00070004, 0xffffffff, 0x00070020, 0xffffffff};
+    R("set a default ACL", setxattr("acl", "system.posix_acl_default", acl, sizeof acl, 0));
+    umask(022);
+    mkdir("acl/sub", 0777);
+    close(open("acl/file", O_CREAT | O_WRONLY, 0666));
+    stat("acl/sub", &st);
+    printf("%-30s %o\n", "mkdir under default ACL", st.st_mode & 07777);
+    stat("acl/file", &st);
+    printf("%-30s %o\n", "creat under default ACL", st.st_mode & 07777);
+    mkdir("plain", 0777);
+    stat("plain", &st);
+    printf("%-30s %o\n", "mkdir with umask 022", st.st_mode & 07777);
+
+    /* Searching the directories above the surface is what every lookup
+     * does (autoconf's `test -x /`). */
+    R("access / X_OK", access("/", X_OK));
+    R("access . X_OK", access(".", X_OK));
+    return 0;
+}
