@@ -48,3 +48,74 @@ fn every_probe_answers_as_the_kernel_does_in_every_mode() {
         );
     }
 }
+
+/// `os.access` says what the operation it predicts would get: `R_OK` on a
+/// directory exactly when listing it works, `X_OK` exactly when entering
+/// it does (the directories above the surface included: every lookup goes
+/// through them), under the default surface and the shipped example policy.
+#[test]
+fn access_agrees_with_listing_and_entering() {
+    if !kernel_ok() {
+        return;
+    }
+    let t = Tree::new();
+    let script = r#"
+import os, sys
+for p in ["/", "/usr", "/etc", "/tmp", os.getcwd(), os.environ["HOME"], "/var", "/nonexistent-dir"]:
+    r, x = os.access(p, os.R_OK), os.access(p, os.X_OK)
+    try:
+        os.listdir(p); lists = True
+    except OSError:
+        lists = False
+    cwd = os.getcwd()
+    try:
+        os.chdir(p); enters = True
+    except OSError:
+        enters = False
+    os.chdir(cwd)
+    print(p, r, lists, x, enters, "ok" if (r, x) == (lists, enters) else "DISAGREE")
+"#;
+    let policy = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/coding-agent.toml");
+    for extra in [vec![], vec!["--policy", policy.to_str().unwrap()]] {
+        let o = t.command(&extra, &["/usr/bin/python3", "-c", script]).output().unwrap();
+        let out = stdout(&o);
+        assert!(o.status.success() && out.lines().count() == 8, "{extra:?}: {out}{}", stderr(&o));
+        assert!(!out.contains("DISAGREE"), "{extra:?}:\n{out}");
+        // autoconf's `test -x /`, and the workspace fully usable.
+        assert!(out.starts_with("/ False False True True ok"), "{extra:?}:\n{out}");
+        assert!(out.contains(&format!("{} True True True True ok", t.ws.display())), "{extra:?}:\n{out}");
+    }
+}
+
+/// An autoconf-generated `configure` and `make` under the shipped example
+/// policy: `configure` looks for a shell with `test -x /` among much else,
+/// and failed ("requires a shell more modern than all the shells I can
+/// find") while `access("/", X_OK)` was refused.
+#[test]
+fn an_autoconf_configure_and_make_work_under_the_example_policy() {
+    if !kernel_ok() {
+        return;
+    }
+    let t = Tree::new();
+    std::fs::write(
+        t.ws.join("configure.ac"),
+        "AC_INIT([hello], [1.0])\nAC_PROG_CC\nAC_CHECK_HEADERS([stdio.h unistd.h])\nAC_CONFIG_FILES([Makefile])\nAC_OUTPUT\n",
+    )
+    .unwrap();
+    std::fs::write(t.ws.join("Makefile.in"), "CC = @CC@\nhello: hello.c\n\t$(CC) -o hello hello.c\n").unwrap();
+    std::fs::write(
+        t.ws.join("hello.c"),
+        "#include <stdio.h>\nint main(void) { puts(\"configured-and-built\"); return 0; }\n",
+    )
+    .unwrap();
+    let autoconf = Command::new("autoconf").current_dir(&t.ws).output().expect("autoconf (`cargo xtask tools`)");
+    assert!(autoconf.status.success(), "{}", stderr(&autoconf));
+    let policy = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/coding-agent.toml");
+    let o = t
+        .command(&["--policy", policy.to_str().unwrap()], &["/bin/sh", "-c", "./configure && make && ./hello"])
+        .output()
+        .unwrap();
+    let out = stdout(&o);
+    assert!(o.status.success() && out.contains("configured-and-built"), "{out}{}", stderr(&o));
+    assert!(out.contains("checking for stdio.h... yes"), "{out}");
+}

@@ -116,8 +116,10 @@ fn chromium() -> Result<()> {
 
 /// Debian packages the real-workload suite runs: (program that shows it is
 /// installed, package).
-const TOOLS: [(&str, &str); 8] = [
+const TOOLS: [(&str, &str); 9] = [
     ("/usr/bin/rsync", "rsync"),
+    // A generated `configure` must run under the shipped policy (fidelity).
+    ("/usr/bin/autoconf", "autoconf"),
     // The OCI agent's tests: the runtimes, and a static busybox for the
     // containers' root file systems.
     ("/usr/sbin/runc", "runc"),
