@@ -26,6 +26,17 @@ impl SessionDir {
                     let root = path.canonicalize().map_err(io("the session directory"))?;
                     let session = SessionDir { root, keep };
                     std::fs::DirBuilder::new().mode(0o700).create(session.tmp()).map_err(io("the private TMPDIR"))?;
+                    if nix::unistd::geteuid().is_root() {
+                        // A root command may switch to another user (a test
+                        // suite's `nobody`), who then needs TMPDIR as it
+                        // would need /tmp: traversable to it, sticky and
+                        // writable by all. Nothing else of the session is
+                        // readable by others (home and caches stay 0700).
+                        use std::os::unix::fs::PermissionsExt;
+                        let set = |p: &Path, mode| std::fs::set_permissions(p, std::fs::Permissions::from_mode(mode));
+                        set(&session.root, 0o711).map_err(io("the session directory"))?;
+                        set(&session.tmp(), 0o1777).map_err(io("the private TMPDIR"))?;
+                    }
                     return Ok(session);
                 }
                 Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,

@@ -770,7 +770,7 @@ impl Call<'_> {
                 // again and again), EFBIG alone.
                 let tid = self.notif.pid;
                 let signal = !self.sup.signals_interrupt();
-                let limit = identity::as_supervisor(|| crate::sys::process::file_size_limit(tid))?;
+                let limit = crate::sys::process::file_size_limit(tid)?;
                 let attempt = move || -> Result<Answer, Errno> {
                     let _checked = &fd;
                     let flags = libc::O_WRONLY | libc::O_NOCTTY | libc::O_NONBLOCK | libc::O_CLOEXEC;
@@ -1231,6 +1231,24 @@ impl Call<'_> {
         let own_fifo = self.sup.sound().is_none()
             && own_descriptor_path(&arg.bytes)
             && matches!(&r, Ok(Resolved { target: Target::Exists { stat, .. }, .. }) if stat.st_mode & libc::S_IFMT == libc::S_IFIFO);
+        // What the kernel answers from the lookup alone, before any
+        // permission is checked: an existing name with O_CREAT|O_EXCL is
+        // EEXIST, a directory opened to write or create is EISDIR. Said as
+        // the kernel says it wherever the object's metadata may be known
+        // (existence and type are then no secret); refused otherwise.
+        if let Ok(Resolved { target: Target::Exists { stat, .. }, path, .. }) = &r {
+            let is_dir = stat.st_mode & libc::S_IFMT == libc::S_IFDIR;
+            let lookup_error = match () {
+                _ if exclusive => Some(Errno::EEXIST),
+                _ if is_dir && !o_path && !tmpfile && (writes || create) => Some(Errno::EISDIR),
+                _ => None,
+            };
+            if let Some(e) = lookup_error {
+                if self.sup.surface().decide(path, Access::Stat, self.sup.procs()).allowed {
+                    return Err(e.into());
+                }
+            }
+        }
         let r = match r {
             Ok(r) if own_fifo => {
                 let why = Why::Note("the caller's own descriptor (a FIFO its runtime gave it)", RuleKind::Held);

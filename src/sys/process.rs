@@ -272,13 +272,22 @@ pub fn pidfd_open(pid: libc::pid_t) -> Result<OwnedFd, Errno> {
     Ok(unsafe { OwnedFd::from_raw_fd(fd as RawFd) })
 }
 
-/// The soft `RLIMIT_FSIZE` of the process of thread `tid` (`prlimit(2)`),
-/// `None` when unlimited.
+/// The soft `RLIMIT_FSIZE` of the process of thread `tid`, `None` when
+/// unlimited: from `/proc/<tid>/limits`, which anyone may read (`prlimit`
+/// would need the target's ids or `CAP_SYS_RESOURCE`, and a command that
+/// changed its effective uid has neither in common with the supervisor).
 pub fn file_size_limit(tid: u32) -> Result<Option<u64>, Errno> {
-    let mut limit = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
-    // SAFETY: a NULL new limit only reads; `limit` is written by the kernel.
-    cvt(unsafe { libc::prlimit(tid as libc::pid_t, libc::RLIMIT_FSIZE, std::ptr::null(), &mut limit) } as libc::c_long)?;
-    Ok((limit.rlim_cur != libc::RLIM_INFINITY).then_some(limit.rlim_cur))
+    let text = std::fs::read_to_string(format!("/proc/{tid}/limits")).map_err(|_| Errno::ESRCH)?;
+    parse_file_size_limit(&text).ok_or(Errno::ESRCH)
+}
+
+/// The soft limit of the `Max file size` line of a `/proc/<pid>/limits`.
+fn parse_file_size_limit(text: &str) -> Option<Option<u64>> {
+    let soft = text.lines().find_map(|l| l.strip_prefix("Max file size"))?.split_whitespace().next()?;
+    match soft {
+        "unlimited" => Some(None),
+        n => n.parse().ok().map(Some),
+    }
 }
 
 /// Sends `signal` to thread `tid` alone (`tkill(2)`).
@@ -649,4 +658,24 @@ pub fn raise_descriptor_limit() -> Result<u64, Errno> {
     // SAFETY: setrlimit reads one rlimit.
     cvt(unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &lim) } as libc::c_long)?;
     Ok(lim.rlim_cur)
+}
+
+#[cfg(test)]
+mod limit_tests {
+    use super::*;
+
+    #[test]
+    fn the_file_size_limit_is_read_from_proc() {
+        let text = "Limit                     Soft Limit           Hard Limit           Units     \n\
+                    Max cpu time              unlimited            unlimited            seconds   \n\
+                    Max file size             16777216             unlimited            bytes     \n";
+        assert_eq!(parse_file_size_limit(text), Some(Some(16_777_216)));
+        assert_eq!(parse_file_size_limit(&text.replace("16777216 ", "unlimited")), Some(None));
+        assert_eq!(parse_file_size_limit("garbage"), None);
+        let mut own = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+        // SAFETY: getrlimit writes `own`.
+        unsafe { libc::getrlimit(libc::RLIMIT_FSIZE, &mut own) };
+        let expected = (own.rlim_cur != libc::RLIM_INFINITY).then_some(own.rlim_cur);
+        assert_eq!(file_size_limit(std::process::id()).unwrap(), expected);
+    }
 }

@@ -1,7 +1,8 @@
 /* Fidelity probe: path calls whose answer under interpose must be the
  * kernel's own (issue 27). Each line is NAME RESULT ERRNO-NAME; a run
  * natively and a run under interpose must print the same lines.
- * Usage: fidelity DIR  (a scratch directory, writable) */
+ * Usage: fidelity DIR RO  (a scratch directory, writable, and a directory
+ * holding data.txt that the sandbox may only read) */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -27,7 +28,8 @@ static volatile sig_atomic_t xfsz;
 static void on_xfsz(int sig) { (void)sig; xfsz++; }
 
 int main(int argc, char **argv) {
-    if (argc != 2 || chdir(argv[1])) return 2;
+    if (argc != 3 || chdir(argv[1])) return 2;
+    const char *ro = argv[2];
     setvbuf(stdout, NULL, _IONBF, 0);
     char buf[4096];
     close(open("f", O_CREAT | O_WRONLY, 0644));
@@ -97,6 +99,14 @@ int main(int argc, char **argv) {
     mkdir("plain", 0777);
     stat("plain", &st);
     printf("%-30s %o\n", "mkdir with umask 022", st.st_mode & 07777);
+
+    /* What the lookup alone decides comes before any permission: an
+     * existing name with O_CREAT|O_EXCL, a directory opened to write. */
+    char data[4096];
+    snprintf(data, sizeof data, "%s/data.txt", ro);
+    R("O_CREAT|O_EXCL existing, ro", open(data, O_CREAT | O_EXCL | O_WRONLY, 0644));
+    R("O_RDWR of a ro directory", open(ro, O_RDWR));
+    R("O_CREAT of a ro directory", open(ro, O_CREAT | O_RDONLY, 0644));
 
     /* Searching the directories above the surface is what every lookup
      * does (autoconf's `test -x /`). */

@@ -6,7 +6,8 @@
 //! a truncate past the caller's `RLIMIT_FSIZE`, unknown flag bits acted on,
 //! calls that take an open file accepting an `O_PATH` one, `readlinkat` of
 //! an `O_PATH` symlink, `utimensat`'s NULL name, the umask applied under a
-//! default ACL, `access("/", X_OK)`.
+//! default ACL, `access("/", X_OK)`, EEXIST and EISDIR said after a
+//! permission check the kernel makes later.
 
 use crate::common::*;
 use std::process::Command;
@@ -21,18 +22,19 @@ fn every_probe_answers_as_the_kernel_does_in_every_mode() {
     let run = |dir: &std::path::Path, extra: Option<&[&str]>| -> String {
         std::fs::create_dir(dir).unwrap();
         let o = match extra {
-            None => Command::new(&bin).arg(dir).output().unwrap(),
+            None => Command::new(&bin).arg(dir).arg(&t.ro).output().unwrap(),
             Some(extra) => {
                 let ro = ["--ro", bin.to_str().unwrap()];
                 let args: Vec<&str> = extra.iter().chain(&ro).copied().collect();
-                t.command(&args, &[bin.to_str().unwrap(), dir.to_str().unwrap()]).output().unwrap()
+                let cmd = [bin.to_str().unwrap(), dir.to_str().unwrap(), t.ro.to_str().unwrap()];
+                t.command(&args, &cmd).output().unwrap()
             }
         };
         assert_eq!(o.status.code(), Some(0), "{extra:?}: {}", stderr(&o));
         stdout(&o)
     };
     let native = run(&t.ws.join("native"), None);
-    assert!(native.lines().count() >= 28, "{native}");
+    assert!(native.lines().count() >= 31, "{native}");
     for (i, extra) in [&[][..], &["--fast"][..], &["--no-landlock"][..], &["--no-namespace"][..]].iter().enumerate() {
         let under = run(&t.ws.join(format!("mode{i}")), Some(extra));
         let differ: Vec<String> = native
@@ -118,4 +120,18 @@ fn an_autoconf_configure_and_make_work_under_the_example_policy() {
     let out = stdout(&o);
     assert!(o.status.success() && out.contains("configured-and-built"), "{out}{}", stderr(&o));
     assert!(out.contains("checking for stdio.h... yes"), "{out}");
+}
+
+/// A root command that switches to another user (a test suite's `nobody`)
+/// uses TMPDIR as it would use /tmp: the session's private TMPDIR is
+/// sticky and writable by all, its parent traversable, as /tmp is.
+#[test]
+fn a_command_that_drops_to_nobody_can_still_use_tmpdir() {
+    if !kernel_ok() || !nix::unistd::geteuid().is_root() {
+        return;
+    }
+    let t = Tree::new();
+    let script = "setpriv --reuid 65534 --regid 65534 --clear-groups sh -c 'd=$(mktemp -d -p \"$TMPDIR\") && echo made > \"$d/f\" && cat \"$d/f\"'";
+    let o = t.command(&[], &["/bin/sh", "-c", script]).output().unwrap();
+    assert_eq!(stdout(&o), "made\n", "{}", stderr(&o));
 }
