@@ -19,6 +19,10 @@
 //!   real-workload suite (`tests/workloads/`), natively and under interpose.
 //! - `soak`: a million trapped opens from 32 processes in one session, with
 //!   the supervisor's descriptors and memory sampled between the halves.
+//! - `ltp --src DIR [TEST...]`: the differential fidelity run (issue 27):
+//!   builds the path-syscall tests of an LTP checkout (`xtask/ltp/dirs.txt`)
+//!   into `target/ltp`, runs each natively, under `interpose run` and under
+//!   `--fast`, and writes `target/ltp/results/table.md` (docs/fidelity.md).
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -45,6 +49,7 @@ fn main() -> ExitCode {
         }),
         Some("demo") => setup().and_then(|()| demo()),
         Some("soak") => setup().and_then(|()| soak()),
+        Some("ltp") => setup().and_then(|()| ltp(&args[1..])),
         Some("agents") => agents(),
         Some("chromium") => chromium(),
         Some("tools") => tools(),
@@ -58,7 +63,7 @@ fn main() -> ExitCode {
             )
         }),
         _ => {
-            Err("usage: cargo xtask setup | codegen [--check] | test [ARGS] | demo | soak | agents | chromium | tools | workloads [FILTER] | fuzz [SECONDS]"
+            Err("usage: cargo xtask setup | codegen [--check] | test [ARGS] | demo | soak | ltp --src DIR [TEST...] | agents | chromium | tools | workloads [FILTER] | fuzz [SECONDS]"
                 .into())
         }
     };
@@ -286,6 +291,59 @@ fn fuzz(seconds: u64) -> Result<()> {
 
 /// Two rounds of 32 processes x 4 threads x 3,907 opens (about a million
 /// trapped calls) under one interpose; samples the supervisor after each.
+/// The LTP differential run: build (once; again with `--rebuild`), run,
+/// tabulate. LTP is not vendored: pass a checkout of
+/// `linux-test-project/ltp` (its build needs autoconf, automake and
+/// libacl1-dev, installed here when missing).
+fn ltp(args: &[String]) -> Result<()> {
+    let mut src = None;
+    let mut rebuild = false;
+    let mut tests = Vec::new();
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        match a.as_str() {
+            "--src" => src = it.next().map(PathBuf::from),
+            "--rebuild" => rebuild = true,
+            t => tests.push(t.to_string()),
+        }
+    }
+    let src = src.ok_or("ltp: --src DIR (a checkout of linux-test-project/ltp) is needed")?;
+    let src = src.canonicalize().map_err(|e| format!("ltp: {}: {e}", src.display()))?;
+    if !src.join("runtest/syscalls").exists() {
+        return Err(format!("ltp: {} is not an LTP checkout (no runtest/syscalls)", src.display()));
+    }
+    let root = root();
+    let work = root.join("target/ltp");
+    let scripts = root.join("xtask/ltp");
+    std::fs::create_dir_all(&work).map_err(|e| e.to_string())?;
+    let missing: Vec<&str> = [
+        ("/usr/bin/automake", "automake"),
+        ("/usr/bin/autoconf", "autoconf"),
+        ("/usr/include/sys/acl.h", "libacl1-dev"),
+    ]
+    .iter()
+    .filter(|(p, _)| !Path::new(p).exists())
+    .map(|(_, pkg)| *pkg)
+    .collect();
+    if !missing.is_empty() {
+        run(Command::new("apt-get")
+            .args(["install", "-y", "-qq"])
+            .args(&missing)
+            .env("DEBIAN_FRONTEND", "noninteractive"))?;
+    }
+    run(Command::new(env!("CARGO")).current_dir(&root).args(["build", "--release", "--quiet"]))?;
+    std::fs::copy(root.join("target/release/interpose"), work.join("interpose")).map_err(|e| e.to_string())?;
+    if rebuild || !work.join("bin").exists() {
+        run(Command::new(scripts.join("build.sh")).env("SRC", &src).env("WORK", &work))?;
+    }
+    let out = work.join("results");
+    let _ = std::fs::remove_dir_all(&out);
+    run(Command::new(scripts.join("run.sh")).args(&tests).env("SRC", &src).env("WORK", &work).env("OUT", &out))?;
+    run(Command::new("python3").arg(scripts.join("table.py")).arg(&out).env("SRC", &src))?;
+    eprintln!("xtask: ltp: the table is {}", out.join("table.md").display());
+    Ok(())
+}
+
 fn soak() -> Result<()> {
     let root = root();
     run(Command::new(env!("CARGO")).current_dir(&root).args(["build", "--release", "--quiet"]))?;
