@@ -598,6 +598,21 @@ impl Call<'_> {
         if row.op == Op::Link {
             let follow = flags & AT_SYMLINK_FOLLOW != 0;
             let empty = row.flags.is_some() && flags & AT_EMPTY_PATH != 0;
+            // As the kernel's do_linkat: two mounts are EXDEV before any
+            // permission is checked, said wherever the source's metadata
+            // may be known.
+            if let Ok(Resolved { target: Target::Exists { fd, .. }, path, .. }) = self.resolve(&src, follow, empty, 0) {
+                let root = self.root().map_err(|_| Stop::Gone)?;
+                let req = Request { path: &dst.bytes, follow: false, empty_path: false, resolve: 0 };
+                let caller = self.caller(&dst, root.as_ref());
+                let to = self.sup.resolver().resolve_parent(&self.lookup(&caller), req);
+                if let Ok(Some(to)) = to {
+                    let visible = self.sup.surface().decide(&path, Access::Stat, self.sup.procs()).allowed;
+                    if visible && fs::mount_id(fd.as_fd())? != fs::mount_id(to.fd.as_fd())? {
+                        return Err(Errno::EXDEV.into());
+                    }
+                }
+            }
             let (object, _) = self.checked_object(&src, follow, empty, Access::LinkSource)?;
             // The new name is made as filename_create makes it: `.`, `..`
             // and `/` exist already.

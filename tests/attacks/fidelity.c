@@ -58,6 +58,7 @@ int main(int argc, char **argv) {
     R("fchmodat2 unknown flag", syscall(452, AT_FDCWD, "f", 0600, 0x8000));
     stat("f", &st);
     printf("%-30s %o\n", "mode after", st.st_mode & 07777);
+    R("linkat across mounts", linkat(AT_FDCWD, "/proc/cpuinfo", AT_FDCWD, "cpuinfo", 0));
     R("renameat2 NOREPLACE|EXCHANGE", syscall(SYS_renameat2, AT_FDCWD, "none", AT_FDCWD, "x", RENAME_NOREPLACE | RENAME_EXCHANGE));
 
     /* Calls that take an open file refuse an O_PATH descriptor. */
