@@ -70,9 +70,15 @@ pub enum ChainError {
         /// Where the key was read from.
         path: String,
     },
-    /// The key to check the anchor with cannot be read.
-    #[error("the anchor cannot be checked: {0}; pass the key with --audit-key")]
-    NoKey(String),
+    /// The key to check the anchor with cannot be read (the chain itself
+    /// is intact: that is checked first).
+    #[error("the chain is intact ({lines} records), but its anchor cannot be checked without the key: {why}; pass the key with --audit-key")]
+    NoKey {
+        /// Lines in the trail.
+        lines: usize,
+        /// Why the key could not be read.
+        why: String,
+    },
     /// The anchor names another key than the one given.
     #[error("the trail is anchored with key {found}, not with {key} ({path}); pass that key with --audit-key")]
     OtherKey {

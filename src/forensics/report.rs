@@ -321,7 +321,7 @@ pub fn checked<R: std::io::BufRead>(
     key: Option<&std::path::Path>,
 ) -> Result<String, crate::audit::ChainError> {
     use crate::audit::{ChainError, TrailKey};
-    reader.integrity()?;
+    let lines = reader.integrity()?;
     let path = key.map(std::path::Path::to_path_buf).or_else(crate::audit::key::default_path);
     match path.as_deref().map(TrailKey::load) {
         Some(Ok(key)) => reader.verified(&key).map(|n| {
@@ -340,7 +340,7 @@ pub fn checked<R: std::io::BufRead>(
             }
         }),
         _ if reader.anchor_key().is_none() => Err(ChainError::Unanchored),
-        Some(Err(e)) => Err(ChainError::NoKey(format!("{}: {e}", path.unwrap_or_default().display()))),
-        None => Err(ChainError::NoKey("HOME is unset".into())),
+        Some(Err(e)) => Err(ChainError::NoKey { lines, why: format!("{}: {e}", path.unwrap_or_default().display()) }),
+        None => Err(ChainError::NoKey { lines, why: "HOME is unset".into() }),
     }
 }

@@ -71,6 +71,17 @@ fn verify_catches_deleted_edited_and_truncated_trails() {
     let (code, out) = verify(&truncated);
     assert_eq!(code, Some(1));
     assert!(out.contains("without a session_end"), "{out}");
+    // Read by someone whose HOME holds no key (another user, a CI job):
+    // the key is not found, the chain is said to be intact, and nothing
+    // suggests the trail was tampered with.
+    let other = t.outside.join("other-home");
+    std::fs::create_dir(&other).unwrap();
+    let o = Command::new(interpose()).args(["report", "--verify"]).arg(&trail).env("HOME", &other).output().unwrap();
+    let out = stdout(&o);
+    assert_eq!(o.status.code(), Some(1), "{out}");
+    assert!(out.contains("the chain is intact") && out.contains("No such file"), "{out}");
+    assert!(out.contains("pass the key with --audit-key"), "{out}");
+    assert!(!out.contains("rewritten") && !out.contains("broken") && !out.contains("tamper"), "{out}");
 }
 
 #[test]
