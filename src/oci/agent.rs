@@ -242,6 +242,38 @@ fn container(opts: &Options, key: Option<audit::TrailKey>, own: &OwnState, conn:
         }
     };
     drop(fds);
+    supervise(opts, key, own, &state, listener).inspect_err(|why| tell(state.pid, why))
+}
+
+/// Says why a container is not supervised where its user sees it: on its
+/// first process's stderr (the runtime passes it on), before the runtime
+/// reports the failure of the call that then finds no listener. Taken with
+/// `pidfd_getfd`, so it is that process's own, never a successor's.
+fn tell(pid: i32, why: &str) {
+    let Ok(pidfd) = process::pidfd_open(pid) else { return };
+    let Ok(stderr) = process::pidfd_getfd(pidfd.as_fd(), 2) else { return };
+    // Never wait on a full pipe nobody reads: non-blocking for this one
+    // write (the flag is the open file's, shared with the container, whose
+    // process waits in its trapped call meanwhile), then as it was.
+    use nix::fcntl::{fcntl, FcntlArg, OFlag};
+    let Ok(flags) = fcntl(&stderr, FcntlArg::F_GETFL) else { return };
+    let flags = OFlag::from_bits_truncate(flags);
+    if fcntl(&stderr, FcntlArg::F_SETFL(flags | OFlag::O_NONBLOCK)).is_ok() {
+        let _ = nix::unistd::write(&stderr, format!("interpose oci-agent: {why}\n").as_bytes());
+        let _ = fcntl(&stderr, FcntlArg::F_SETFL(flags));
+    }
+}
+
+/// Supervises the container `state` describes on `listener` until its last
+/// process has exited.
+fn supervise(
+    opts: &Options,
+    key: Option<audit::TrailKey>,
+    own: &OwnState,
+    state: &ProcessState,
+    listener: std::os::fd::OwnedFd,
+) -> Result<(), String> {
+    let id = &state.state.id;
     let policy_name = state
         .state
         .annotations
@@ -264,7 +296,7 @@ fn container(opts: &Options, key: Option<audit::TrailKey>, own: &OwnState, conn:
     }
     let (surface, policy_label) =
         surface(opts, policy_name.as_deref(), root.as_fd()).map_err(|e| format!("container {id}: {e}"))?;
-    let start = start_record(&state, &surface, &policy_label);
+    let start = start_record(state, &surface, &policy_label);
     let trail_path = opts.audit_dir.as_ref().map(|dir| dir.join(format!("{id}.jsonl")));
     let sink = match (&trail_path, key) {
         (Some(path), Some(key)) => Some(trail(path, &start, key)?),

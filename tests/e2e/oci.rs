@@ -594,3 +594,25 @@ fn a_container_whose_mounts_reach_the_agents_files_is_never_supervised() {
     assert!(agent.log().contains("shows the agent's"), "{}", agent.log());
     assert!(agent.trail("interpose-reach").is_empty(), "no trail for a container never supervised");
 }
+
+/// A container whose annotation names a policy that does not exist, or one
+/// that does not parse, is never supervised (its calls fail), and its user
+/// is told why on the container's own stderr, naming the policy and the
+/// problem, not only in the agent's log.
+#[test]
+fn a_container_with_a_bad_policy_is_refused_and_its_user_told_why() {
+    if !runtime_ok() {
+        return;
+    }
+    let agent = Agent::start();
+    std::fs::write(agent.dir.path().join("policies/broken.toml"), "cwd = [not toml\n").unwrap();
+    for (policy, problem) in [("missing.toml", "missing.toml"), ("broken.toml", "broken.toml")] {
+        let id = format!("interpose-bad-{}", policy.trim_end_matches(".toml"));
+        let b = bundle(&agent, &id, policy, "cat /data/ok.txt; echo ran");
+        let o = runc(b.path(), &id).wait_with_output().unwrap();
+        let err = stderr(&o);
+        assert!(!o.status.success() && !stdout(&o).contains("ran"), "{}{err}", stdout(&o));
+        assert!(err.contains("interpose oci-agent:") && err.contains(problem), "{policy}: {err}\n{}", agent.log());
+        assert!(err.contains(&format!("container {id}")), "{policy}: {err}");
+    }
+}
