@@ -64,18 +64,12 @@ pub fn validate(pattern: &str, anchor: Anchor) -> Result<(), GlobError> {
         return Err(GlobError::Escape("`..` leaves the tree the pattern is anchored to"));
     }
     let mut double = 0;
-    let mut seen_meta = false;
     for c in &components {
         if c.contains("**") {
             if *c != "**" {
                 return Err(GlobError::Malformed("`**` must be a whole path component (`a/**/b`, not `a**`)"));
             }
-            if seen_meta {
-                return Err(GlobError::Malformed("no wildcard may come before `**`"));
-            }
             double += 1;
-        } else if is_glob(c) {
-            seen_meta = true;
         }
     }
     if double > 1 {
@@ -137,7 +131,7 @@ mod tests {
             assert!(matches!(validate(p, a), Err(GlobError::Escape(_))), "{p}");
         }
         assert!(matches!(validate("~root/.ssh/*", Anywhere), Err(GlobError::Escape(_))));
-        for p in ["", "src/{a,b}", "a/**/b/**", "a**", "**b/c", "*/x/**", "[abc", "a/[[x]]"] {
+        for p in ["", "src/{a,b}", "a/**/b/**", "a**", "**b/c", "[abc", "a/[[x]]"] {
             assert!(matches!(validate(p, Workspace), Err(GlobError::Malformed(_))), "{p:?}");
         }
         for p in ["src/**", "*.lock", "src/**/*.rs", ".git/hooks/**", "a/b[0-9].txt", "x~"] {
@@ -146,6 +140,21 @@ mod tests {
         for p in ["~/.claude.json.*", "/tmp/*.sock", "~"] {
             assert_eq!(validate(p, Anywhere), Ok(()), "{p}");
         }
+        // A wildcard component, then everything beneath it: a tool's
+        // scratch directories (nyc's ~/.node-spawn-wrap-<pid>-<hex>).
+        for p in ["~/.node-spawn-wrap-*/**", "*/x/**", "build-*/**/*.o"] {
+            assert_eq!(validate(p, Anywhere), Ok(()), "{p}");
+        }
+    }
+
+    #[test]
+    fn a_wildcard_directory_then_everything_beneath_it() {
+        let m = compile(Path::new("/root/.node-spawn-wrap-*/**")).unwrap();
+        assert!(m.is_match("/root/.node-spawn-wrap-123-abcdef/node"));
+        assert!(m.is_match("/root/.node-spawn-wrap-1-a/deep/er/file"));
+        assert!(!m.is_match("/root/.node-spawn-wrapx/a"));
+        assert!(!m.is_match("/root/.ssh/id_rsa"));
+        assert_eq!(static_prefix(Path::new("/root/.node-spawn-wrap-*/**")), Path::new("/root"));
     }
 
     #[test]

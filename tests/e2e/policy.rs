@@ -322,3 +322,36 @@ fn the_examples_are_valid_policies() {
     }
     assert!(checked > 0, "no example policies in {}", dir.display());
 }
+
+/// A tool's scratch directories granted by pattern, a wildcard component
+/// then everything beneath it (nyc's `~/.node-spawn-wrap-<pid>-<hex>`):
+/// the grammar takes it, the directories and their files can be made, and
+/// nothing else of the home is granted by it.
+#[test]
+fn a_wildcard_directory_pattern_grants_a_tools_scratch_directories_and_nothing_else() {
+    if !kernel_ok() {
+        return;
+    }
+    let t = Tree::new();
+    let home = t.outside.join("home");
+    std::fs::create_dir_all(home.join(".ssh")).unwrap();
+    std::fs::write(home.join(".ssh/id_rsa"), "PRIVATE-KEY-MARKER\n").unwrap();
+    let policy = t.outside.join("p.toml");
+    std::fs::write(
+        &policy,
+        "additional_writes = [\"$HOME/.node-spawn-wrap-*\", \"$HOME/.node-spawn-wrap-*/**\"]\n",
+    )
+    .unwrap();
+    let script = "d=\"$HOME/.node-spawn-wrap-42-beef\"; mkdir \"$d\" && mkdir \"$d/sub\" && echo shim > \"$d/sub/node\" \
+                  && cat \"$d/sub/node\"; cat \"$HOME/.ssh/id_rsa\"; echo x > \"$HOME/.bashrc\"; echo end";
+    let o = t
+        .command(&["--policy", policy.to_str().unwrap()], &["/bin/sh", "-c", script])
+        .env("HOME", &home)
+        .output()
+        .unwrap();
+    let out = stdout(&o);
+    assert!(o.status.success() && out.contains("shim") && out.contains("end"), "{out}{}", stderr(&o));
+    assert!(!out.contains("PRIVATE-KEY-MARKER"), "{out}");
+    assert_eq!(std::fs::read_to_string(home.join(".node-spawn-wrap-42-beef/sub/node")).unwrap(), "shim\n");
+    assert!(!home.join(".bashrc").exists(), "the home itself was not granted");
+}
