@@ -9,7 +9,6 @@ pub mod suggest;
 
 use crate::audit::{self, AccessKind, RuleKind};
 use crate::policy::{GlobEffect, Mode, Origin, Rule, Surface};
-use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
 /// The surface a recorded run had, rebuilt from its session record: every
@@ -64,44 +63,7 @@ pub fn allows(surface: &Surface, d: &audit::Decision) -> bool {
     surface.decide(&d.subject().0, access, &crate::policy::NoProcesses).allowed
 }
 
-/// Path components that mark credentials: never suggested without a
-/// confirmation, because allowing them hands the command a secret.
-const CREDENTIAL_NAMES: &[&str] = &[
-    ".ssh",
-    ".aws",
-    ".gnupg",
-    ".netrc",
-    ".git-credentials",
-    ".kube",
-    ".docker",
-    "keyrings",
-    ".password-store",
-    ".pgpass",
-    ".npmrc",
-    ".pypirc",
-    "credentials",
-    "credentials.toml",
-    ".env",
-];
-
-/// Credential locations two components deep.
-const CREDENTIAL_PAIRS: &[[&str; 2]] = &[[".config", "gh"], [".config", "gcloud"], [".azure", "msal_token_cache.json"]];
-
-/// Whether `path` is, or lies inside, a credential location.
-pub fn is_credential(path: &Path) -> bool {
-    let parts: Vec<&[u8]> = path.iter().map(|c| c.as_bytes()).collect();
-    parts.iter().any(|p| CREDENTIAL_NAMES.iter().any(|n| n.as_bytes() == *p) || p.starts_with(b".env."))
-        || parts.windows(2).any(|w| CREDENTIAL_PAIRS.iter().any(|[a, b]| w[0] == a.as_bytes() && w[1] == b.as_bytes()))
-}
-
-/// Credential locations that exist beneath `dir` on this host, looked for
-/// where they live (directly in it, or in `.config`), so that a grant of a
-/// home directory is never mistaken for a harmless one.
-pub fn credentials_beneath(dir: &Path) -> Vec<PathBuf> {
-    let direct = CREDENTIAL_NAMES.iter().map(|n| dir.join(n));
-    let pairs = CREDENTIAL_PAIRS.iter().map(|[a, b]| dir.join(a).join(b));
-    direct.chain(pairs).filter(|p| p.symlink_metadata().is_ok()).collect()
-}
+pub use crate::policy::credentials::{credentials_beneath, is_credential};
 
 /// Text from the sandbox (a process name, a path) made safe for a
 /// terminal, a comment in a generated file or a one-line message: control

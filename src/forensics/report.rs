@@ -172,11 +172,11 @@ pub fn build<R: std::io::BufRead>(reader: &mut Reader<R>) -> std::io::Result<(Re
                         (RuleKind::ProcOutside, _) => "nothing: /proc of a process outside the sandbox".into(),
                         (RuleKind::Terminal, _) => "nothing: a terminal the command did not create".into(),
                         (_, None) => "--net connect= with the port".into(),
+                        // The denied path itself: the remedy picks the
+                        // narrowest grant that covers it, never a tree that
+                        // is too broad or holds credentials.
                         (_, Some(a)) => {
-                            // Never the whole root: name the entry instead.
-                            let dir = parent(&subject);
-                            let target = if dir == "/" { subject.clone() } else { dir };
-                            surface.remedy(std::path::Path::new(&target), a, crate::policy::Reason::NoRule)
+                            surface.remedy(std::path::Path::new(&subject), a, crate::policy::Reason::NoRule)
                         }
                     };
                 }

@@ -68,14 +68,6 @@ struct Need {
     write: bool,
 }
 
-/// Directories never suggested as a whole: they hold everything else.
-fn too_broad(dir: &Path, home: Option<&Path>) -> bool {
-    dir == Path::new("/")
-        || home.is_some_and(|h| dir == h)
-        || ["/home", "/root", "/tmp", "/var", "/usr", "/etc", "/opt"].iter().any(|d| dir == Path::new(d))
-        || dir.parent() == Some(Path::new("/home"))
-}
-
 /// Builds the suggestion from a trail. `home` is the user's home
 /// directory, never suggested as a whole.
 pub fn suggest<R: std::io::BufRead>(
@@ -172,7 +164,7 @@ pub fn suggest<R: std::io::BufRead>(
         }
     }
     for (dir, paths) in by_dir {
-        if paths.len() < 3 || too_broad(&dir, home) || is_credential(&dir) || !exposes(&dir).is_empty() {
+        if paths.len() < 3 || crate::policy::credentials::too_broad(&dir, home) || !exposes(&dir).is_empty() {
             continue;
         }
         let mut merged = Grant { path: dir.clone(), write: false, accesses: 0, who: BTreeSet::new(), withheld: None };

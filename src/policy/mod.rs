@@ -4,6 +4,7 @@
 //! Nothing in this module does I/O except [`system`], which enumerates the
 //! host at start-up to build the built-in system surface.
 
+pub mod credentials;
 pub mod env;
 pub mod file;
 pub mod glob;
@@ -693,10 +694,67 @@ impl Surface {
         if matches!(reason, Reason::ProcOutside(_)) {
             return "nothing: /proc of a process outside the sandbox is never allowed".into();
         }
-        let dir = if path.is_dir() { path } else { path.parent().unwrap_or(path) };
         let (flag, key) =
             if access.is_mutation() { ("--rw", "additional_writes") } else { ("--ro", "additional_reads") };
-        format!("{flag} {} (in a policy: {key} = [{:?}])", dir.display(), dir.display().to_string())
+        let home = std::env::var_os("HOME").map(PathBuf::from);
+        let dir = if path.is_dir() { path } else { path.parent().unwrap_or(path) };
+        // A pattern for the generated names of `parent` that `name` is one
+        // of (a tool's `.node-spawn-wrap-<pid>-<hex>`), never the parent.
+        let pattern = |parent: &Path, name: &std::ffi::OsStr| {
+            let prefix = credentials::generated_prefix(name)?;
+            // Written as a policy would write it: `$HOME/...` in the home.
+            let p = match home.as_deref().and_then(|h| parent.strip_prefix(h).ok()) {
+                Some(rest) => Path::new("$HOME").join(rest).join(format!("{prefix}*")),
+                None => parent.join(format!("{prefix}*")),
+            };
+            Some(format!(
+                "in a policy: {key} = [{:?}, {:?}] (every name in {} starting with {prefix:?}, and what is beneath \
+                 them; nothing else of {}{})",
+                p.display().to_string(),
+                p.join("**").display().to_string(),
+                parent.display(),
+                parent.display(),
+                credentials::holding(parent, home.as_deref()),
+            ))
+        };
+        if !credentials::too_broad(dir, home.as_deref()) {
+            // The directory itself a generated name in a tree never
+            // suggested whole: the pattern, in that tree.
+            if let (Some(parent), Some(name)) = (dir.parent(), dir.file_name()) {
+                if credentials::too_broad(parent, home.as_deref()) {
+                    if let Some(p) = pattern(parent, name) {
+                        return p;
+                    }
+                }
+            }
+            return format!(
+                "{flag} {} (in a policy: {key} = [{:?}]; it also grants everything else in {})",
+                dir.display(),
+                dir.display().to_string(),
+                dir.display()
+            );
+        }
+        // A tree too broad to grant, or holding credentials: the name
+        // itself, or a pattern of its generated siblings.
+        if dir == path {
+            return format!(
+                "nothing narrower than {} covers it, and {} is never suggested whole{}; grant the entries the \
+                 command needs one by one",
+                dir.display(),
+                dir.display(),
+                credentials::holding(dir, home.as_deref())
+            );
+        }
+        if let Some(p) = path.file_name().and_then(|name| pattern(dir, name)) {
+            return p;
+        }
+        format!(
+            "{flag} {} (in a policy: {key} = [{:?}]; that name only: {} is never suggested whole{})",
+            path.display(),
+            path.display().to_string(),
+            dir.display(),
+            credentials::holding(dir, home.as_deref())
+        )
     }
 
     /// Human-readable description of a verdict's reason.

@@ -543,3 +543,39 @@ except PermissionError:
     let check = Command::new(interpose()).args(["policy", "check"]).arg(&policy).output().unwrap();
     assert!(check.status.success(), "{}", stderr(&check));
 }
+
+/// After a refused create in a home that holds credentials, neither `why`
+/// nor `report` suggests the home (`--rw $HOME` would hand out `.ssh` and
+/// `.aws`): they propose the narrowest pattern covering the denied name,
+/// a tool's generated scratch directory here, and say what it does not
+/// grant and why.
+#[test]
+fn suggestions_never_grant_a_tree_that_holds_credentials() {
+    if !kernel_ok() {
+        return;
+    }
+    let t = Tree::new();
+    let home = t.outside.join("home");
+    for d in [".ssh", ".aws"] {
+        std::fs::create_dir_all(home.join(d)).unwrap();
+    }
+    let trail = t.outside.join("trail.jsonl");
+    let scratch = home.join(".node-spawn-wrap-4211-9f3a");
+    let o = t
+        .command(&["--audit", trail.to_str().unwrap()], &["/bin/sh", "-c", &format!("mkdir {}", scratch.display())])
+        .env("HOME", &home)
+        .output()
+        .unwrap();
+    assert!(!o.status.success(), "the create is refused");
+    let why = Command::new(interpose()).args(["why", "--write"]).arg(&scratch).env("HOME", &home).output().unwrap();
+    let report = Command::new(interpose()).arg("report").arg(&trail).env("HOME", &home).output().unwrap();
+    for (what, out) in [("why", stdout(&why)), ("report", stdout(&report))] {
+        let whole = [format!("--rw {}", home.display()), format!("--ro {}", home.display())];
+        assert!(
+            whole.iter().all(|w| !out.contains(&format!("{w} ")) && !out.contains(&format!("{w}\n"))),
+            "{what}: {out}"
+        );
+        assert!(out.contains("\"$HOME/.node-spawn-wrap-*\""), "{what}: {out}");
+        assert!(out.contains("which holds .ssh, .aws"), "{what}: {out}");
+    }
+}

@@ -337,12 +337,10 @@ fn a_wildcard_directory_pattern_grants_a_tools_scratch_directories_and_nothing_e
     std::fs::create_dir_all(home.join(".ssh")).unwrap();
     std::fs::write(home.join(".ssh/id_rsa"), "PRIVATE-KEY-MARKER\n").unwrap();
     let policy = t.outside.join("p.toml");
-    std::fs::write(
-        &policy,
-        "additional_writes = [\"$HOME/.node-spawn-wrap-*\", \"$HOME/.node-spawn-wrap-*/**\"]\n",
-    )
-    .unwrap();
-    let script = "d=\"$HOME/.node-spawn-wrap-42-beef\"; mkdir \"$d\" && mkdir \"$d/sub\" && echo shim > \"$d/sub/node\" \
+    std::fs::write(&policy, "additional_writes = [\"$HOME/.node-spawn-wrap-*\", \"$HOME/.node-spawn-wrap-*/**\"]\n")
+        .unwrap();
+    let script =
+        "d=\"$HOME/.node-spawn-wrap-42-beef\"; mkdir \"$d\" && mkdir \"$d/sub\" && echo shim > \"$d/sub/node\" \
                   && cat \"$d/sub/node\"; cat \"$HOME/.ssh/id_rsa\"; echo x > \"$HOME/.bashrc\"; echo end";
     let o = t
         .command(&["--policy", policy.to_str().unwrap()], &["/bin/sh", "-c", script])

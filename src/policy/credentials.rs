@@ -1,0 +1,83 @@
+//! Credential locations: the path components that mark a secret (`.ssh`,
+//! `.aws`, `.npmrc`, ...). No suggestion hands one out without a
+//! confirmation, and no suggested grant covers a tree that holds one.
+
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+
+/// Path components that mark credentials: never suggested without a
+/// confirmation, because allowing them hands the command a secret.
+pub const CREDENTIAL_NAMES: &[&str] = &[
+    ".ssh",
+    ".aws",
+    ".gnupg",
+    ".netrc",
+    ".git-credentials",
+    ".kube",
+    ".docker",
+    "keyrings",
+    ".password-store",
+    ".pgpass",
+    ".npmrc",
+    ".pypirc",
+    "credentials",
+    "credentials.toml",
+    ".env",
+];
+
+/// Credential locations two components deep.
+pub const CREDENTIAL_PAIRS: &[[&str; 2]] =
+    &[[".config", "gh"], [".config", "gcloud"], [".azure", "msal_token_cache.json"]];
+
+/// Whether `path` is, or lies inside, a credential location.
+pub fn is_credential(path: &Path) -> bool {
+    let parts: Vec<&[u8]> = path.iter().map(|c| c.as_bytes()).collect();
+    parts.iter().any(|p| CREDENTIAL_NAMES.iter().any(|n| n.as_bytes() == *p) || p.starts_with(b".env."))
+        || parts.windows(2).any(|w| CREDENTIAL_PAIRS.iter().any(|[a, b]| w[0] == a.as_bytes() && w[1] == b.as_bytes()))
+}
+
+/// Credential locations that exist beneath `dir` on this host, looked for
+/// where they live (directly in it, or in `.config`), so that a grant of a
+/// home directory is never mistaken for a harmless one.
+pub fn credentials_beneath(dir: &Path) -> Vec<PathBuf> {
+    let direct = CREDENTIAL_NAMES.iter().map(|n| dir.join(n));
+    let pairs = CREDENTIAL_PAIRS.iter().map(|[a, b]| dir.join(a).join(b));
+    direct.chain(pairs).filter(|p| p.symlink_metadata().is_ok()).collect()
+}
+
+/// Whether granting `dir` whole is never suggested: the root, the system
+/// trees, a home (`home`, or any directory of `/home`), or a tree that is
+/// or holds a credential location.
+pub fn too_broad(dir: &Path, home: Option<&Path>) -> bool {
+    dir == Path::new("/")
+        || home.is_some_and(|h| dir == h)
+        || ["/home", "/root", "/tmp", "/var", "/usr", "/etc", "/opt"].iter().any(|d| dir == Path::new(d))
+        || dir.parent() == Some(Path::new("/home"))
+        || is_credential(dir)
+        || !credentials_beneath(dir).is_empty()
+}
+
+/// ", which holds .ssh, .aws" for the credential locations in `dir` (or ""),
+/// to say why a tree is not suggested.
+pub fn holding(dir: &Path, _home: Option<&Path>) -> String {
+    let found: Vec<String> = credentials_beneath(dir)
+        .iter()
+        .filter_map(|p| p.strip_prefix(dir).ok().map(|r| r.display().to_string()))
+        .collect();
+    match found.is_empty() {
+        true => String::new(),
+        false => format!(", which holds {}", found.join(", ")),
+    }
+}
+
+/// The fixed start of a generated name: everything before the first digit
+/// that follows a `-`, `_` or `.` (`.node-spawn-wrap-4211-9f3a` ->
+/// `.node-spawn-wrap-`), when that start is long enough to mean something
+/// (3 bytes or more) and is not itself a credential.
+pub fn generated_prefix(name: &std::ffi::OsStr) -> Option<String> {
+    let name = name.to_str()?;
+    let b = name.as_bytes();
+    let i = (1..b.len()).find(|&i| b[i].is_ascii_digit() && b"-_.".contains(&b[i - 1]))?;
+    let prefix = &name[..i];
+    (prefix.len() >= 3 && !is_credential(Path::new(prefix))).then(|| prefix.to_string())
+}
