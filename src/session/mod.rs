@@ -334,6 +334,9 @@ pub fn run(args: &Config) -> Result<i32, RunError> {
     end_sandbox();
     drop(pids);
     supervisor.quiesce();
+    for line in supervisor.carve_out_summary() {
+        eprintln!("interpose: {line}");
+    }
     net::stop_proxy(proxy);
     phase("leftovers killed, pids cgroup removed, proxy stopped");
     if let Some(why) = supervisor.end_trail(status) {

@@ -694,7 +694,10 @@ impl Call<'_> {
         };
         // Exec refusals keep their paths even without a trail: they explain
         // a command that cannot start (rare, so cheap).
-        let keep = audited || (access == AccessKind::Exec && decision != Verdict::Allow);
+        // So do refusals by carve-outs: the session's end names the first.
+        let carve_out =
+            decision == Verdict::Deny && matches!(reason, Why::Verdict(r) if self.sup.surface().is_carve_out(r));
+        let keep = audited || carve_out || (access == AccessKind::Exec && decision != Verdict::Allow);
         self.checks.push(Check {
             syscall: self.row.name,
             path: if keep { arg.bytes.clone() } else { Vec::new() },

@@ -129,6 +129,9 @@ pub struct Supervisor {
     /// The first execs refused (denied, or failed before a decision), to
     /// explain a command that exits 126 or 127.
     exec_refusals: std::sync::Mutex<Vec<ExecRefusal>>,
+    /// Refusals by carve-outs: how many, and the first few, for the
+    /// session's end.
+    carve_out_refusals: std::sync::Mutex<(u64, Vec<CarveOutRefusal>)>,
     /// The command's root, when it has a mount namespace of its own.
     command_root: Option<OwnedFd>,
     /// The terminals the command created through `/dev/ptmx`: number ->
@@ -258,6 +261,9 @@ pub struct Config {
     pub container_init: Option<u32>,
 }
 
+/// One refusal by a carve-out: the access, the path, the rule.
+type CarveOutRefusal = (AccessKind, Vec<u8>, String);
+
 /// What the supervisor decides about IPv4 and IPv6 addresses.
 #[derive(Debug, Clone, Default)]
 pub enum NetRule {
@@ -347,6 +353,7 @@ impl Supervisor {
             isolated,
             runtime_filter,
             exec_refusals: std::sync::Mutex::new(Vec::new()),
+            carve_out_refusals: std::sync::Mutex::new((0, Vec::new())),
             // Waiting calls hold descriptors; the command was started
             // with its own limits already.
             later: later::Later::new(crate::sys::process::raise_descriptor_limit().unwrap_or(1024)),
@@ -596,6 +603,9 @@ impl Supervisor {
             for c in outcome.checks.iter().filter(|c| c.access == AccessKind::Exec && c.decision != Verdict::Allow) {
                 self.keep_exec_refusal(c);
             }
+            for c in outcome.checks.iter().filter(|c| c.decision == Verdict::Deny) {
+                self.keep_carve_out_refusal(c);
+            }
             let mut checks = outcome.checks;
             match outcome.answer {
                 Some(Answer::Later(retry)) => self.answer_later(notif.id, retry),
@@ -815,6 +825,41 @@ impl Supervisor {
             handle::Why::Note(n, _) => (n.to_string(), None),
         };
         kept.push(ExecRefusal { path: c.path.clone(), resolved: c.resolved.clone(), rule, remedy, errno: c.errno });
+    }
+
+    fn keep_carve_out_refusal(&self, c: &handle::Check) {
+        let handle::Why::Verdict(r) = c.reason else { return };
+        if !self.surface.is_carve_out(r) {
+            return;
+        }
+        let mut kept = self.carve_out_refusals.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        kept.0 += 1;
+        if kept.1.len() < 3 {
+            let path = c.resolved.clone().unwrap_or_else(|| c.path.clone());
+            kept.1.push((c.access, path, self.surface.describe(r)));
+        }
+    }
+
+    /// What the session's carve-outs refused: a program may go on without
+    /// what it was refused (npm skips a file it cannot write), so the
+    /// session's end says so. Empty when nothing was refused by one.
+    pub fn carve_out_summary(&self) -> Vec<String> {
+        let kept = self.carve_out_refusals.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if kept.0 == 0 {
+            return Vec::new();
+        }
+        let mut lines = vec![format!(
+            "{} call(s) refused by carve-outs; a program may have gone on without them{}:",
+            kept.0,
+            if self.records() { " (the trail has them all)" } else { " (--audit FILE records them all)" }
+        )];
+        for (access, path, rule) in &kept.1 {
+            let path = crate::forensics::sanitize(&String::from_utf8_lossy(path));
+            let access =
+                serde_json::to_value(access).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default();
+            lines.push(format!("  {access} {path}: {rule}"));
+        }
+        lines
     }
 
     /// The execs refused so far (the first few), oldest first.

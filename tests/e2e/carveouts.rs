@@ -137,3 +137,31 @@ fn moving_a_directory_that_holds_a_carve_out_is_refused() {
         }
     }
 }
+
+/// The example policy's credential patterns (`**/*.key`) protect the keys
+/// that exist when the session starts, not a project's own files: a test
+/// key a package manager unpacks during the session is written and read
+/// back (npm dropped it silently before, and git clone failed). What a
+/// carve-out does refuse is said at the session's end, since a program
+/// may go on without it.
+#[test]
+fn credential_patterns_protect_existing_keys_and_refusals_are_said_aloud() {
+    if !kernel_ok() {
+        return;
+    }
+    let t = Tree::new();
+    std::fs::write(t.ws.join("deploy.key"), "EXISTING-KEY-MARKER\n").unwrap();
+    let policy = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/coding-agent.toml");
+    let script = "cat deploy.key; mkdir -p test/fixtures && echo fixture > test/fixtures/server.key \
+                  && cat test/fixtures/server.key; echo end";
+    let o = t.command(&["--policy", policy.to_str().unwrap()], &["/bin/sh", "-c", script]).output().unwrap();
+    let (out, err) = (stdout(&o), stderr(&o));
+    assert!(!out.contains("EXISTING-KEY-MARKER"), "{out}");
+    assert!(out.contains("fixture") && out.contains("end"), "{out}{err}");
+    assert_eq!(std::fs::read_to_string(t.ws.join("test/fixtures/server.key")).unwrap(), "fixture\n");
+    assert!(err.contains("1 call(s) refused by carve-outs"), "{err}");
+    assert!(err.contains(&format!("read {}", t.ws.join("deploy.key").display())), "{err}");
+    // A session with nothing refused by a carve-out says nothing.
+    let quiet = t.command(&["--policy", policy.to_str().unwrap()], &["/bin/true"]).output().unwrap();
+    assert!(!stderr(&quiet).contains("refused by carve-outs"), "{}", stderr(&quiet));
+}
