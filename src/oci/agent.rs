@@ -242,7 +242,14 @@ fn container(opts: &Options, key: Option<audit::TrailKey>, own: &OwnState, conn:
         }
     };
     drop(fds);
-    supervise(opts, key, own, &state, listener).inspect_err(|why| tell(state.pid, why))
+    // A copy of the listener, held until a refusal has been told: while it
+    // is open the container's first trapped call waits, so its process is
+    // still there to be told (without it the call fails at once, and the
+    // process may be gone before the reason is written).
+    let held = listener.try_clone().ok();
+    let result = supervise(opts, key, own, &state, listener).inspect_err(|why| tell(state.pid, why));
+    drop(held);
+    result
 }
 
 /// Says why a container is not supervised where its user sees it: on its
