@@ -546,6 +546,17 @@ pub struct SupervisorLost {
     pub torn_bytes: u64,
 }
 
+/// Allowed (or failed) decisions repeated after their first record: the
+/// same process, object and access decided the same way again. Written
+/// once, before `session_end`: the first record's `seq` and how many more
+/// times it was decided so. Every refusal, exec and first allow is a
+/// record of its own.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Repeats {
+    /// `[seq of the first record, times allowed again]`, by `seq`.
+    pub counts: Vec<[u64; 2]>,
+}
+
 /// A record in the trail.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
@@ -558,6 +569,8 @@ pub enum Record {
     Exec(Box<Exec>),
     /// A connection through the network proxy.
     Connection(Box<Connection>),
+    /// Allowed decisions repeated after their first record.
+    Repeats(Repeats),
     /// The run ended.
     SessionEnd(SessionEnd),
     /// The last line: the trail's final hash, signed with interpose's key.

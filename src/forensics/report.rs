@@ -99,6 +99,8 @@ pub fn build<R: std::io::BufRead>(reader: &mut Reader<R>) -> std::io::Result<(Re
     for record in reader.by_ref() {
         match record? {
             Record::SessionStart(_) | Record::Anchor(_) => {}
+            // Allowed again after their first record: counted as decisions.
+            Record::Repeats(rep) => r.decisions += rep.counts.iter().map(|[_, n]| n).sum::<u64>(),
             Record::SessionEnd(end) => {
                 r.exit_status = Some(end.exit_status);
                 r.supervisor_lost = end.supervisor_lost.is_some();

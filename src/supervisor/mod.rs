@@ -132,6 +132,12 @@ pub struct Supervisor {
     /// Refusals by carve-outs: how many, and the first few, for the
     /// session's end.
     carve_out_refusals: std::sync::Mutex<(u64, Vec<CarveOutRefusal>)>,
+    /// Allowed (and failed) decisions recorded once: (process, object,
+    /// access, outcome) hashed to the first record's `seq` and the times
+    /// decided the same way again since.
+    repeats: std::sync::Mutex<std::collections::HashMap<u64, (u64, u64)>>,
+    /// Keyed per session, so no command can make two objects collide.
+    repeat_hasher: std::hash::RandomState,
     /// The command's root, when it has a mount namespace of its own.
     command_root: Option<OwnedFd>,
     /// The terminals the command created through `/dev/ptmx`: number ->
@@ -264,6 +270,12 @@ pub struct Config {
 /// One refusal by a carve-out: the access, the path, the rule.
 type CarveOutRefusal = (AccessKind, Vec<u8>, String);
 
+/// The most distinct allowed (process, object, access) triples whose
+/// repeats are counted instead of recorded (about 40 bytes each); beyond
+/// it every allowed decision is a record again, so a command that touches
+/// endless distinct names costs trail, never unbounded memory.
+const REPEATS_KEPT: usize = 65_536;
+
 /// What the supervisor decides about IPv4 and IPv6 addresses.
 #[derive(Debug, Clone, Default)]
 pub enum NetRule {
@@ -354,6 +366,8 @@ impl Supervisor {
             runtime_filter,
             exec_refusals: std::sync::Mutex::new(Vec::new()),
             carve_out_refusals: std::sync::Mutex::new((0, Vec::new())),
+            repeats: std::sync::Mutex::new(std::collections::HashMap::new()),
+            repeat_hasher: std::hash::RandomState::new(),
             // Waiting calls hold descriptors; the command was started
             // with its own limits already.
             later: later::Later::new(crate::sys::process::raise_descriptor_limit().unwrap_or(1024)),
@@ -644,6 +658,13 @@ impl Supervisor {
     /// failed, if it did.
     pub fn end_trail(&self, exit_status: i32) -> Option<String> {
         let sink = self.audit.as_ref()?;
+        let seen = std::mem::take(&mut *self.repeats.lock().unwrap_or_else(std::sync::PoisonError::into_inner));
+        let mut counts: Vec<[u64; 2]> =
+            seen.into_values().filter(|&(_, again)| again > 0).map(|(seq, again)| [seq, again]).collect();
+        if !counts.is_empty() {
+            counts.sort_unstable();
+            sink.send(audit::Record::Repeats(audit::Repeats { counts }));
+        }
         sink.send(audit::Record::SessionEnd(audit::SessionEnd {
             exit_status,
             allowed: self.stats.allowed.load(Ordering::Relaxed),
@@ -891,6 +912,25 @@ impl Supervisor {
             if self.audit_level == AuditLevel::Deny && !c.decision.refuses() {
                 continue;
             }
+            // The same process allowed the same access to the same object
+            // again (an exec is always recorded: its argv is the tree's).
+            let mut first = None;
+            if matches!(c.decision, Verdict::Allow | Verdict::Error) && argv.is_none() {
+                use std::hash::BuildHasher;
+                let object = c.resolved.as_deref().unwrap_or(&c.path);
+                let key = self.repeat_hasher.hash_one((pid, object, c.access, c.decision, c.errno.map(|e| e as i32)));
+                let mut seen = self.repeats.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+                if let Some((_, again)) = seen.get_mut(&key) {
+                    *again += 1;
+                    continue;
+                }
+                let seq = sink.next_seq();
+                if seen.len() < REPEATS_KEPT {
+                    seen.insert(key, (seq, 0));
+                }
+                first = Some(seq);
+            }
+            let seq = first.unwrap_or_else(|| sink.next_seq());
             let (rule, rule_kind) = match c.reason {
                 handle::Why::Verdict(r) => {
                     let named = match r {
@@ -902,7 +942,7 @@ impl Supervisor {
                 handle::Why::Note(n, kind) => (n.to_string(), kind),
             };
             sink.send(audit::Record::Decision(Box::new(audit::Decision {
-                seq: sink.next_seq(),
+                seq,
                 time_ns: received_ns,
                 pid,
                 tid: notif.pid,

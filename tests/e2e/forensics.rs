@@ -579,3 +579,41 @@ fn suggestions_never_grant_a_tree_that_holds_credentials() {
         assert!(out.contains("which holds .ssh, .aws"), "{what}: {out}");
     }
 }
+
+/// A trail stays small: the same process allowed the same access to the
+/// same object again is counted (one `repeats` record at the end), not
+/// written again; every refusal is still a record of its own, the chain
+/// verifies, and `report` counts every decision.
+#[test]
+fn repeated_allows_are_counted_and_every_refusal_kept() {
+    if !kernel_ok() {
+        return;
+    }
+    let t = Tree::new();
+    for i in 0..50 {
+        std::fs::write(t.ws.join(format!("f{i}")), "x").unwrap();
+    }
+    let trail = t.outside.join("trail.jsonl");
+    let script = "import os\nfor _ in range(40):\n    for i in range(50):\n        open(f'f{i}').close()\n\
+                  for _ in range(7):\n    try:\n        open('/etc/shadow')\n    except PermissionError:\n        pass\n";
+    let o = t.command(&["--audit", trail.to_str().unwrap()], &["/usr/bin/python3", "-c", script]).output().unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let lines = records(&trail);
+    let opens: Vec<_> = lines
+        .iter()
+        .filter(|r| r["type"] == "decision" && r["path"].as_str().is_some_and(|p| p.starts_with('f')))
+        .collect();
+    assert_eq!(opens.len(), 50, "one record per file: {}", opens.len());
+    let denied = lines.iter().filter(|r| r["decision"] == "deny" && r["path"] == "/etc/shadow").count();
+    assert_eq!(denied, 7, "every refusal is a record");
+    let repeats: Vec<_> = lines.iter().filter(|r| r["type"] == "repeats").collect();
+    assert_eq!(repeats.len(), 1);
+    let again: u64 = repeats[0]["counts"].as_array().unwrap().iter().map(|c| c[1].as_u64().unwrap()).sum();
+    assert!(again >= 50 * 39, "{again}");
+    let v = Command::new(interpose()).args(["report", "--verify"]).arg(&trail).output().unwrap();
+    assert_eq!(v.status.code(), Some(0), "{}", stdout(&v));
+    let r = Command::new(interpose()).args(["report", "--format", "json"]).arg(&trail).output().unwrap();
+    let r: serde_json::Value = serde_json::from_slice(&r.stdout).unwrap();
+    assert!(r["decisions"].as_u64().unwrap() >= 2000 + 7, "{r}");
+    assert_eq!(r["denials"], 7, "{r}");
+}
