@@ -320,6 +320,7 @@ fn ltp(args: &[String]) -> Result<()> {
         ("/usr/bin/automake", "automake"),
         ("/usr/bin/autoconf", "autoconf"),
         ("/usr/include/sys/acl.h", "libacl1-dev"),
+        ("/usr/bin/bc", "bc"),
     ]
     .iter()
     .filter(|(p, _)| !Path::new(p).exists())
