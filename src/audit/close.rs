@@ -185,7 +185,8 @@ mod tests {
         open_lease(&path, &session_hash(&start), key).unwrap();
         sink.send(start);
         for i in 0..decisions {
-            sink.send(crate::audit::test_support::decision(i, i % 2 == 0));
+            let verdict = if i % 2 == 0 { Verdict::Allow } else { Verdict::Deny };
+            sink.send(crate::audit::test_support::decision(i, verdict));
         }
         sink.flush();
         path

@@ -314,8 +314,8 @@ pub(crate) mod test_support {
         Record::SessionStart(Box::new(test_start()))
     }
 
-    /// Decision `seq`, an allow or a refusal.
-    pub(crate) fn decision(seq: u64, allow: bool) -> Record {
+    /// Decision `seq`, decided `verdict`.
+    pub(crate) fn decision(seq: u64, verdict: Verdict) -> Record {
         Record::Decision(Box::new(Decision {
             seq,
             time_ns: seq,
@@ -329,7 +329,7 @@ pub(crate) mod test_support {
             dirfd_path: None,
             resolved: None,
             access: AccessKind::Read,
-            decision: if allow { Verdict::Allow } else { Verdict::Deny },
+            decision: verdict,
             errno: None,
             rule: "r".into(),
             rule_kind: RuleKind::Entry,
@@ -477,28 +477,7 @@ mod tests {
         let written = Arc::new(Mutex::new(Vec::new()));
         let gate: Gate = Arc::new((Mutex::new(false), Condvar::new()));
         let sink = Sink::start(Output::Stream(Box::new(Gated(Arc::clone(&written), Arc::clone(&gate)))), None);
-        let decision = |verdict: Verdict| {
-            Record::Decision(Box::new(Decision {
-                seq: sink.next_seq(),
-                time_ns: 0,
-                pid: 1,
-                tid: 1,
-                comm: "c".into(),
-                syscall: "openat".into(),
-                nr: 257,
-                path: Bytes(b"/x".to_vec()),
-                dirfd: None,
-                dirfd_path: None,
-                resolved: None,
-                access: AccessKind::Read,
-                decision: verdict,
-                errno: None,
-                rule: "r".into(),
-                rule_kind: RuleKind::Entry,
-                handling_ns: 0,
-                context: None,
-            }))
-        };
+        let decision = |verdict: Verdict| test_support::decision(sink.next_seq(), verdict);
         // The writer is stuck: past one queue's worth, allows are dropped.
         let allows = 3 * CAPACITY;
         for _ in 0..allows {
