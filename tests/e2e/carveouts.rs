@@ -164,4 +164,24 @@ fn credential_patterns_protect_existing_keys_and_refusals_are_said_aloud() {
     // A session with nothing refused by a carve-out says nothing.
     let quiet = t.command(&["--policy", policy.to_str().unwrap()], &["/bin/true"]).output().unwrap();
     assert!(!stderr(&quiet).contains("refused by carve-outs"), "{}", stderr(&quiet));
+    // A clone of a project that carries a test key works (it failed
+    // outright while the pattern refused every new match).
+    let src = t.ro.join("project");
+    std::fs::create_dir_all(src.join("test")).unwrap();
+    std::fs::write(src.join("test/server.key"), "project-test-key\n").unwrap();
+    let git = |args: &[&str]| {
+        let o = Command::new("git")
+            .args(["-c", "user.name=t", "-c", "user.email=t@example.org"])
+            .args(args)
+            .current_dir(&src)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "git {args:?}: {}", stderr(&o));
+    };
+    git(&["init", "-q"]);
+    git(&["add", "-A"]);
+    git(&["commit", "-qm", "init"]);
+    let clone = format!("git clone -q {} clone && cat clone/test/server.key", src.display());
+    let o = t.command(&["--policy", policy.to_str().unwrap()], &["/bin/sh", "-c", &clone]).output().unwrap();
+    assert_eq!(stdout(&o), "project-test-key\n", "{}", stderr(&o));
 }
