@@ -189,6 +189,12 @@ pub fn suggest<R: std::io::BufRead>(
     for g in grants.values_mut() {
         g.withheld = if g.path == Path::new("/") {
             Some("it would grant the whole file system".into())
+        } else if let Some(what) = crate::policy::credentials::control_socket(&g.path) {
+            // Never, confirmed or not: it is a way out, not a credential.
+            Some(format!("{what}; granting it hands the command a way out of the sandbox"))
+        } else if crate::policy::credentials::too_broad(&g.path, home) && !is_credential(&g.path) {
+            // A home, /tmp, /usr, /etc whole: it holds everything else.
+            Some(format!("{} is never suggested whole: it holds far more than the run needed", g.path.display()))
         } else if confirm {
             None
         } else if is_credential(&g.path) {

@@ -81,3 +81,42 @@ pub fn generated_prefix(name: &std::ffi::OsStr) -> Option<String> {
     let prefix = &name[..i];
     (prefix.len() >= 3 && !is_credential(Path::new(prefix))).then(|| prefix.to_string())
 }
+
+/// What `path` is, when it is (or holds) the control socket of a program
+/// outside the sandbox: granting it hands the command a way out (a tmux
+/// window, a container, a signature, keystrokes), so no suggestion ever
+/// proposes it, and saying so is the suggestion.
+pub fn control_socket(path: &Path) -> Option<&'static str> {
+    let name = |c: &std::ffi::OsStr| c.to_str().unwrap_or_default().to_string();
+    let parts: Vec<String> = path.iter().map(name).collect();
+    let file = parts.last().map(String::as_str).unwrap_or_default();
+    let is_tmux = |p: &String| p.strip_prefix("tmux-").is_some_and(|uid| uid.bytes().all(|b| b.is_ascii_digit()));
+    if parts.iter().any(is_tmux) {
+        return Some("a tmux server's socket (a new window there runs anything outside the sandbox)");
+    }
+    if ["docker.sock", "containerd.sock", "podman.sock", "crio.sock", "buildkitd.sock"].contains(&file) {
+        return Some("a container engine's control socket (it runs anything on the host)");
+    }
+    if file.starts_with("S.gpg-agent") || parts.iter().any(|p| p == "gnupg") && file.starts_with("S.") {
+        return Some("gpg-agent's socket (it signs and decrypts as you)");
+    }
+    if file.starts_with("agent.") && parts.iter().rev().nth(1).is_some_and(|d| d.starts_with("ssh-")) {
+        return Some("an ssh agent's socket (it signs as you, on any host your keys open)");
+    }
+    if file == "system_bus_socket"
+        || (file == "bus" && parts.iter().any(|p| p == "run"))
+        || path == Path::new("/run/systemd/private")
+    {
+        return Some("a D-Bus or systemd control socket (it starts services outside the sandbox)");
+    }
+    if parts.iter().any(|p| p == ".X11-unix") || file.starts_with("wayland-") {
+        return Some("the display server's socket (a client can type into your other windows)");
+    }
+    use std::os::unix::fs::FileTypeExt;
+    if std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_socket()) {
+        return Some(
+            "the unix socket of a program outside the sandbox (what it does for a client, interpose cannot see)",
+        );
+    }
+    None
+}

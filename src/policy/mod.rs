@@ -694,6 +694,13 @@ impl Surface {
         if matches!(reason, Reason::ProcOutside(_)) {
             return "nothing: /proc of a process outside the sandbox is never allowed".into();
         }
+        if let Some(what) = credentials::control_socket(path) {
+            return format!(
+                "nothing is suggested: {} is {what}; granting it hands the command a way out of the sandbox. \
+                 Grant it by its exact path only if that is what you mean",
+                path.display()
+            );
+        }
         let (flag, key) =
             if access.is_mutation() { ("--rw", "additional_writes") } else { ("--ro", "additional_reads") };
         let home = std::env::var_os("HOME").map(PathBuf::from);

@@ -617,3 +617,37 @@ fn repeated_allows_are_counted_and_every_refusal_kept() {
     assert!(r["decisions"].as_u64().unwrap() >= 2000 + 7, "{r}");
     assert_eq!(r["denials"], 7, "{r}");
 }
+
+/// A refused connect to a control socket outside the sandbox (a tmux
+/// server's here; granting it would let the command run anything outside)
+/// is never suggested: not by `why`, not by `report`, not by `report
+/// --suggest` even with `--confirm-credentials`; each says what it is.
+#[test]
+fn control_sockets_are_never_suggested() {
+    if !kernel_ok() {
+        return;
+    }
+    let t = Tree::new();
+    let dir = t.outside.join("tmux-4242");
+    std::fs::create_dir(&dir).unwrap();
+    let sock = dir.join("default");
+    let _server = std::os::unix::net::UnixListener::bind(&sock).unwrap();
+    let trail = t.outside.join("trail.jsonl");
+    let script = format!("import socket\ns = socket.socket(socket.AF_UNIX)\ntry:\n    s.connect({:?})\nexcept OSError as e:\n    print('refused', e.errno)\n", sock.display().to_string());
+    let o = t.command(&["--audit", trail.to_str().unwrap()], &["/usr/bin/python3", "-c", &script]).output().unwrap();
+    assert!(stdout(&o).contains("refused"), "{}{}", stdout(&o), stderr(&o));
+    let why = Command::new(interpose()).args(["why", "--write"]).arg(&sock).output().unwrap();
+    let report = Command::new(interpose()).arg("report").arg(&trail).output().unwrap();
+    let suggest =
+        Command::new(interpose()).args(["report", "--suggest", "--confirm-credentials"]).arg(&trail).output().unwrap();
+    for (what, out) in [("why", stdout(&why)), ("report", stdout(&report)), ("suggest", stdout(&suggest))] {
+        assert!(out.contains("tmux server's socket"), "{what}: {out}");
+        assert!(!out.contains(&format!("--rw {}", dir.display())), "{what}: {out}");
+        let granted = out.lines().any(|l| {
+            !l.trim_start().starts_with('#')
+                && l.contains(&sock.display().to_string())
+                && l.contains("additional_writes")
+        });
+        assert!(!granted, "{what}: {out}");
+    }
+}
