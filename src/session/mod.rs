@@ -242,6 +242,19 @@ pub fn run(args: &Config) -> Result<i32, RunError> {
     for note in &parts.notes {
         eprintln!("interpose: {note}");
     }
+    // Nothing the user set is lost without a word: the names (never the
+    // values) of what was removed, and a keep that keeps nothing.
+    if !dropped.is_empty() {
+        let names: Vec<String> = dropped.iter().map(|d| d.name.to_string_lossy().into_owned()).collect();
+        eprintln!(
+            "interpose: removed from the command's environment (credentials): {}; keep one with --env-keep NAME \
+             ([env] keep in a policy)",
+            crate::forensics::sanitize(&names.join(", "))
+        );
+    }
+    for name in args.env_keep.iter().filter(|n| !n.contains('*') && std::env::var_os(n).is_none()) {
+        eprintln!("interpose: --env-keep {}: not set here, so nothing is kept", crate::forensics::sanitize(name));
+    }
     let path_var = env.iter().find(|(k, _)| k == "PATH").map(|(_, v)| v.clone());
     let Some(program) = find_program(&args.command[0], path_var.as_deref()) else {
         eprintln!("interpose: {}: command not found", args.command[0].to_string_lossy());

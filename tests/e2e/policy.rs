@@ -353,3 +353,30 @@ fn a_wildcard_directory_pattern_grants_a_tools_scratch_directories_and_nothing_e
     assert_eq!(std::fs::read_to_string(home.join(".node-spawn-wrap-42-beef/sub/node")).unwrap(), "shim\n");
     assert!(!home.join(".bashrc").exists(), "the home itself was not granted");
 }
+
+/// Credentials removed from the command's environment are named on stderr
+/// (names only, never values) with the flag that keeps one; a keep of a
+/// variable that is not set says so (a typo keeps nothing).
+#[test]
+fn removed_credentials_are_named_and_a_keep_of_nothing_is_said() {
+    if !kernel_ok() {
+        return;
+    }
+    let t = Tree::new();
+    let o = t
+        .command(
+            &["--env-keep", "ANTHROPIC_API_KEY", "--env-keep", "ANTHROPIC_APY_KEY"],
+            &["/bin/sh", "-c", "echo ${OPENAI_API_KEY:-unset} ${ANTHROPIC_API_KEY:-unset}"],
+        )
+        .env("OPENAI_API_KEY", "sk-secret-value-1")
+        .env("GITHUB_TOKEN", "ghp-secret-value-2")
+        .env("ANTHROPIC_API_KEY", "kept-value")
+        .output()
+        .unwrap();
+    let (out, err) = (stdout(&o), stderr(&o));
+    assert_eq!(out, "unset kept-value\n", "{err}");
+    assert!(err.contains("removed from the command's environment (credentials):"), "{err}");
+    assert!(err.contains("GITHUB_TOKEN") && err.contains("OPENAI_API_KEY") && err.contains("--env-keep NAME"), "{err}");
+    assert!(!err.contains("secret-value") && !err.contains("ANTHROPIC_API_KEY,"), "values never shown: {err}");
+    assert!(err.contains("--env-keep ANTHROPIC_APY_KEY: not set here"), "{err}");
+}
