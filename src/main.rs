@@ -12,7 +12,12 @@ fn main() -> ExitCode {
         .with_env_filter(tracing_subscriber::EnvFilter::from_env("INTERPOSE_LOG"))
         .with_writer(std::io::stderr)
         .init();
-    let args = Cli::try_parse_from(cli::with_default_verb(std::env::args_os().collect()));
+    let argv: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    if let Some((word, verb)) = cli::misspelled_verb(&argv) {
+        eprintln!("interpose: `{word}` is not a verb; did you mean `{verb}`? (to run a program of that name: interpose run -- {word} ...)");
+        return ExitCode::from(2);
+    }
+    let args = Cli::try_parse_from(cli::with_default_verb(argv));
     let args = match args {
         Ok(a) => a,
         Err(e) if e.use_stderr() => {

@@ -469,9 +469,67 @@ pub fn with_default_verb(mut args: Vec<std::ffi::OsString>) -> Vec<std::ffi::OsS
     args
 }
 
+/// The verb a bare first word is a slip of (`reprot`, `mount`), if any:
+/// then it is an error naming the verb, not a program run under the
+/// sandbox. One edit for words of up to four letters, two beyond (a swap of
+/// neighbours counts as one); a program of that name still runs after
+/// `run` or `--`.
+pub fn misspelled_verb(args: &[std::ffi::OsString]) -> Option<(String, String)> {
+    use clap::CommandFactory;
+    let word = args.get(1)?.to_str()?;
+    // Three letters are too few to tell a slip from a program (`who`).
+    if word.starts_with('-') || word.len() < 4 {
+        return None;
+    }
+    let command = Cli::command();
+    let verbs: Vec<String> = command.get_subcommands().map(|c| c.get_name().to_string()).collect();
+    if verbs.iter().any(|v| v == word) {
+        return None;
+    }
+    let limit = if word.chars().count() <= 4 { 1 } else { 2 };
+    let best = verbs.into_iter().map(|v| (edits(word, &v), v)).filter(|(d, _)| *d <= limit).min()?;
+    Some((word.to_string(), best.1))
+}
+
+/// Edits between `a` and `b`: insertions, deletions, substitutions and
+/// swaps of neighbours (optimal string alignment).
+fn edits(a: &str, b: &str) -> usize {
+    let (a, b): (Vec<char>, Vec<char>) = (a.chars().collect(), b.chars().collect());
+    let mut d = vec![vec![0usize; b.len() + 1]; a.len() + 1];
+    for (i, row) in d.iter_mut().enumerate() {
+        row[0] = i;
+    }
+    for (j, cell) in d[0].iter_mut().enumerate() {
+        *cell = j;
+    }
+    for i in 1..=a.len() {
+        for j in 1..=b.len() {
+            let cost = usize::from(a[i - 1] != b[j - 1]);
+            d[i][j] = (d[i - 1][j] + 1).min(d[i][j - 1] + 1).min(d[i - 1][j - 1] + cost);
+            if i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] {
+                d[i][j] = d[i][j].min(d[i - 2][j - 2] + 1);
+            }
+        }
+    }
+    d[a.len()][b.len()]
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_slip_of_a_verb_is_named_and_programs_are_not() {
+        let args = |w: &str| vec!["interpose".into(), std::ffi::OsString::from(w), "x".into()];
+        assert_eq!(misspelled_verb(&args("reprot")).map(|(_, v)| v), Some("report".into()));
+        assert_eq!(misspelled_verb(&args("mount")).map(|(_, v)| v), Some("mounts".into()));
+        assert_eq!(misspelled_verb(&args("polciy")).map(|(_, v)| v), Some("policy".into()));
+        for program in
+            ["true", "make", "git", "cat", "npm", "who", "python3", "cargo", "claude", "ls", "report", "--rw"]
+        {
+            assert_eq!(misspelled_verb(&args(program)), None, "{program}");
+        }
+    }
 
     fn parse(args: &[&str]) -> Cli {
         Cli::parse_from(with_default_verb(args.iter().map(Into::into).collect()))

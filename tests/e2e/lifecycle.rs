@@ -310,3 +310,21 @@ fn mounts_elsewhere_do_not_fail_lookups_through_dotdot() {
     let _ = Command::new("umount").arg(&point).status();
     assert!(o.status.success(), "{}", stderr(&o));
 }
+
+/// A slip of a verb is an error that names the verb (exit 2), never a
+/// program of that name run under the sandbox (`interpose mount` ran the
+/// host's mount); the program still runs after `run` or `--`.
+#[test]
+fn a_misspelled_verb_names_the_verb_and_runs_nothing() {
+    for (word, verb) in [("reprot", "report"), ("mount", "mounts")] {
+        let o = std::process::Command::new(interpose()).args([word, "x.jsonl"]).output().unwrap();
+        assert_eq!(o.status.code(), Some(2), "{word}: {}", stderr(&o));
+        assert!(stderr(&o).contains(&format!("did you mean `{verb}`?")), "{}", stderr(&o));
+    }
+    if !kernel_ok() {
+        return;
+    }
+    let t = Tree::new();
+    let o = t.command(&[], &["/bin/sh", "-c", "echo ran"]).output().unwrap();
+    assert_eq!(stdout(&o), "ran\n", "{}", stderr(&o));
+}
