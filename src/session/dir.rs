@@ -6,6 +6,10 @@ use crate::{audit, sandbox};
 use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
 
+/// The mark of a session kept with `--keep-session`: the stale-session
+/// sweep never removes it; the user does.
+const KEPT: &str = ".kept";
+
 /// The session directory: the command's private `TMPDIR` (`tmp/`) and, with
 /// `home = "session"`, its `HOME` (`home/`). Removed when dropped, unless
 /// kept; one left behind by a killed interpose is removed by the next run.
@@ -24,6 +28,12 @@ impl SessionDir {
             match std::fs::DirBuilder::new().mode(0o700).create(&path) {
                 Ok(()) => {
                     let root = path.canonicalize().map_err(io("the session directory"))?;
+                    if keep {
+                        // Marked before anything else: the sweep of later
+                        // runs leaves a kept session alone, even one whose
+                        // interpose was killed.
+                        std::fs::write(root.join(KEPT), "").map_err(io("the session directory's keep mark"))?;
+                    }
                     let session = SessionDir { root, keep };
                     std::fs::DirBuilder::new().mode(0o700).create(session.tmp()).map_err(io("the private TMPDIR"))?;
                     if nix::unistd::geteuid().is_root() {
@@ -114,7 +124,8 @@ fn remove_stale(base: &Path) {
         // symlink_metadata: a link planted under that name is not followed,
         // and remove_dir_all removes only the link.
         let ours = entry.path().symlink_metadata().is_ok_and(|m| m.is_dir() && m.uid() == uid);
-        if ours {
+        let kept = entry.path().join(KEPT).symlink_metadata().is_ok();
+        if ours && !kept {
             let _ = std::fs::remove_dir_all(entry.path());
         }
     }
@@ -151,7 +162,7 @@ impl Drop for StagingDir {
 impl Drop for SessionDir {
     fn drop(&mut self) {
         if self.keep {
-            eprintln!("interpose: session directory kept: {}", self.root.display());
+            eprintln!("interpose: session directory kept (until you remove it): {}", self.root.display());
         } else {
             let _ = std::fs::remove_dir_all(&self.root);
         }

@@ -242,7 +242,12 @@ fn the_session_home_is_made_seeded_and_removed() {
     let o = s.sh(&["--keep-session"], "echo $HOME");
     let home = PathBuf::from(stdout(&o).trim());
     assert!(home.join(".gitconfig").exists());
-    assert!(stderr(&o).contains(&format!("session directory kept: {}", home.parent().unwrap().display())));
+    let kept = format!("session directory kept (until you remove it): {}", home.parent().unwrap().display());
+    assert!(stderr(&o).contains(&kept), "{}", stderr(&o));
+    // The next run's sweep of sessions left by dead runs leaves it alone.
+    let o = s.sh(&[], "true");
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(home.join(".gitconfig").exists(), "a kept session was swept by the next run");
     std::fs::remove_dir_all(home.parent().unwrap()).unwrap();
 }
 
