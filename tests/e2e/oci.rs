@@ -115,15 +115,22 @@ fn bundle(agent: &Agent, id: &str, policy: &str, script: &str) -> tempfile::Temp
     assert!(o.status.success(), "runc spec: {}", stderr(&o));
     let seccomp = Command::new(interpose()).args(["oci-config", "--listener"]).arg(agent.socket()).output().unwrap();
     assert_eq!(seccomp.status.code(), Some(0), "{}", stderr(&seccomp));
-    let mut config: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(b.path().join("config.json")).unwrap()).unwrap();
-    config["process"]["terminal"] = false.into();
-    config["process"]["args"] = serde_json::json!(["/bin/sh", "-c", script]);
-    config["root"]["readonly"] = false.into();
-    config["linux"]["seccomp"] = serde_json::from_slice(&seccomp.stdout).unwrap();
-    config["annotations"] = serde_json::json!({ "org.interpose.policy": policy, "team": id });
-    std::fs::write(b.path().join("config.json"), config.to_string()).unwrap();
+    edit_config(b.path(), |config| {
+        config["process"]["terminal"] = false.into();
+        config["process"]["args"] = serde_json::json!(["/bin/sh", "-c", script]);
+        config["root"]["readonly"] = false.into();
+        config["linux"]["seccomp"] = serde_json::from_slice(&seccomp.stdout).unwrap();
+        config["annotations"] = serde_json::json!({ "org.interpose.policy": policy, "team": id });
+    });
     b
+}
+
+/// Changes the bundle's `config.json` in place.
+fn edit_config(bundle: &Path, edit: impl FnOnce(&mut serde_json::Value)) {
+    let path = bundle.join("config.json");
+    let mut config: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    edit(&mut config);
+    std::fs::write(&path, config.to_string()).unwrap();
 }
 
 /// Starts `runc run` of the bundle (its own state directory, so parallel
@@ -144,10 +151,9 @@ fn runc(bundle: &Path, id: &str) -> Child {
 
 /// The same container natively: what the policy takes away is there.
 fn native(bundle: &Path, id: &str) -> String {
-    let mut config: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(bundle.join("config.json")).unwrap()).unwrap();
-    config["linux"].as_object_mut().unwrap().remove("seccomp");
-    std::fs::write(bundle.join("config.json"), config.to_string()).unwrap();
+    edit_config(bundle, |config| {
+        config["linux"].as_object_mut().unwrap().remove("seccomp");
+    });
     let o = runc(bundle, id).wait_with_output().unwrap();
     let out = format!(
         "{}{}{}",
@@ -356,13 +362,12 @@ fn creates_by_absolute_path_land_in_the_container_and_its_workspace_never_on_the
          cat /tmp/{tag} /tmp/{tag}.d/f /work/made.txt /work/sub/f; echo all-made"
     );
     let b = bundle(&agent, "ws", "ws.toml", &script);
-    let mut config: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(b.path().join("config.json")).unwrap()).unwrap();
-    config["mounts"].as_array_mut().unwrap().push(serde_json::json!({
-        "destination": "/work", "type": "bind", "source": workspace.path(), "options": ["rbind", "rw"]
-    }));
-    config["process"]["cwd"] = "/work".into();
-    std::fs::write(b.path().join("config.json"), config.to_string()).unwrap();
+    edit_config(b.path(), |config| {
+        config["mounts"].as_array_mut().unwrap().push(serde_json::json!({
+            "destination": "/work", "type": "bind", "source": workspace.path(), "options": ["rbind", "rw"]
+        }));
+        config["process"]["cwd"] = "/work".into();
+    });
     std::fs::create_dir_all(b.path().join("rootfs/work")).unwrap();
     let host_tmp = Path::new("/tmp").join(&tag);
     let host_work_existed = Path::new("/work/made.txt").exists();
@@ -425,10 +430,9 @@ fn relative_paths_and_symlinks_resolve_in_the_container_root() {
         for tool in ["ln", "mv"] {
             std::os::unix::fs::symlink("busybox", rootfs.join("bin").join(tool)).unwrap();
         }
-        let mut config: serde_json::Value =
-            serde_json::from_str(&std::fs::read_to_string(b.path().join("config.json")).unwrap()).unwrap();
-        config["process"]["cwd"] = "/work".into();
-        std::fs::write(b.path().join("config.json"), config.to_string()).unwrap();
+        edit_config(b.path(), |config| {
+            config["process"]["cwd"] = "/work".into();
+        });
         b
     };
     let host_untouched = || {
@@ -487,11 +491,10 @@ fn with_the_hosts_pid_namespace_only_the_containers_own_processes_are_readable()
     );
     let make = |id: &str| {
         let b = bundle(&agent, id, "open.toml", &script);
-        let mut config: serde_json::Value =
-            serde_json::from_str(&std::fs::read_to_string(b.path().join("config.json")).unwrap()).unwrap();
-        let namespaces = config["linux"]["namespaces"].as_array_mut().unwrap();
-        namespaces.retain(|n| n["type"] != "pid");
-        std::fs::write(b.path().join("config.json"), config.to_string()).unwrap();
+        edit_config(b.path(), |config| {
+            let namespaces = config["linux"]["namespaces"].as_array_mut().unwrap();
+            namespaces.retain(|n| n["type"] != "pid");
+        });
         b
     };
     let natively = make("hostpid-native");
@@ -575,12 +578,11 @@ fn a_container_whose_mounts_reach_the_agents_files_is_never_supervised() {
             std::os::unix::fs::symlink("busybox", b.path().join("rootfs/bin").join(tool)).unwrap();
         }
         std::fs::create_dir_all(b.path().join("rootfs/secret/agent")).unwrap();
-        let mut config: serde_json::Value =
-            serde_json::from_str(&std::fs::read_to_string(b.path().join("config.json")).unwrap()).unwrap();
-        config["mounts"].as_array_mut().unwrap().push(serde_json::json!({
-            "destination": "/secret/agent", "type": "bind", "source": agent.dir.path(), "options": ["rbind", "rw"]
-        }));
-        std::fs::write(b.path().join("config.json"), config.to_string()).unwrap();
+        edit_config(b.path(), |config| {
+            config["mounts"].as_array_mut().unwrap().push(serde_json::json!({
+                "destination": "/secret/agent", "type": "bind", "source": agent.dir.path(), "options": ["rbind", "rw"]
+            }));
+        });
         b
     };
     let natively = make("reach-native");
