@@ -232,8 +232,9 @@ pub struct Decision {
     /// What that descriptor (or the cwd) pointed to.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dirfd_path: Option<Bytes>,
-    /// The canonical path the decision was made on (absent when resolution
-    /// failed before there was one).
+    /// The canonical path the decision was made on, where it is not `path`
+    /// (absent too when resolution failed before there was one: then
+    /// `rule_kind` is `failure`). [`Decision::subject`] is the one to read.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub resolved: Option<Bytes>,
     /// The access asked for.
@@ -547,7 +548,9 @@ pub struct SupervisorLost {
 }
 
 /// Allowed (or failed) decisions repeated after their first record: the
-/// same process, object and access decided the same way again. Written
+/// same object and access decided the same way again, for the same process
+/// where the access changes something, for any process of the same program
+/// (`comm`) where it reads, looks or executes. Written
 /// once, before `session_end`: the first record's `seq` and how many more
 /// times it was decided so. Every refusal, exec and first allow is a
 /// record of its own.

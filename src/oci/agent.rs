@@ -320,6 +320,7 @@ fn supervise(
         floor: false,
         // No Landlock backstop: nothing is continued on its strength.
         landlock_exact: Vec::new(),
+        exec_roots: Vec::new(),
         backstop: None,
         net: supervisor::NetRule::Open,
         // Every caller's root is read from its own /proc/<pid>/root.

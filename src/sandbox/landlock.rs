@@ -414,6 +414,15 @@ fn is_entry(surface: &Surface, path: &Path) -> bool {
 }
 
 impl Layout {
+    /// The trees and files the kernel lets programs run from: those granted
+    /// whole (every mode but `Deny` carries execute). A program elsewhere
+    /// (one made after the start under a name only a grant pattern covers)
+    /// the kernel refuses to run whatever the surface says.
+    pub fn exec_roots(&self) -> Vec<PathBuf> {
+        let runs = |g: &Grant| matches!(g, Grant::Tree(m) if *m != Mode::Deny);
+        self.grants.iter().filter(|(_, g, _)| runs(g)).map(|(p, _, _)| p.clone()).collect()
+    }
+
     /// For each surface rule, whether the kernel also grants what the rule
     /// does, so that a call it allowed may be continued without being
     /// refused where the supervisor would allow it: the rule is granted as

@@ -265,6 +265,7 @@ pub fn run(args: &Config) -> Result<i32, RunError> {
     // is continued without being refused there.
     let sound = landlock.as_ref().map(sandbox::landlock::Backstop::sound);
     let continuable = landlock.as_ref().map(|b| b.layout.exact_rules(&parts.surface));
+    let exec_roots = landlock.as_ref().map(|b| b.layout.exec_roots()).unwrap_or_default();
     let plan = plan(
         args,
         &parts.surface,
@@ -329,6 +330,7 @@ pub fn run(args: &Config) -> Result<i32, RunError> {
         learn: args.learn,
         floor: args.bench_floor,
         landlock_exact: continuable.unwrap_or_default(),
+        exec_roots,
         backstop: sound,
         net: network.rule.clone(),
         isolated: args.isolate,

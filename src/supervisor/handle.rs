@@ -77,6 +77,9 @@ enum Asked {
 /// At most this many arguments, each at most this long, go into an exec
 /// record; `argv_truncated` says when more were left out.
 const ARGV_MAX: usize = 64;
+/// Why an exec the surface allows through a grant pattern alone is refused.
+pub(super) const BACKSTOP_EXEC: &str = "made after the start where only a grant pattern allows it, and the \
+    kernel's backstop (Landlock) runs programs only from places granted at the start";
 const ARG_MAX_LEN: usize = 512;
 
 const AT_EMPTY_PATH: u64 = libc::AT_EMPTY_PATH as u64;
@@ -741,6 +744,21 @@ impl Call<'_> {
                 let r = self.resolve(&arg, follow, empty, 0);
                 let r = self.check(&arg, r, Access::Exec)?;
                 match r.target {
+                    // Allowed by a grant pattern only, in a place the kernel
+                    // does not let programs run from (made after the start):
+                    // the kernel would refuse the exec the trail calls
+                    // allowed, so it is refused here, in words.
+                    Target::Exists { .. }
+                        if matches!(self.decided_by, Some(Reason::Glob(_))) && !self.sup.backstop_runs(&r.path) =>
+                    {
+                        if let Some(c) = self.checks.last_mut() {
+                            c.decision = Verdict::Deny;
+                            c.errno = Some(Errno::EACCES);
+                            c.reason = Why::Note(BACKSTOP_EXEC, RuleKind::Failure);
+                            c.resolved = Some(r.path.clone());
+                        }
+                        Err(Errno::EACCES.into())
+                    }
                     Target::Exists { .. } => {
                         if self.sup.records() {
                             let argv_at = if row.flags.is_some() { 2 } else { 1 };

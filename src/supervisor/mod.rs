@@ -113,6 +113,8 @@ pub struct Supervisor {
     /// allows, so an allowed call beneath it can be continued without being
     /// refused there ([`crate::sandbox::landlock::Layout::exact_rules`]).
     exact: Vec<bool>,
+    /// Where the backstop lets programs run (with a backstop).
+    exec_roots: Vec<std::path::PathBuf>,
     /// The backstop's proof, without which nothing path-based is continued
     /// ([`cover::Cover::backstop`]).
     backstop: Option<crate::sandbox::landlock::Sound>,
@@ -132,6 +134,9 @@ pub struct Supervisor {
     /// Refusals by carve-outs: how many, and the first few, for the
     /// session's end.
     carve_out_refusals: std::sync::Mutex<(u64, Vec<CarveOutRefusal>)>,
+    /// Execs the backstop could not run ([`handle::BACKSTOP_EXEC`]): how
+    /// many, and the first few programs.
+    backstop_execs: std::sync::Mutex<(u64, Vec<Vec<u8>>)>,
     /// Allowed (and failed) decisions recorded once: (process, object,
     /// access, outcome) hashed to the first record's `seq` and the times
     /// decided the same way again since.
@@ -242,6 +247,9 @@ pub struct Config {
     /// allows ([`crate::sandbox::landlock::Layout::exact_rules`]); empty for
     /// none.
     pub landlock_exact: Vec<bool>,
+    /// Where the backstop lets programs run
+    /// ([`crate::sandbox::landlock::Layout::exec_roots`]); empty for none.
+    pub exec_roots: Vec<std::path::PathBuf>,
     /// The backstop's proof that it refuses what the surface refuses, when
     /// there is one (a Landlock ruleset from the same surface, with its
     /// masks; none with `--no-landlock` or a runtime's filter).
@@ -270,7 +278,7 @@ pub struct Config {
 /// One refusal by a carve-out: the access, the path, the rule.
 type CarveOutRefusal = (AccessKind, Vec<u8>, String);
 
-/// The most distinct allowed (process, object, access) triples whose
+/// The most distinct allowed (process or program, object, access) keys whose
 /// repeats are counted instead of recorded (about 40 bytes each); beyond
 /// it every allowed decision is a record again, so a command that touches
 /// endless distinct names costs trail, never unbounded memory.
@@ -315,6 +323,7 @@ impl Supervisor {
             learn,
             floor,
             landlock_exact,
+            exec_roots,
             backstop,
             net,
             isolated,
@@ -359,6 +368,7 @@ impl Supervisor {
             learn,
             floor,
             exact: landlock_exact,
+            exec_roots,
             backstop,
             exec_generation: AtomicU64::new(0),
             net,
@@ -366,6 +376,7 @@ impl Supervisor {
             runtime_filter,
             exec_refusals: std::sync::Mutex::new(Vec::new()),
             carve_out_refusals: std::sync::Mutex::new((0, Vec::new())),
+            backstop_execs: std::sync::Mutex::new((0, Vec::new())),
             repeats: std::sync::Mutex::new(std::collections::HashMap::new()),
             repeat_hasher: std::hash::RandomState::new(),
             // Waiting calls hold descriptors; the command was started
@@ -507,7 +518,15 @@ impl Supervisor {
         self.bound.lock().unwrap_or_else(std::sync::PoisonError::into_inner).contains(address)
     }
 
-    /// Whether an access the rule with index `rule` allowed may be continued.
+    /// Whether the backstop lets the program at the canonical `path` run
+    /// (always, without one).
+    pub fn backstop_runs(&self, path: &[u8]) -> bool {
+        use std::os::unix::ffi::OsStrExt;
+        let path = std::path::Path::new(std::ffi::OsStr::from_bytes(path));
+        self.backstop.is_none() || self.exec_roots.iter().any(|root| path.starts_with(root))
+    }
+
+    /// Whether the kernel also grants what surface rule `rule` allows.
     pub fn landlock_exact(&self, rule: u32) -> bool {
         self.exact.get(rule as usize).copied().unwrap_or(false)
     }
@@ -849,6 +868,14 @@ impl Supervisor {
     }
 
     fn keep_carve_out_refusal(&self, c: &handle::Check) {
+        if let handle::Why::Note(handle::BACKSTOP_EXEC, _) = c.reason {
+            let mut kept = self.backstop_execs.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            kept.0 += 1;
+            if kept.1.len() < 3 {
+                kept.1.push(c.resolved.clone().unwrap_or_else(|| c.path.clone()));
+            }
+            return;
+        }
         let handle::Why::Verdict(r) = c.reason else { return };
         if !self.surface.is_carve_out(r) {
             return;
@@ -861,19 +888,29 @@ impl Supervisor {
         }
     }
 
-    /// What the session's carve-outs refused: a program may go on without
-    /// what it was refused (npm skips a file it cannot write), so the
-    /// session's end says so. Empty when nothing was refused by one.
+    /// What the session's carve-outs refused, and the programs the backstop
+    /// could not run: a program may go on without what it was refused (npm
+    /// skips a file it cannot write, nyc measures no coverage), so the
+    /// session's end says so. Empty when nothing was refused so.
     pub fn carve_out_summary(&self) -> Vec<String> {
+        let mut lines = Vec::new();
+        let execs = self.backstop_execs.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if execs.0 > 0 {
+            lines.push(format!("{} exec(s) of a program {}:", execs.0, handle::BACKSTOP_EXEC));
+            for path in &execs.1 {
+                lines.push(format!("  exec {}", crate::forensics::sanitize(&String::from_utf8_lossy(path))));
+            }
+        }
+        drop(execs);
         let kept = self.carve_out_refusals.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         if kept.0 == 0 {
-            return Vec::new();
+            return lines;
         }
-        let mut lines = vec![format!(
+        lines.push(format!(
             "{} call(s) refused by carve-outs; a program may have gone on without them{}:",
             kept.0,
             if self.records() { " (the trail has them all)" } else { " (--audit FILE records them all)" }
-        )];
+        ));
         for (access, path, rule) in &kept.1 {
             let path = crate::forensics::sanitize(&String::from_utf8_lossy(path));
             let access =
@@ -912,13 +949,20 @@ impl Supervisor {
             if self.audit_level == AuditLevel::Deny && !c.decision.refuses() {
                 continue;
             }
-            // The same process allowed the same access to the same object
-            // again (an exec is always recorded: its argv is the tree's).
+            // The same access to the same object decided the same way again
+            // (an exec is always recorded: its argv is the tree's): by the
+            // same process where it changes something, by any process of the
+            // same program where it only reads or looks (a build's hundred
+            // `sed`s reading the same locale files are one record).
             let mut first = None;
             if matches!(c.decision, Verdict::Allow | Verdict::Error) && argv.is_none() {
                 use std::hash::BuildHasher;
                 let object = c.resolved.as_deref().unwrap_or(&c.path);
-                let key = self.repeat_hasher.hash_one((pid, object, c.access, c.decision, c.errno.map(|e| e as i32)));
+                let who = match c.access {
+                    AccessKind::Read | AccessKind::Stat | AccessKind::Exec => (0, comm.as_str()),
+                    _ => (pid, ""),
+                };
+                let key = self.repeat_hasher.hash_one((who, object, c.access, c.decision, c.errno.map(|e| e as i32)));
                 let mut seen = self.repeats.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
                 if let Some((_, again)) = seen.get_mut(&key) {
                     *again += 1;
@@ -941,6 +985,9 @@ impl Supervisor {
                 }
                 handle::Why::Note(n, kind) => (n.to_string(), kind),
             };
+            // Written only where it is not the path as given (a third of
+            // a record's bytes in a tree of long absolute paths).
+            let resolved = c.resolved.clone().filter(|r| *r != c.path).map(audit::Bytes);
             sink.send(audit::Record::Decision(Box::new(audit::Decision {
                 seq,
                 time_ns: received_ns,
@@ -952,7 +999,7 @@ impl Supervisor {
                 path: audit::Bytes(c.path),
                 dirfd: c.dirfd.as_ref().map(|(n, _)| *n),
                 dirfd_path: c.dirfd.map(|(_, p)| audit::Bytes(p)),
-                resolved: c.resolved.clone().map(audit::Bytes),
+                resolved,
                 access: c.access,
                 decision: c.decision,
                 errno: c.errno.map(audit::ErrnoName),

@@ -190,11 +190,17 @@ fn suggested(trail: &std::path::Path, confirm: bool) -> Vec<String> {
     out.lines().filter(|l| !l.starts_with('#')).flat_map(|l| l.split_whitespace().map(String::from)).collect()
 }
 
+/// The object a decision was made on: `resolved`, written where it is not
+/// `path`.
+fn subject(r: &serde_json::Value) -> &str {
+    r.get("resolved").unwrap_or(&r["path"]).as_str().unwrap()
+}
+
 fn denials(trail: &std::path::Path) -> Vec<String> {
     records(trail)
         .iter()
         .filter(|r| r["decision"] == "deny")
-        .map(|r| format!("{} {}", r["access"].as_str().unwrap(), r["resolved"].as_str().unwrap()))
+        .map(|r| format!("{} {}", r["access"].as_str().unwrap(), subject(r)))
         .collect()
 }
 

@@ -424,3 +424,39 @@ fn sandbox_text_cannot_inject_into_a_suggested_policy() {
     let report = d.interpose(&["report"]).arg(&trail).output().unwrap();
     assert!(!stdout(&report).contains("x\nadditional_writes"), "{}", stdout(&report));
 }
+
+/// A program made at run time under a name only a grant pattern covers
+/// (nyc 10 writes `~/.node-spawn-wrap-PID-HEX/node` and runs it) is one the
+/// Landlock backstop cannot let run: the exec is refused (`EACCES`, as the
+/// kernel would), recorded as a refusal that says why (before, the trail
+/// called it allowed and the kernel refused it), and named on stderr at the
+/// end. Writing there works, as the pattern grants.
+#[test]
+fn a_program_made_where_only_a_pattern_grants_is_refused_in_words() {
+    if !kernel_ok() {
+        return;
+    }
+    let d = dev();
+    let policy = d.root.join("scratch.toml");
+    std::fs::write(&policy, "additional_writes = [\"~/.scratch-tool-*\", \"~/.scratch-tool-*/**\"]\n").unwrap();
+    let trail = d.trail("scratch.jsonl");
+    let script = "mkdir ~/.scratch-tool-42 && cp /bin/true ~/.scratch-tool-42/prog && echo written \
+                  && ~/.scratch-tool-42/prog; echo exit=$?";
+    std::fs::create_dir_all(d.root.join("native")).unwrap();
+    let native = Command::new("/bin/sh").args(["-c", script]).env("HOME", d.root.join("native")).output().unwrap();
+    assert_eq!(stdout(&native), "written\nexit=0\n", "natively the program runs");
+    let o = d.sh(&["--policy", policy.to_str().unwrap(), "--audit", trail.to_str().unwrap()], script);
+    assert_eq!(stdout(&o), "written\nexit=126\n", "{}", stderr(&o));
+    let err = stderr(&o);
+    assert!(err.contains("1 exec(s) of a program made after the start where only a grant pattern allows it"), "{err}");
+    assert!(err.contains(&format!("exec {}", d.home.join(".scratch-tool-42/prog").display())), "{err}");
+    let text = std::fs::read_to_string(&trail).unwrap();
+    let exec = text
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .find(|r| r["syscall"] == "execve" && r["path"].as_str().is_some_and(|p| p.ends_with("/prog")))
+        .expect("the exec's record");
+    assert_eq!(exec["decision"], "deny", "{exec}");
+    assert_eq!(exec["errno"], "EACCES", "{exec}");
+    assert!(exec["rule"].as_str().unwrap().contains("backstop (Landlock)"), "{exec}");
+}
