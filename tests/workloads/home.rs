@@ -18,6 +18,19 @@ pub struct Env {
     pub ws: PathBuf,
 }
 
+/// The part of every planted credential that must never appear in what a
+/// sandboxed run prints or writes.
+pub const SECRET: &str = "planted-secret-5f1c9e";
+
+/// The planted credentials' contents (`{}` is [`SECRET`]), in the order of
+/// [`Env::credentials`].
+const CREDENTIALS: [&str; 4] = [
+    "-----BEGIN OPENSSH PRIVATE KEY-----\n{}\n-----END OPENSSH PRIVATE KEY-----\n",
+    "[default]\naws_access_key_id = AKIA{}\naws_secret_access_key = {}\n",
+    "[registry]\ntoken = \"cio{}\"\n",
+    "//npm.corp.example/:_authToken=npm_{}\n",
+];
+
 /// Where `cargo xtask agents` installs the agent CLIs.
 pub fn agents_dir() -> PathBuf {
     std::env::temp_dir().join("agent-clis-for-interpose/node_modules")
@@ -56,8 +69,6 @@ impl Env {
             "[user]\n\tname = Dev Eloper\n\temail = dev@example.org\n[init]\n\tdefaultBranch = main\n",
         )
         .unwrap();
-        std::fs::write(home.join(".ssh/id_ed25519"), "-----BEGIN OPENSSH PRIVATE KEY-----\nfake\n").unwrap();
-        std::fs::write(home.join(".aws/credentials"), "[default]\naws_secret_access_key = fake\n").unwrap();
         let real = PathBuf::from(std::env::var_os("HOME").expect("HOME is set"));
         // rustup: its proxies in ~/.cargo/bin, its toolchains in ~/.rustup.
         let rustup = real.join(".cargo/bin/rustup");
@@ -74,7 +85,21 @@ impl Env {
         if pyenv.is_dir() {
             std::os::unix::fs::symlink(&pyenv, home.join(".pyenv")).unwrap();
         }
-        Env { _dir: dir, root, home, ws }
+        let env = Env { _dir: dir, root, home, ws };
+        for (file, text) in env.credentials().iter().zip(CREDENTIALS) {
+            std::fs::write(file, text.replace("{}", SECRET)).unwrap();
+        }
+        env
+    }
+
+    /// The credentials planted in the home: ssh, aws, cargo, npm.
+    pub fn credentials(&self) -> [PathBuf; 4] {
+        [
+            self.home.join(".ssh/id_ed25519"),
+            self.home.join(".aws/credentials"),
+            self.home.join(".cargo/credentials.toml"),
+            self.home.join(".npmrc"),
+        ]
     }
 
     /// The environment a developer's shell would pass: a PATH through the

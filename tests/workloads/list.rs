@@ -25,7 +25,7 @@ fn prepare(env: &Env, dir: &Path, script: &str) {
 
 /// A workload with the defaults: the example policy, both runs compared
 /// with [`same`], nothing more to check.
-fn workload(name: &str, script: impl Fn(&Env) -> String + 'static) -> Workload {
+pub(super) fn workload(name: &str, script: impl Fn(&Env) -> String + 'static) -> Workload {
     Workload {
         name: name.to_string(),
         network: false,
@@ -40,6 +40,8 @@ fn workload(name: &str, script: impl Fn(&Env) -> String + 'static) -> Workload {
         unchanged: Vec::new(),
         timeout: Duration::from_secs(120),
         wraps: false,
+        files: None,
+        trail_budget: None,
     }
 }
 

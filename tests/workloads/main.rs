@@ -9,12 +9,14 @@
 //! `INTERPOSE_REQUIRE_NETWORK` is set, as in CI). Each prints its native and
 //! sandboxed wall time.
 //!
-//! `cargo xtask workloads [FILTER]` runs those whose name contains FILTER.
+//! `cargo xtask workloads [FILTER]` runs those whose name contains FILTER;
+//! `INTERPOSE_WORKLOADS_TRAILS=DIR` keeps each sandboxed run's trail there.
 
 mod home;
 mod list;
+mod projects;
 
-use home::Env;
+use home::{Env, SECRET};
 use interpose::audit::{self, Decision};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -31,6 +33,9 @@ pub struct Run {
     pub stderr: String,
     /// Wall time.
     pub elapsed: Duration,
+    /// The time of the test suite alone, where the script says it
+    /// (`suite-ms N` on stderr).
+    pub suite: Option<Duration>,
 }
 
 /// A refusal a workload expects (and the test asserts nothing else is
@@ -49,6 +54,10 @@ pub const ALWAYS: &[Intended] = &[
     Intended {
         what: "/proc of processes outside the sandbox",
         matches: |d, _| d.rule_kind == audit::RuleKind::ProcOutside,
+    },
+    Intended {
+        what: "the planted credentials",
+        matches: |d, env| env.credentials().iter().any(|c| d.subject().0 == c.as_os_str().as_encoded_bytes()),
     },
     Intended {
         what: "metadata of the host's secrets in /etc",
@@ -105,6 +114,12 @@ pub struct Workload {
     /// `$SANDBOX` in front of the command to confine (a terminal
     /// multiplexer holding the agent's UI).
     pub wraps: bool,
+    /// Compare the files the two runs leave in the workspace, by name,
+    /// except those this says vary between any two runs: a file written
+    /// natively and missing under interpose was dropped.
+    pub files: Option<fn(&str) -> bool>,
+    /// The largest trail this workload may leave.
+    pub trail_budget: Option<u64>,
 }
 
 /// Both runs ended the same way and printed the same.
@@ -190,7 +205,12 @@ fn run(w: &Workload, env: &Env, sandbox: Option<(&Path, &Path)>) -> Run {
     let started = Instant::now();
     let child = cmd.spawn().expect("spawn");
     let (status, stdout, stderr) = wait(child, w.timeout);
-    Run { status, stdout: env.normalize(&stdout), stderr: env.normalize(&stderr), elapsed: started.elapsed() }
+    let suite = stderr
+        .lines()
+        .filter_map(|l| l.strip_prefix("suite-ms ")?.trim().parse().ok())
+        .next_back()
+        .map(Duration::from_millis);
+    Run { status, stdout: env.normalize(&stdout), stderr: env.normalize(&stderr), elapsed: started.elapsed(), suite }
 }
 
 /// The policy file for `w` in `env`.
@@ -259,13 +279,19 @@ fn ms(d: Duration) -> String {
 
 fn main() {
     let filter: Vec<String> = std::env::args().skip(1).filter(|a| !a.starts_with('-')).collect();
-    let workloads: Vec<Workload> =
-        list::all().into_iter().filter(|w| filter.is_empty() || filter.iter().any(|f| w.name.contains(f))).collect();
+    let workloads: Vec<Workload> = list::all()
+        .into_iter()
+        .chain(projects::all())
+        .filter(|w| filter.is_empty() || filter.iter().any(|f| w.name.contains(f)))
+        .collect();
     let require_network = std::env::var_os("INTERPOSE_REQUIRE_NETWORK").is_some();
     let require_agents = std::env::var_os("INTERPOSE_REQUIRE_AGENTS").is_some();
     let online = workloads.iter().any(|w| w.network) && network();
     let agents = home::agents_dir().join(".bin/claude").exists();
-    println!("{:<34} {:>10} {:>11}  result", "workload", "native", "interpose");
+    println!(
+        "{:<34} {:>10} {:>11} {:>10} {:>11} {:>6} {:>8}  result",
+        "workload", "native", "interpose", "suite", "interpose", "ratio", "trail"
+    );
     let mut results = Vec::new();
     for w in &workloads {
         let needs_agents = ["claude", "gemini", "codex"].iter().any(|a| w.name.starts_with(a));
@@ -278,7 +304,7 @@ fn main() {
         };
         let verdict = match skip {
             Some(why) => {
-                println!("{:<34} {:>10} {:>11}  {why}", tag(w), "-", "-");
+                println!("{:<34} {:>10} {:>11} {:>38}  {why}", tag(w), "-", "-", "");
                 Verdict::Skipped(why)
             }
             None => execute(w),
@@ -334,6 +360,7 @@ fn execute(w: &Workload) -> Verdict {
     let policy = policy_file(w, &sandbox_env);
     let trail = sandbox_env.root.join("trail.jsonl");
     let before: Vec<Vec<String>> = w.unchanged.iter().map(|d| listing(&sandbox_env.home.join(d))).collect();
+    let started = std::time::SystemTime::now();
     let sandboxed = run(w, &sandbox_env, Some((&policy, &trail)));
     if w.wraps {
         // interpose ran in a terminal the script has closed: it ends its
@@ -358,6 +385,33 @@ fn execute(w: &Workload) -> Verdict {
     if let Err(e) = (w.after)(&sandbox_env, &sandboxed) {
         problems.push(e);
     }
+    if let Some(volatile) = w.files {
+        let (native_files, sandboxed_files) = (names(&native_env.ws, volatile), names(&sandbox_env.ws, volatile));
+        let dropped: Vec<&String> = native_files.iter().filter(|f| !sandboxed_files.contains(f)).collect();
+        let extra: Vec<&String> = sandboxed_files.iter().filter(|f| !native_files.contains(f)).collect();
+        if !dropped.is_empty() || !extra.is_empty() {
+            problems.push(format!(
+                "the workspace's files differ: {} written natively are missing under interpose {:?}, {} are new {:?}",
+                dropped.len(),
+                dropped.iter().take(5).collect::<Vec<_>>(),
+                extra.len(),
+                extra.iter().take(5).collect::<Vec<_>>()
+            ));
+        }
+    }
+    let leaks = leaked(&sandbox_env, &sandboxed, started);
+    if !leaks.is_empty() {
+        problems.push(format!("a planted credential's value appears in: {}", leaks.join(", ")));
+    }
+    let trail_size = std::fs::metadata(&trail).map_or(0, |m| m.len());
+    if let Some(keep) = std::env::var_os("INTERPOSE_WORKLOADS_TRAILS") {
+        // For a look at what a workload's trail holds.
+        let _ = std::fs::create_dir_all(&keep);
+        let _ = std::fs::copy(&trail, Path::new(&keep).join(format!("{}.jsonl", w.name)));
+    }
+    if let Some(budget) = w.trail_budget.filter(|b| trail_size > *b) {
+        problems.push(format!("the trail is {trail_size} bytes, over the {budget} budget"));
+    }
     for (dir, before) in w.unchanged.iter().zip(before) {
         let after = listing(&sandbox_env.home.join(dir));
         if after != before {
@@ -379,8 +433,86 @@ fn execute(w: &Workload) -> Verdict {
         Verdict::Ok => "ok",
         _ => "FAILED",
     };
-    println!("{:<34} {:>10} {:>11}  {result}", tag(w), ms(native.elapsed), ms(sandboxed.elapsed));
+    let suite = match (native.suite, sandboxed.suite) {
+        (Some(n), Some(s)) => format!("{:>10} {:>11} {:>5.2}x", ms(n), ms(s), s.as_secs_f64() / n.as_secs_f64()),
+        _ => format!("{:>10} {:>11} {:>6}", "", "", ""),
+    };
+    println!(
+        "{:<34} {:>10} {:>11} {suite} {:>8}  {result}",
+        tag(w),
+        ms(native.elapsed),
+        ms(sandboxed.elapsed),
+        kib(trail_size)
+    );
     verdict
+}
+
+fn kib(bytes: u64) -> String {
+    format!("{} KiB", bytes.div_ceil(1024))
+}
+
+/// The files under `ws`, relative to it, with runs of eight or more hex
+/// digits (pids, random ids, hashes) written `#`, less those `volatile`
+/// says differ between any two runs.
+fn names(ws: &Path, volatile: fn(&str) -> bool) -> Vec<String> {
+    let prefix = ws.display().to_string();
+    let mut out: Vec<String> = listing(ws)
+        .into_iter()
+        .filter_map(|l| {
+            let path = l.rsplit_once(' ')?.0.strip_prefix(&prefix)?.to_string();
+            (!volatile(&path)).then(|| hex_runs(&path))
+        })
+        .collect();
+    out.sort();
+    out.dedup();
+    out
+}
+
+fn hex_runs(text: &str) -> String {
+    let mut out = String::new();
+    let mut run = String::new();
+    for c in text.chars().chain(std::iter::once('/')) {
+        if c.is_ascii_hexdigit() {
+            run.push(c);
+            continue;
+        }
+        out.push_str(if run.len() >= 8 { "#" } else { &run });
+        run.clear();
+        out.push(c);
+    }
+    out.pop();
+    out
+}
+
+/// Where the planted credentials' value shows up after the sandboxed run:
+/// its output, its trail, or a file written during the run anywhere in
+/// the environment (the planted files themselves aside).
+fn leaked(env: &Env, run: &Run, since: std::time::SystemTime) -> Vec<String> {
+    fn walk(dir: &Path, since: std::time::SystemTime, skip: &[PathBuf], out: &mut Vec<String>) {
+        let Ok(entries) = std::fs::read_dir(dir) else { return };
+        for e in entries.flatten() {
+            let path = e.path();
+            let Ok(md) = path.symlink_metadata() else { continue };
+            if md.is_dir() {
+                walk(&path, since, skip, out);
+            } else if md.is_file()
+                && !skip.contains(&path)
+                && md.modified().is_ok_and(|m| m >= since)
+                && std::fs::read(&path).is_ok_and(|data| data.windows(SECRET.len()).any(|w| w == SECRET.as_bytes()))
+            {
+                out.push(path.display().to_string());
+            }
+        }
+    }
+    let mut out = Vec::new();
+    if run.stdout.contains(SECRET) {
+        out.push("its standard output".to_string());
+    }
+    if run.stderr.contains(SECRET) {
+        out.push("its standard error".to_string());
+    }
+    walk(&env.root, since, &env.credentials(), &mut out);
+    out
 }
 
 /// A listing of a tree (paths and sizes), to tell whether it changed.

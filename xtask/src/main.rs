@@ -17,6 +17,7 @@
 //!   runc, busybox-static).
 //! - `workloads [FILTER]`: setup, the agent CLIs and the tools, then the
 //!   real-workload suite (`tests/workloads/`), natively and under interpose.
+//! - `projects`: the real projects' own test suites of that suite alone.
 //! - `soak`: a million trapped opens from 32 processes in one session, with
 //!   the supervisor's descriptors and memory sampled between the halves.
 //! - `ltp --src DIR [TEST...]`: the differential fidelity run (issue 27):
@@ -56,6 +57,9 @@ fn main() -> ExitCode {
         Some("workloads") => setup().and_then(|()| agents()).and_then(|()| tools()).and_then(|()| {
             run(Command::new(env!("CARGO")).current_dir(root()).args(["test", "--test", "workloads", "--"]).args(&args[1..]))
         }),
+        Some("projects") => setup().and_then(|()| tools()).and_then(|()| {
+            run(Command::new(env!("CARGO")).current_dir(root()).args(["test", "--test", "workloads", "--", "project-"]))
+        }),
         Some("fuzz") => setup().and_then(|()| {
             fuzz(
                 args.get(1)
@@ -63,7 +67,7 @@ fn main() -> ExitCode {
             )
         }),
         _ => {
-            Err("usage: cargo xtask setup | codegen [--check] | test [ARGS] | demo | soak | ltp --src DIR [TEST...] | agents | chromium | tools | workloads [FILTER] | fuzz [SECONDS]"
+            Err("usage: cargo xtask setup | codegen [--check] | test [ARGS] | demo | soak | ltp --src DIR [TEST...] | agents | chromium | tools | workloads [FILTER] | projects | fuzz [SECONDS]"
                 .into())
         }
     };
