@@ -125,10 +125,13 @@ fn chromium() -> Result<()> {
 
 /// Debian packages the real-workload suite runs: (program that shows it is
 /// installed, package).
-const TOOLS: [(&str, &str); 9] = [
+const TOOLS: [(&str, &str); 10] = [
     ("/usr/bin/rsync", "rsync"),
-    // A generated `configure` must run under the shipped policy (fidelity).
+    // A generated `configure` must run under the shipped policy (fidelity),
+    // and the autoconf project's `autoreconf -i` copies automake's
+    // `install-sh`.
     ("/usr/bin/autoconf", "autoconf"),
+    ("/usr/bin/automake", "automake"),
     // The OCI agent's tests: the runtimes, and a static busybox for the
     // containers' root file systems.
     ("/usr/sbin/runc", "runc"),
