@@ -987,7 +987,7 @@ impl Supervisor {
             };
             // Written only where it is not the path as given (a third of
             // a record's bytes in a tree of long absolute paths).
-            let resolved = c.resolved.clone().filter(|r| *r != c.path).map(audit::Bytes);
+            let resolved = c.resolved.as_ref().filter(|r| **r != c.path).cloned().map(audit::Bytes);
             sink.send(audit::Record::Decision(Box::new(audit::Decision {
                 seq,
                 time_ns: received_ns,
