@@ -167,6 +167,7 @@ pub fn run(args: &Options) -> anyhow::Result<i32> {
     let micro: Vec<(Workload, usize, &Path)> = vec![
         (Workload::Open, open_n, &fx.file),
         (Workload::Stat, open_n, &fx.file),
+        (Workload::Fstat, open_n, &fx.file),
         (Workload::Getppid, open_n, &fx.file),
         (Workload::ForkExec, fork_n, &fx.file),
         (Workload::DeniedOpen, open_n, &fx.denied),

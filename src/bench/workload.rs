@@ -14,6 +14,10 @@ pub enum Workload {
     Open,
     /// `newfstatat` of an allowed file (glibc's `stat`).
     Stat,
+    /// `fstat` of a descriptor the loop holds: glibc makes it
+    /// `newfstatat(fd, "", AT_EMPTY_PATH)`, the call pytest's output
+    /// capture makes a hundred thousand times a suite.
+    Fstat,
     /// `getppid`, which is never trapped (timed in batches of 100).
     Getppid,
     /// `fork` + `exec /bin/true` + `wait`.
@@ -38,6 +42,7 @@ impl Workload {
         match self {
             Workload::Open => "openat+close",
             Workload::Stat => "newfstatat",
+            Workload::Fstat => "fstat (newfstatat AT_EMPTY_PATH)",
             Workload::Getppid => "getppid (untrapped)",
             Workload::ForkExec => "fork+exec /bin/true",
             Workload::DeniedOpen => "openat, denied",
@@ -59,6 +64,7 @@ pub fn workload(kind: Workload, count: usize, path: &Path) -> anyhow::Result<i32
     let listener = (kind == Workload::UnixConnect).then(|| UnixListener::bind(path)).transpose()?;
     let receiver = (kind == Workload::UnixSendto).then(|| UnixDatagram::bind(path)).transpose()?;
     let sender = (kind == Workload::UnixSendto).then(UnixDatagram::unbound).transpose()?;
+    let held = (kind == Workload::Fstat).then(|| std::fs::File::open(path)).transpose()?;
     let start = Instant::now();
     for _ in 0..count {
         let t = Instant::now();
@@ -71,6 +77,10 @@ pub fn workload(kind: Workload, count: usize, path: &Path) -> anyhow::Result<i32
             }
             Workload::Stat => {
                 std::hint::black_box(nix::sys::stat::stat(path)?);
+            }
+            Workload::Fstat => {
+                // nix calls glibc's fstat, which is newfstatat(fd, "", AT_EMPTY_PATH).
+                std::hint::black_box(nix::sys::stat::fstat(held.as_ref().expect("opened above"))?);
             }
             Workload::Getppid => {
                 for _ in 0..100 {

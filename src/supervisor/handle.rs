@@ -197,6 +197,39 @@ impl Root<'_> {
 
 /// One trapped call being answered: the notification, its table row, and
 /// what has been learned and checked about it so far.
+/// The thread pidfds a worker opened lately, by thread number: `fstat`,
+/// the most frequent call a supervisor performs on a caller's descriptor,
+/// is then one `pidfd_getfd` instead of `pidfd_open`, `pidfd_getfd` and
+/// `close`. A few dozen threads; the oldest is dropped first.
+#[derive(Default)]
+struct Pidfds {
+    kept: std::collections::VecDeque<(u32, std::rc::Rc<OwnedFd>)>,
+}
+
+impl Pidfds {
+    const KEEP: usize = 32;
+
+    fn get(&self, tid: u32) -> Option<std::rc::Rc<OwnedFd>> {
+        self.kept.iter().find(|(t, _)| *t == tid).map(|(_, fd)| fd.clone())
+    }
+
+    fn keep(&mut self, tid: u32, fd: std::rc::Rc<OwnedFd>) {
+        self.forget(tid);
+        if self.kept.len() == Self::KEEP {
+            self.kept.pop_front();
+        }
+        self.kept.push_back((tid, fd));
+    }
+
+    fn forget(&mut self, tid: u32) {
+        self.kept.retain(|(t, _)| *t != tid);
+    }
+}
+
+thread_local! {
+    static PIDFDS: std::cell::RefCell<Pidfds> = std::cell::RefCell::default();
+}
+
 struct Call<'a> {
     sup: &'a Supervisor,
     notif: &'a seccomp::Notif,
@@ -247,14 +280,28 @@ impl Call<'_> {
     /// description), taken with `pidfd_getfd` and checked to belong to the
     /// caller still waiting for this notification.
     fn caller_fd(&self, fd: i32) -> Result<OwnedFd, Stop> {
+        let tid = self.notif.pid;
+        // A pidfd kept from an earlier call of this thread number: it names
+        // the task it was opened for, and only one live task holds a number,
+        // so while the caller waits here it is either this caller's or that
+        // of a task that has gone (ESRCH, then a fresh one is opened).
+        if let Some(pidfd) = PIDFDS.with(|c| c.borrow().get(tid)) {
+            match crate::sys::process::pidfd_getfd(pidfd.as_fd(), fd) {
+                Err(Errno::ESRCH) => PIDFDS.with(|c| c.borrow_mut().forget(tid)),
+                other => {
+                    self.still_valid()?;
+                    return Ok(other?);
+                }
+            }
+        }
         // The calling thread's own table (a thread that unshared its
         // descriptors has one of its own); before Linux 6.9, the process's.
-        let pidfd = match crate::sys::process::pidfd_open_thread(self.notif.pid as libc::pid_t) {
+        let pidfd = match crate::sys::process::pidfd_open_thread(tid as libc::pid_t) {
             Err(Errno::EINVAL) => {
                 let tgid = match self.tgid.get() {
                     Some(&t) => t,
                     None => {
-                        let t = super::resolve::proc_status_field(self.notif.pid, "Tgid:")
+                        let t = super::resolve::proc_status_field(tid, "Tgid:")
                             .and_then(|v| v.parse().ok())
                             .ok_or(Stop::Gone)?;
                         *self.tgid.get_or_init(|| t)
@@ -262,7 +309,15 @@ impl Call<'_> {
                 };
                 crate::sys::process::pidfd_open(tgid as libc::pid_t)?
             }
-            other => other?,
+            Err(e) => return Err(e.into()),
+            Ok(thread) => {
+                // Kept only once the notification is known to be this
+                // thread's: the number was not reused before the open.
+                self.still_valid()?;
+                let thread = std::rc::Rc::new(thread);
+                PIDFDS.with(|c| c.borrow_mut().keep(tid, thread.clone()));
+                return Ok(crate::sys::process::pidfd_getfd(thread.as_fd(), fd)?);
+            }
         };
         self.still_valid()?;
         Ok(crate::sys::process::pidfd_getfd(pidfd.as_fd(), fd)?)
@@ -695,12 +750,11 @@ impl Call<'_> {
             }
             _ => None,
         };
-        // Exec refusals keep their paths even without a trail: they explain
-        // a command that cannot start (rare, so cheap).
-        // So do refusals by carve-outs: the session's end names the first.
-        let carve_out =
-            decision == Verdict::Deny && matches!(reason, Why::Verdict(r) if self.sup.surface().is_carve_out(r));
-        let keep = audited || carve_out || (access == AccessKind::Exec && decision != Verdict::Allow);
+        // Refusals keep their paths even without a trail (rare, so cheap):
+        // the session's end counts the paths refused and names the first
+        // carve-out refusals; a refused exec explains a command that cannot
+        // start.
+        let keep = audited || decision == Verdict::Deny || (access == AccessKind::Exec && decision != Verdict::Allow);
         self.checks.push(Check {
             syscall: self.row.name,
             path: if keep { arg.bytes.clone() } else { Vec::new() },
