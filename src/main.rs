@@ -4,8 +4,8 @@ use clap::Parser;
 use interpose::cli::{self, Cli, Command, DebugCommand};
 use std::process::ExitCode;
 
-/// Exit status when interpose itself fails.
-const INTERPOSE_FAILED: u8 = 125;
+/// Exit status when interpose itself fails (`cli::EXIT_STATUS`).
+const INTERPOSE_FAILED: u8 = cli::FAILED as u8;
 
 fn main() -> ExitCode {
     tracing_subscriber::fmt()
@@ -15,14 +15,14 @@ fn main() -> ExitCode {
     let argv: Vec<std::ffi::OsString> = std::env::args_os().collect();
     if let Some((word, verb)) = cli::misspelled_verb(&argv) {
         eprintln!("interpose: `{word}` is not a verb; did you mean `{verb}`? (to run a program of that name: interpose run -- {word} ...)");
-        return ExitCode::from(2);
+        return ExitCode::from(cli::USAGE as u8);
     }
     let args = Cli::try_parse_from(cli::with_default_verb(argv));
     let args = match args {
         Ok(a) => a,
         Err(e) if e.use_stderr() => {
             let _ = e.print();
-            return ExitCode::from(INTERPOSE_FAILED);
+            return ExitCode::from(cli::USAGE as u8);
         }
         Err(e) => {
             let _ = e.print();

@@ -13,10 +13,26 @@ pub mod why;
 use clap::{Args, Parser, Subcommand};
 use std::path::PathBuf;
 
+/// The exit statuses every verb follows (README "Exit status").
+pub const EXIT_STATUS: &str = "\
+Exit status (every verb):
+  0    done; allowed (why); intact (report --verify); nothing newly denied (replay); valid (policy check)
+  1    the answer is no: denied (why), not intact (report --verify), newly denied (replay), invalid (policy check)
+  2    usage: an unknown verb or flag, a flag value that does not parse, a missing argument
+  125  interpose itself failed: a file it cannot read or that is not a trail, a path flag naming nothing,
+       a missing kernel feature, an output it will not overwrite or cannot write, a trail not written
+run: the command's own status; 128+N if it was killed by signal N; 126 if it cannot be executed
+  (outside the surface included); 127 if it is not found";
+
+/// Exit status: usage (an unknown verb or flag, a value that does not parse).
+pub const USAGE: i32 = 2;
+/// Exit status: interpose itself failed.
+pub const FAILED: i32 = 125;
+
 /// interpose: run a command inside a filesystem trust boundary enforced by
 /// seccomp user notification with a Landlock backstop.
 #[derive(Debug, Parser)]
-#[command(name = "interpose", version, about, long_about = None)]
+#[command(name = "interpose", version, about, long_about = None, after_help = EXIT_STATUS)]
 pub struct Cli {
     /// The verb.
     #[command(subcommand)]
@@ -194,8 +210,10 @@ pub enum DebugCommand {
 /// The flags that make a surface, shared by `run`, `why` and `replay`.
 #[derive(Debug, Args)]
 pub struct SurfaceArgs {
-    /// A policy file (TOML, see `examples/`); the flags below add to it.
-    #[arg(long, value_name = "FILE")]
+    /// A policy file (TOML, see `examples/`), or the name of a built-in
+    /// profile (`interpose policy list`: `--policy claude` is a policy of
+    /// the one line `extends = ["claude"]`); the flags below add to it.
+    #[arg(long, value_name = "FILE|PROFILE")]
     pub policy: Option<PathBuf>,
     /// Allow reading, writing, creating, deleting and executing beneath PATH.
     #[arg(long = "rw", value_name = "PATH")]
@@ -291,6 +309,11 @@ pub struct RunArgs {
     /// "session"`, HOME) after the command ends, and print where it is.
     #[arg(long)]
     pub keep_session: bool,
+    /// Leave out interpose's notices on stderr (credential variables
+    /// removed, what was refused at the end, hints); errors, warnings and
+    /// the explanation of a command that could not start are still said.
+    #[arg(long, short = 'q')]
+    pub quiet: bool,
     /// Run the command in a mount namespace whose root holds only the
     /// surface (bind mounts, carve-outs left out, a fresh /proc): what the
     /// surface does not grant does not exist there. Without root it uses an
@@ -408,6 +431,10 @@ pub struct ReportArgs {
     /// denials, searchable table; no network assets) to OUT.
     #[arg(long, value_name = "OUT", conflicts_with_all = ["verify", "suggest"])]
     pub html: Option<std::path::PathBuf>,
+    /// With --html: replace OUT if it exists (otherwise an existing file is
+    /// left as it is and the report fails).
+    #[arg(long, requires = "html")]
+    pub force: bool,
 }
 
 /// What `report --suggest` prints.

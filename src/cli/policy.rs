@@ -38,10 +38,7 @@ pub fn run(cmd: &PolicyCommand) -> i32 {
 }
 
 fn load(file: &Path) -> Result<Policy, crate::policy::file::PolicyError> {
-    match file.to_str().and_then(|name| (!file.exists()).then(|| Policy::profile(name)).flatten()) {
-        Some(profile) => Ok(profile),
-        None => Policy::load(file),
-    }
+    Policy::load_or_profile(file)
 }
 
 /// Loads and resolves `file` as `run` would; the number of entries.

@@ -8,28 +8,28 @@ use crate::forensics::replay::{replay, Change};
 use crate::forensics::sanitize;
 
 /// Runs the verb; prints the changes and a one-line summary. Returns 0, 1
-/// when an access is newly denied, 2 on bad input.
+/// when an access is newly denied, 125 on bad input.
 pub fn run(args: &ReplayArgs) -> i32 {
     let name = sanitize(&args.file.display().to_string());
     let reader = match Reader::open(&args.file) {
         Ok(r) => r,
         Err(e) => {
             eprintln!("interpose: {name}: {e}");
-            return 2;
+            return super::FAILED;
         }
     };
     let surface = match args.surface.build() {
         Ok(s) => s,
         Err(e) => {
             eprintln!("interpose: {e}");
-            return 2;
+            return super::FAILED;
         }
     };
     let replayed = match replay(reader, &surface) {
         Ok(r) => r,
         Err(e) => {
             eprintln!("interpose: {name}: {e}");
-            return 2;
+            return super::FAILED;
         }
     };
     println!("replayed {} decisions from {name}", replayed.decisions);

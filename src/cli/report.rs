@@ -8,19 +8,19 @@ use crate::forensics::report::{build, checked, print_text, write_html};
 use crate::forensics::sanitize;
 
 /// Runs the verb; returns the exit code: 0, 1 for `--verify` of a trail
-/// that is not intact, 2 for a file that is not a trail.
+/// that is not intact, 125 for a file that is not a trail.
 pub fn run(args: &ReportArgs) -> i32 {
     let name = sanitize(&args.file.display().to_string());
     let mut reader = match Reader::open(&args.file) {
         Ok(r) => r,
         Err(e) => {
             eprintln!("interpose: {name}: {e}");
-            return 2;
+            return super::FAILED;
         }
     };
     let failed = |e: std::io::Error| {
         eprintln!("interpose: {name}: {e}");
-        2
+        super::FAILED
     };
     if args.verify {
         for record in reader.by_ref() {
@@ -59,9 +59,9 @@ pub fn run(args: &ReportArgs) -> i32 {
         Err(e) => return failed(e),
     };
     if let Some(out) = &args.html {
-        if let Err(e) = write_html(out, &report, &rows) {
+        if let Err(e) = write_html(out, &report, &rows, args.force) {
             eprintln!("interpose: --html {}: {e}", out.display());
-            return 2;
+            return super::FAILED;
         }
     }
     match args.format {

@@ -21,6 +21,7 @@ impl RunArgs {
             learn: self.learn,
             env_keep: self.env_keep.clone(),
             keep_session: self.keep_session,
+            quiet: self.quiet,
             isolate: self.isolate,
             fast: self.fast,
             net: self.net.clone(),

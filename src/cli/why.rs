@@ -5,13 +5,13 @@ use super::WhyArgs;
 use crate::policy::{Access, NoProcesses};
 use std::os::unix::ffi::OsStrExt;
 
-/// Prints the verdict; returns 0 when allowed, 1 when denied, 2 on bad flags.
+/// Prints the verdict; returns 0 when allowed, 1 when denied, 125 when the surface cannot be built.
 pub fn run(args: &WhyArgs) -> i32 {
     let surface = match args.surface.build().map_err(|e| e.to_string()) {
         Ok(s) => s,
         Err(e) => {
             eprintln!("interpose: {e}");
-            return 2;
+            return super::FAILED;
         }
     };
     let access = if args.write {

@@ -48,6 +48,9 @@ struct SyscallCounts {
 #[derive(Debug, Default, Serialize)]
 pub struct Report {
     chain: String,
+    /// When the session started: every time in the text and the page is
+    /// counted from it.
+    start_ns: u64,
     command: Vec<String>,
     mode: ModeName,
     exit_status: Option<i32>,
@@ -78,6 +81,20 @@ struct HostCounts {
     rule: String,
 }
 
+/// How many characters of a command line the text and the page show (the
+/// JSON report keeps it whole).
+const ARGV_SHOWN: usize = 80;
+
+/// `s` cut to `n` characters, the cut marked with an ellipsis.
+fn shorten(s: &str, n: usize) -> String {
+    if s.chars().count() <= n {
+        return s.to_string();
+    }
+    let mut cut: String = s.chars().take(n - 1).collect();
+    cut.push('…');
+    cut
+}
+
 fn parent(path: &str) -> String {
     match path.rfind('/') {
         Some(0) => "/".into(),
@@ -92,6 +109,7 @@ pub fn build<R: std::io::BufRead>(reader: &mut Reader<R>) -> std::io::Result<(Re
     let mut r = Report {
         command: reader.start.command.iter().map(|a| sanitize(&a.lossy())).collect(),
         mode: reader.start.mode.name,
+        start_ns,
         ..Report::default()
     };
     let surface = crate::forensics::recorded_surface(&reader.start);
@@ -225,9 +243,9 @@ pub fn print_text(r: &Report) {
         ),
         _ => println!("decisions:  {} ({} denied)", r.decisions, r.denials),
     }
-    let start = r.denials_by_directory.values().map(|g| g.first_ns).min().unwrap_or(0);
+    let start = r.start_ns;
     if !r.denials_by_directory.is_empty() {
-        println!("\ndenials by directory (times in seconds from the first denial):");
+        println!("\ndenials by directory (first-last, in seconds from the session's start):");
         let mut groups: Vec<_> = r.denials_by_directory.iter().collect();
         groups.sort_by(|a, b| b.1.count.cmp(&a.1.count).then(a.0.cmp(b.0)));
         for (dir, g) in groups {
@@ -267,7 +285,7 @@ pub fn print_text(r: &Report) {
     fn walk(r: &Report, pid: u32, depth: usize, children: &dyn Fn(Option<u32>) -> Vec<u32>) {
         let p = &r.processes[&pid];
         let what = if p.argv.is_empty() { p.comm.clone() } else { p.argv.join(" ") };
-        let what: String = what.chars().take(80).collect();
+        let what = shorten(&what, ARGV_SHOWN);
         println!("  {:indent$}{pid} {what}  ({}, {} denied)", "", p.decisions, p.denials, indent = depth * 2);
         if depth < 32 {
             for child in children(Some(pid)) {
@@ -302,7 +320,8 @@ pub struct Denial {
 /// The page: a fixed template with the report's data embedded as JSON and
 /// rendered by its own script (as text, never as markup). Written to a
 /// temporary name and renamed, so OUT is never left half-written.
-pub fn write_html(out: &std::path::Path, report: &Report, rows: &[Denial]) -> std::io::Result<()> {
+pub fn write_html(out: &std::path::Path, report: &Report, rows: &[Denial], force: bool) -> std::io::Result<()> {
+    use std::io::Write;
     const TEMPLATE: &str = include_str!("report.html");
     let data = serde_json::json!({ "report": report, "denials": rows });
     // Inside <script>, `</` could end the element early; `<\/` is the same
@@ -310,9 +329,20 @@ pub fn write_html(out: &std::path::Path, report: &Report, rows: &[Denial]) -> st
     let data = serde_json::to_string(&data).expect("serializable").replace("</", "<\\/").replace("<!--", "<\\u0021--");
     let page = TEMPLATE.replacen("/*DATA*/", &data, 1);
     let mut tmp = out.as_os_str().to_owned();
-    tmp.push(".tmp");
-    std::fs::write(&tmp, page)?;
-    std::fs::rename(&tmp, out)
+    tmp.push(format!(".{}.tmp", std::process::id()));
+    let tmp = std::path::PathBuf::from(tmp);
+    std::fs::OpenOptions::new().write(true).create_new(true).open(&tmp)?.write_all(page.as_bytes())?;
+    // Never over a file that exists, unless asked: without --force a hard
+    // link puts the page in place only where no name is (no window between
+    // a check and the write), and the temporary name goes.
+    let placed = if force { std::fs::rename(&tmp, out) } else { std::fs::hard_link(&tmp, out) };
+    let _ = std::fs::remove_file(&tmp);
+    placed.map_err(|e| match e.kind() {
+        std::io::ErrorKind::AlreadyExists => {
+            std::io::Error::new(e.kind(), "exists; not overwritten (--force replaces it)")
+        }
+        _ => e,
+    })
 }
 
 /// The chain checked, and its anchor with the key at `key` (or the

@@ -415,6 +415,33 @@ impl Policy {
         Ok(policy)
     }
 
+    /// `--policy NAME`: the file at `path`, or, where no such file exists
+    /// and it is a bare name, the built-in profile of that name as a policy
+    /// that extends it (`extends = ["NAME"]`: the system surface, the
+    /// tooling profile and the workspace, as a file of that one line
+    /// would have). A path that names no file and no profile is the file's
+    /// read error.
+    pub fn load_or_profile(path: &Path) -> Result<Policy, PolicyError> {
+        let name = path.to_str().filter(|n| !n.contains('/') && !path.exists());
+        match name.filter(|n| PROFILES.iter().any(|(p, _, _)| p == n)) {
+            Some(n) => {
+                let mut policy = Policy { grants_workspace: true, ..Policy::default() };
+                let text = format!("extends = [\"{n}\"]\n");
+                policy.add_file(&Source::new(format!("profile {n} (built in)"), &text, None))?;
+                Ok(policy)
+            }
+            None if name.is_some() => Policy::load(path).map_err(|mut e| {
+                let names: Vec<&str> = PROFILES.iter().map(|(n, _, _)| *n).collect();
+                e.kind = ErrorKind::Read(format!(
+                    "no such file, and no built-in profile of that name (profiles: {})",
+                    names.join(", ")
+                ));
+                e
+            }),
+            None => Policy::load(path),
+        }
+    }
+
     /// The surface of flags alone (no `--policy`): the built-in system
     /// surface and the tooling profile, no workspace of its own.
     pub fn defaults() -> Policy {

@@ -59,6 +59,8 @@ pub struct Config {
     pub env_keep: Vec<String>,
     /// Keep the session directory after the run.
     pub keep_session: bool,
+    /// Leave out notices (not errors or warnings).
+    pub quiet: bool,
     /// An isolated root holding only the surface.
     pub isolate: bool,
     /// Fast mode: leave to Landlock what it decides exactly.
@@ -239,12 +241,12 @@ pub fn run(args: &Config) -> Result<i32, RunError> {
         false => None,
     };
     let (env, dropped) = environment(args, &parts, &session, &network);
-    for note in &parts.notes {
+    for note in parts.notes.iter().filter(|_| !args.quiet) {
         eprintln!("interpose: {note}");
     }
     // Nothing the user set is lost without a word: the names (never the
     // values) of what was removed, and a keep that keeps nothing.
-    if !dropped.is_empty() {
+    if !dropped.is_empty() && !args.quiet {
         let names: Vec<String> = dropped.iter().map(|d| d.name.to_string_lossy().into_owned()).collect();
         eprintln!(
             "interpose: removed from the command's environment (credentials): {}; keep one with --env-keep NAME \
@@ -349,8 +351,10 @@ pub fn run(args: &Config) -> Result<i32, RunError> {
     end_sandbox();
     drop(pids);
     supervisor.quiesce();
-    for line in supervisor.carve_out_summary() {
-        eprintln!("interpose: {line}");
+    if !args.quiet {
+        for line in supervisor.carve_out_summary().into_iter().chain(end_notes(args, &supervisor)) {
+            eprintln!("interpose: {line}");
+        }
     }
     net::stop_proxy(proxy);
     phase("leftovers killed, pids cgroup removed, proxy stopped");
@@ -615,6 +619,30 @@ fn pids_cgroup(args: &Config, plan: &Plan) -> Result<Option<sandbox::pids::PidsC
             tracing::debug!("no default task limit: {e}");
             Ok(None)
         }
+    }
+}
+
+/// What a session with refusals ends with: how many, and what to run next;
+/// a hint when writes were refused and nothing was made writable.
+fn end_notes(args: &Config, supervisor: &Supervisor) -> Vec<String> {
+    let next = match args.audit.as_ref().map(|a| a.to_string_lossy()) {
+        None => "to see them, run again with --audit FILE, then: interpose report FILE".to_string(),
+        Some(a) if a == "-" || a.starts_with("unix:") => "the trail has them".to_string(),
+        Some(a) => format!("see them with: interpose report {}", shell_word(&a)),
+    };
+    let mut notes: Vec<String> = supervisor.refusal_summary(&next).into_iter().collect();
+    if supervisor.refused_writes() && args.surface.rw.is_empty() && args.surface.policy.is_none() {
+        notes.push("nothing was writable in this run: --rw DIR makes a directory (your project, say) writable".into());
+    }
+    notes
+}
+
+/// `s` as one shell word, quoted only where it needs to be.
+fn shell_word(s: &str) -> String {
+    if !s.is_empty() && s.bytes().all(|b| b.is_ascii_alphanumeric() || b"/._-+=:,@%".contains(&b)) {
+        s.to_string()
+    } else {
+        format!("'{}'", s.replace('\'', "'\\''"))
     }
 }
 

@@ -77,7 +77,7 @@ impl SurfaceSpec {
         use crate::policy::file::Policy;
         use crate::policy::{Mode, Origin};
         let mut policy = match &self.policy {
-            Some(file) => Policy::load(file)?,
+            Some(file) => Policy::load_or_profile(file)?,
             None => Policy::defaults(),
         };
         if self.no_system {

@@ -71,6 +71,32 @@ pub struct Stats {
     pub would_deny: AtomicU64,
 }
 
+/// The refusals of a session, counted for its last line: calls, writes
+/// among them, and the distinct paths (hashed, up to [`Refused::PATHS`]).
+#[derive(Default)]
+struct Refused {
+    calls: u64,
+    writes: u64,
+    paths: std::collections::HashSet<u64>,
+}
+
+impl Refused {
+    /// Distinct paths counted at most; a run that refuses more is told
+    /// "or more".
+    const PATHS: usize = 65_536;
+
+    fn count(&mut self, c: &handle::Check, hasher: &std::hash::RandomState) {
+        use std::hash::BuildHasher;
+        self.calls += 1;
+        if matches!(c.access, AccessKind::Write | AccessKind::Create | AccessKind::Delete) {
+            self.writes += 1;
+        }
+        if self.paths.len() < Self::PATHS {
+            self.paths.insert(hasher.hash_one(c.resolved.as_deref().unwrap_or(&c.path)));
+        }
+    }
+}
+
 /// The kind of rule a verdict came from, for the trail's readers.
 fn rule_kind(surface: &Surface, reason: crate::policy::Reason) -> RuleKind {
     use crate::policy::Reason;
@@ -137,6 +163,8 @@ pub struct Supervisor {
     /// Execs the backstop could not run ([`handle::BACKSTOP_EXEC`]): how
     /// many, and the first few programs.
     backstop_execs: std::sync::Mutex<(u64, Vec<Vec<u8>>)>,
+    /// Every refusal, for the one line the session ends with.
+    refused: std::sync::Mutex<Refused>,
     /// Allowed (and failed) decisions recorded once: (process, object,
     /// access, outcome) hashed to the first record's `seq` and the times
     /// decided the same way again since.
@@ -377,6 +405,7 @@ impl Supervisor {
             exec_refusals: std::sync::Mutex::new(Vec::new()),
             carve_out_refusals: std::sync::Mutex::new((0, Vec::new())),
             backstop_execs: std::sync::Mutex::new((0, Vec::new())),
+            refused: std::sync::Mutex::default(),
             repeats: std::sync::Mutex::new(std::collections::HashMap::new()),
             repeat_hasher: std::hash::RandomState::new(),
             // Waiting calls hold descriptors; the command was started
@@ -638,6 +667,7 @@ impl Supervisor {
             }
             for c in outcome.checks.iter().filter(|c| c.decision == Verdict::Deny) {
                 self.keep_carve_out_refusal(c);
+                self.refused.lock().unwrap_or_else(std::sync::PoisonError::into_inner).count(c, &self.repeat_hasher);
             }
             let mut checks = outcome.checks;
             match outcome.answer {
@@ -918,6 +948,29 @@ impl Supervisor {
             lines.push(format!("  {access} {path}: {rule}"));
         }
         lines
+    }
+
+    /// The line a session with refusals ends with: how many accesses were
+    /// refused, of how many paths, and `next`: what to run to see them.
+    /// `None` when nothing was refused.
+    pub fn refusal_summary(&self, next: &str) -> Option<String> {
+        let refused = self.refused.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if refused.calls == 0 {
+            return None;
+        }
+        let paths = refused.paths.len();
+        let more = if paths >= Refused::PATHS { " or more" } else { "" };
+        Some(format!(
+            "{} access{} refused, to {paths}{more} path{}; {next}",
+            refused.calls,
+            if refused.calls == 1 { " was" } else { "es were" },
+            if paths == 1 && more.is_empty() { "" } else { "s" },
+        ))
+    }
+
+    /// Whether any write, create or delete was refused this session.
+    pub fn refused_writes(&self) -> bool {
+        self.refused.lock().unwrap_or_else(std::sync::PoisonError::into_inner).writes > 0
     }
 
     /// The execs refused so far (the first few), oldest first.

@@ -368,7 +368,13 @@ fn the_html_report_renders_in_chromium() {
     let o = t
         .command(
             &["--audit", trail.to_str().unwrap()],
-            &["/bin/sh", "-c", "cat /etc/shadow; touch \"$OUT/x</script><b>y\"; sh -c 'ls /root; cat $OUT/secret'"],
+            &[
+                "/bin/sh",
+                "-c",
+                "cat /etc/shadow; touch \"$OUT/x</script><b>y\"; sh -c 'ls /root; cat $OUT/secret'; \
+                 curl -sS -o /dev/null https://blocked.example/ 2>/dev/null; \
+                 /bin/echo argument-of-a-very-long-command-line-that-the-reports-shorten-to-eighty-characters >/dev/null",
+            ],
         )
         .output()
         .unwrap();
@@ -379,7 +385,27 @@ fn the_html_report_renders_in_chromium() {
     let page = std::fs::read_to_string(&html).unwrap();
     assert_eq!(page.matches("</script>").count(), 2, "only the page's own two script elements end");
     assert!(!page.contains(" src=") && !page.contains(" href="), "no external assets");
-    assert!(!t.outside.join("report.html.tmp").exists());
+    let leftovers: Vec<_> = std::fs::read_dir(&t.outside)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".tmp"))
+        .collect();
+    assert!(leftovers.is_empty(), "{leftovers:?}");
+    // An existing page is never overwritten without --force.
+    std::fs::write(&html, "an earlier page\n").unwrap();
+    let again = Command::new(interpose()).arg("report").arg(&trail).arg("--html").arg(&html).output().unwrap();
+    assert_eq!(again.status.code(), Some(125), "{}", stderr(&again));
+    assert!(stderr(&again).contains("exists; not overwritten (--force replaces it)"), "{}", stderr(&again));
+    assert_eq!(std::fs::read_to_string(&html).unwrap(), "an earlier page\n");
+    let forced =
+        Command::new(interpose()).arg("report").arg(&trail).args(["--force", "--html"]).arg(&html).output().unwrap();
+    assert!(forced.status.success(), "{}", stderr(&forced));
+    assert_eq!(std::fs::read_to_string(&html).unwrap(), page);
+    // The text report counts time from the session's start, as the page does.
+    let text = stdout(&r);
+    let etc = text.lines().find(|l| l.trim_end().ends_with("/etc  [read]")).unwrap_or_else(|| panic!("{text}"));
+    let first = etc.split_whitespace().nth(1).unwrap().split('-').next().unwrap().to_string();
+    assert!(text.contains("…  ("), "a long command line is shortened: {text}");
 
     let chromium = std::path::Path::new("/usr/bin/chromium");
     if !chromium.exists() {
@@ -406,11 +432,14 @@ fn the_html_report_renders_in_chromium() {
     for label in ["sh (", "cat (", "ls ("] {
         assert!(dom.contains(label), "process tree lacks {label}:\n{dom}");
     }
-    let n = records(&trail).iter().filter(|r| r["decision"] == "deny").count();
+    let n = records(&trail).iter().filter(|r| r["type"] == "decision" && r["decision"] == "deny").count();
     assert!(n >= 4);
     assert!(dom.contains(&format!("{n} of {n} shown")), "{dom}");
     assert_eq!(dom.matches("<circle").count(), n, "one timeline mark per denial");
     assert!(dom.contains("/etc/shadow") && dom.contains("x&lt;/script&gt;&lt;b&gt;y"), "{dom}");
+    assert!(dom.contains(&format!("<td>{first}</td>")), "the text's time {first} is the page's:\n{dom}");
+    assert!(dom.contains("<h2>Hosts</h2>") && dom.contains("blocked.example:443"), "{dom}");
+    assert!(dom.contains("eighty-characters\">") && dom.contains("…</span>"), "argv shortened, whole on hover:\n{dom}");
     let shot = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("report-screenshot.png");
     let _ = std::fs::remove_file(&shot);
     browse(&["--window-size=1100,1300", &format!("--screenshot={}", shot.display())]);

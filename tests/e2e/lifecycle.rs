@@ -18,15 +18,38 @@ fn exit_statuses_follow_the_shell_convention() {
     assert_eq!(code(&["./missing"]), Some(127));
 }
 
+/// One table of exit statuses for every verb, in `--help` and the README:
+/// 2 for usage (a flag or verb that does not exist, a value that does not
+/// parse, a missing argument), 125 for interpose's own failure (a path flag
+/// naming nothing, a file that is not a trail), 1 for an answer of no.
 #[test]
-fn interpose_failures_exit_125_with_a_message() {
-    let o = Command::new(interpose()).args(["run", "--bogus-flag", "--", "true"]).output().unwrap();
-    assert_eq!(o.status.code(), Some(125));
-    let o = Command::new(interpose()).args(["run", "--rw", "/no/such/dir", "--", "true"]).output().unwrap();
-    assert_eq!(o.status.code(), Some(125));
-    assert!(stderr(&o).contains("--rw /no/such/dir"), "{}", stderr(&o));
-    let o = Command::new(interpose()).args(["run", "--rw", "/tmp"]).output().unwrap();
-    assert_eq!(o.status.code(), Some(125), "a command is required");
+fn exit_statuses_follow_one_table() {
+    let code = |args: &[&str]| {
+        let o = Command::new(interpose()).args(args).output().unwrap();
+        (o.status.code(), stderr(&o))
+    };
+    let (c, err) = code(&["run", "--bogus-flag", "--", "true"]);
+    assert_eq!(c, Some(2), "{err}");
+    let (c, err) = code(&["run", "--rw", "/tmp"]);
+    assert_eq!(c, Some(2), "a command is required: {err}");
+    let (c, err) = code(&["report", "--verify", "--suggest", "x"]);
+    assert_eq!(c, Some(2), "conflicting flags: {err}");
+    let (c, err) = code(&["run", "--rw", "/no/such/dir", "--", "true"]);
+    assert_eq!(c, Some(125));
+    assert!(err.contains("--rw /no/such/dir"), "{err}");
+    let (c, err) = code(&["report", "/no/such/trail.jsonl"]);
+    assert_eq!(c, Some(125), "{err}");
+    let (c, err) = code(&["why", "--rw", "/tmp", "/etc/shadow"]);
+    assert_eq!(c, Some(1), "denied: {err}");
+    let (c, _) = code(&["why", "--rw", "/tmp", "/tmp"]);
+    assert_eq!(c, Some(0));
+    let help = Command::new(interpose()).arg("--help").output().unwrap();
+    let help = stdout(&help);
+    for line in ["Exit status (every verb):", "2    usage", "125  interpose itself failed", "127 if it is not found"] {
+        assert!(help.contains(line), "--help lacks {line:?}:\n{help}");
+    }
+    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
+    assert!(readme.contains(interpose::cli::EXIT_STATUS), "the README's table is --help's");
 }
 
 #[test]
@@ -175,7 +198,7 @@ fn the_quick_benchmark_runs_every_mode_of_its_own() {
             cells += 1;
         }
     }
-    // Thirteen rows (eight per-call, five commands) by every mode: native,
+    // Fourteen rows (nine per-call, five commands) by every mode: native,
     // the four C floors (built here with cc), interpose's own floor and its
     // three modes, and a runc container without and with the oci-agent.
     let modes: Vec<&str> = r["modes"].as_array().unwrap().iter().map(|m| m.as_str().unwrap()).collect();
@@ -183,7 +206,7 @@ fn the_quick_benchmark_runs_every_mode_of_its_own() {
     for m in ours.into_iter().chain(["runc", "runc+oci-agent"]) {
         assert!(modes.contains(&m), "{m} missing from {modes:?}");
     }
-    assert_eq!(cells, 13 * modes.len());
+    assert_eq!(cells, 14 * modes.len());
     assert_eq!(r["missing"].as_array().unwrap().len(), 0, "{}", r["missing"]);
     // Every target of the issue is judged, the floors' ratios included.
     let targets = r["targets"].as_array().unwrap();
@@ -330,4 +353,65 @@ fn a_misspelled_verb_names_the_verb_and_runs_nothing() {
     let t = Tree::new();
     let o = t.command(&[], &["/bin/sh", "-c", "echo ran"]).output().unwrap();
     assert_eq!(stdout(&o), "ran\n", "{}", stderr(&o));
+}
+
+/// A run with refusals says so itself at the end, one line: how many
+/// accesses were refused, of how many paths, and what to run next (the
+/// trail when there is one); a run with nothing writable that was refused
+/// writes gets a hint; `--quiet` leaves the notices out, never the
+/// command's own output.
+#[test]
+fn refusals_are_counted_at_the_end_and_quiet_leaves_notices_out() {
+    if !kernel_ok() {
+        return;
+    }
+    let t = Tree::new();
+    let script = "cat $OUT/secret; cat $OUT/secret; touch /usr/interpose-x; echo end";
+    let o = t.sh(script);
+    let err = stderr(&o);
+    assert_eq!(stdout(&o), "end\n", "{err}");
+    let last = err.lines().last().unwrap_or_default();
+    assert!(last.starts_with("interpose: ") && last.contains("accesses were refused, to 2 paths"), "{err}");
+    assert!(last.contains("run again with --audit FILE, then: interpose report FILE"), "{err}");
+    // With a trail, the line names it.
+    let trail = t.outside.join("trail.jsonl");
+    let o = t.command(&["--audit", trail.to_str().unwrap()], &["/bin/sh", "-c", script]).output().unwrap();
+    assert!(stderr(&o).contains(&format!("see them with: interpose report {}", trail.display())), "{}", stderr(&o));
+    // Nothing refused, nothing said.
+    let o = t.command(&[], &["/bin/true"]).env_remove("GITHUB_TOKEN").output().unwrap();
+    assert!(!stderr(&o).contains("refused"), "{}", stderr(&o));
+    // No --rw and a refused write: the hint.
+    let mut c = Command::new(interpose());
+    c.args(["run", "--", "/bin/sh", "-c", "touch $OUT/made; echo end"]).env("OUT", &t.outside).current_dir(&t.ws);
+    let o = c.output().unwrap();
+    assert!(stderr(&o).contains("nothing was writable in this run: --rw DIR"), "{}", stderr(&o));
+    // --quiet: the command's own output and errors, no notices.
+    let o = t
+        .command(&["--quiet"], &["/bin/sh", "-c", script])
+        .env("OPENAI_API_KEY", "sk-secret-value-1")
+        .output()
+        .unwrap();
+    let err = stderr(&o);
+    assert_eq!(stdout(&o), "end\n", "{err}");
+    assert!(err.contains("Permission denied"), "the command's own errors stay: {err}");
+    assert!(!err.contains("interpose:"), "{err}");
+}
+
+/// The README renders: every code fence opens with at most a language
+/// name and closes bare (a closing fence with text after it turned the
+/// rest of the README into code).
+#[test]
+fn the_readme_code_fences_close_cleanly() {
+    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
+    let mut open = false;
+    for (i, line) in readme.lines().enumerate() {
+        let Some(rest) = line.trim_start().strip_prefix("```") else { continue };
+        if open {
+            assert!(rest.trim().is_empty(), "README.md:{}: a closing fence with text after it: {line}", i + 1);
+        } else {
+            assert!(rest.chars().all(|c| c.is_ascii_alphanumeric() || c == '-'), "README.md:{}: {line}", i + 1);
+        }
+        open = !open;
+    }
+    assert!(!open, "README.md: a code fence is never closed");
 }

@@ -385,3 +385,42 @@ fn removed_credentials_are_named_and_a_keep_of_nothing_is_said() {
     assert!(!err.contains("secret-value") && !err.contains("ANTHROPIC_API_KEY,"), "values never shown: {err}");
     assert!(err.contains("--env-keep ANTHROPIC_APY_KEY: not set here"), "{err}");
 }
+
+/// `--policy claude` takes a built-in profile by name, as `policy show
+/// claude` does: a policy of the one line `extends = ["claude"]` (the
+/// system surface, the workspace, the profile's own places). A name that
+/// is neither a file nor a profile says both and lists the profiles.
+#[test]
+fn a_builtin_profile_is_a_policy_by_name() {
+    if !kernel_ok() {
+        return;
+    }
+    let t = Tree::new();
+    let home = t.outside.join("home");
+    std::fs::create_dir_all(home.join(".claude")).unwrap();
+    std::fs::create_dir_all(home.join(".ssh")).unwrap();
+    std::fs::write(home.join(".claude/settings.json"), "{\"profile-marker\": 1}\n").unwrap();
+    std::fs::write(home.join(".ssh/id_ed25519"), "PRIVATE-KEY-MARKER\n").unwrap();
+    let run = |policy: &str| {
+        let mut c = Command::new(interpose());
+        c.args(["run", "--policy", policy, "--", "/bin/sh", "-c"])
+            .arg("cat ~/.claude/settings.json; echo made > made.txt; cat ~/.ssh/id_ed25519; echo end")
+            .current_dir(&t.ws)
+            .env("HOME", &home)
+            .env("PWD", &t.ws)
+            .env_remove("LD_LIBRARY_PATH");
+        c.output().unwrap()
+    };
+    let o = run("claude");
+    let (out, err) = (stdout(&o), stderr(&o));
+    assert!(out.contains("profile-marker") && out.ends_with("end\n"), "{out}{err}");
+    assert!(!out.contains("PRIVATE-KEY-MARKER"), "{out}");
+    assert_eq!(std::fs::read_to_string(t.ws.join("made.txt")).unwrap(), "made\n", "the workspace is writable");
+    // Natively the profile's name is no file: the name is a profile only
+    // where no such file exists in the cwd.
+    let o = run("claud");
+    assert_eq!(o.status.code(), Some(125));
+    let err = stderr(&o);
+    assert!(err.contains("claud: cannot read the policy: no such file, and no built-in profile"), "{err}");
+    assert!(err.contains("claude, gemini, codex"), "{err}");
+}
