@@ -69,6 +69,26 @@ struct Failure {
     why: Mutex<Option<String>>,
     /// The process to kill on failure (`OnFailure::Stop`), once known.
     stop: std::sync::atomic::AtomicI32,
+    /// While the writer is writing: when it started ([`monotonic_ns`]);
+    /// 0 while it waits for records. A write that does not return is a
+    /// reader that stopped reading.
+    writing_since: AtomicU64,
+    /// Set once the session gave the trail up as stalled: nothing waits
+    /// for the writer any more, and what is sent is counted as lost.
+    abandoned: std::sync::atomic::AtomicBool,
+    /// Records queued or sent after the trail was given up.
+    lost: AtomicU64,
+}
+
+/// How long a single write to the trail may block before the trail counts
+/// as stalled (its reader stopped reading).
+pub const STALL: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// Nanoseconds on the monotonic clock since the first call, plus one (0
+/// means "not writing").
+fn monotonic_ns() -> u64 {
+    static START: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
+    START.get_or_init(std::time::Instant::now).elapsed().as_nanos() as u64 + 1
 }
 
 /// The sending side, shared by the workers.
@@ -137,10 +157,26 @@ impl Sink {
     /// Queues a record. Allows and errors are dropped (and counted) when
     /// the queue is full; everything else waits for room.
     pub fn send(&self, record: Record) {
+        self.send_waiting(record, false);
+    }
+
+    /// As [`Sink::send`], at the session's end: a record that waits for
+    /// room gives the trail up ([`Sink::abandon`]) once the writer is
+    /// stalled, where a worker's waits on (the command waits with it, and
+    /// nothing runs unrecorded).
+    pub fn send_last(&self, record: Record) {
+        self.send_waiting(record, true);
+    }
+
+    fn send_waiting(&self, record: Record, give_up_when_stalled: bool) {
         // Refusals (and would-be refusals, which --suggest is made from),
         // execs (the process tree) and the session records wait for room;
         // only allows and errors may be dropped, and are counted.
         let droppable = matches!(&record, Record::Decision(d) if matches!(d.decision, Verdict::Allow | Verdict::Error));
+        if self.abandoned() {
+            self.failure.lost.fetch_add(1, Ordering::Relaxed);
+            return;
+        }
         let mut items = self.queue.items.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         if items.len() >= CAPACITY {
             if droppable {
@@ -149,7 +185,18 @@ impl Sink {
             }
             self.queue.ready.notify_one();
             while items.len() >= CAPACITY {
-                items = self.queue.room.wait(items).unwrap_or_else(std::sync::PoisonError::into_inner);
+                if give_up_when_stalled && self.stalled().is_some() {
+                    drop(items);
+                    self.abandon();
+                    self.failure.lost.fetch_add(1, Ordering::Relaxed);
+                    return;
+                }
+                if self.abandoned() {
+                    self.failure.lost.fetch_add(1, Ordering::Relaxed);
+                    return;
+                }
+                let wait = self.queue.room.wait_timeout(items, std::time::Duration::from_millis(100));
+                items = wait.unwrap_or_else(std::sync::PoisonError::into_inner).0;
             }
         }
         items.push(Msg::Record(Box::new(record)));
@@ -163,15 +210,70 @@ impl Sink {
         self.dropped.load(Ordering::Relaxed)
     }
 
-    /// Waits until everything queued so far is written and flushed.
-    pub fn flush(&self) {
+    /// Waits until everything queued so far is written and flushed, or
+    /// until the writer has been stuck in one write for [`STALL`]: then the
+    /// trail is given up ([`Sink::abandon`]) and `false` is returned.
+    pub fn flush(&self) -> bool {
+        if self.abandoned() {
+            return false;
+        }
         let (ack, done) = sync_channel(1);
         {
             let mut items = self.queue.items.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
             items.push(Msg::Flush(ack));
             self.queue.ready.notify_one();
         }
-        let _ = done.recv();
+        loop {
+            match done.recv_timeout(std::time::Duration::from_millis(100)) {
+                Ok(()) | Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => return true,
+                Err(std::sync::mpsc::RecvTimeoutError::Timeout) if self.stalled().is_some() => {
+                    self.abandon();
+                    return false;
+                }
+                Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
+            }
+        }
+    }
+
+    /// How long the writer has been stuck in one write, once that is
+    /// [`STALL`] or more: the trail's reader (a pipe, a socket, stderr)
+    /// stopped reading.
+    pub fn stalled(&self) -> Option<std::time::Duration> {
+        let since = self.failure.writing_since.load(Ordering::SeqCst);
+        let stuck = std::time::Duration::from_nanos(monotonic_ns().saturating_sub(since));
+        (since != 0 && stuck >= STALL).then_some(stuck)
+    }
+
+    /// Gives the trail up: nothing waits for the writer any more (a
+    /// worker waiting for room goes on, a flush returns), what was queued
+    /// and what is sent from now on is counted as lost, and the failure is
+    /// said in words. The writer may stay blocked in its write.
+    pub fn abandon(&self) {
+        if self.failure.abandoned.swap(true, Ordering::SeqCst) {
+            return;
+        }
+        let queued = {
+            let items = self.queue.items.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            items.iter().filter(|m| matches!(m, Msg::Record(_))).count() as u64
+        };
+        self.failure.lost.fetch_add(queued, Ordering::Relaxed);
+        self.queue.room.notify_all();
+        let stuck = self.stalled().unwrap_or(STALL).as_secs_f64();
+        let mut why = self.failure.why.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        why.get_or_insert_with(|| {
+            format!("the audit trail's reader stopped reading (no write went through for {stuck:.1} s): the trail ends early, without its session end and anchor")
+        });
+    }
+
+    /// Whether the trail was given up ([`Sink::abandon`]).
+    pub fn abandoned(&self) -> bool {
+        self.failure.abandoned.load(Ordering::SeqCst)
+    }
+
+    /// Records that never reached the trail after it was given up (queued
+    /// then, or sent since), and allows dropped for want of room.
+    pub fn lost(&self) -> u64 {
+        self.failure.lost.load(Ordering::Relaxed) + self.dropped()
     }
 }
 
@@ -235,6 +337,7 @@ fn writer(queue: &Queue, out: Output, key: Option<&TrailKey>, failure: &Failure)
             std::mem::swap(&mut *items, &mut batch);
             queue.room.notify_all();
         }
+        failure.writing_since.store(monotonic_ns(), Ordering::SeqCst);
         for msg in batch.drain(..) {
             match msg {
                 Msg::Record(r) if !failed => {
@@ -277,6 +380,7 @@ fn writer(queue: &Queue, out: Output, key: Option<&TrailKey>, failure: &Failure)
                 fail(e, &mut out);
             }
         }
+        failure.writing_since.store(0, Ordering::SeqCst);
     }
 }
 

@@ -477,6 +477,9 @@ pub struct WhyArgs {
     /// Ask about executing.
     #[arg(long)]
     pub exec: bool,
+    /// `text` for people, `json` for machines.
+    #[arg(long, value_enum, default_value_t = ReportFormat::Text)]
+    pub format: ReportFormat,
     /// The path to ask about.
     pub path: PathBuf,
 }

@@ -14,16 +14,29 @@ pub fn run(cmd: &PolicyCommand) -> i32 {
             }
             0
         }
-        PolicyCommand::Check { file } => match check(file) {
-            Ok(n) => {
-                println!("{}: ok ({n} entries)", file.display());
-                0
+        PolicyCommand::Check { file } => {
+            let (entries, warnings, errors) = check(file);
+            for w in &warnings {
+                eprintln!("warning: {w}");
             }
-            Err(e) => {
+            for e in &errors {
                 eprintln!("{e}");
-                1
             }
-        },
+            match entries {
+                Some(n) if errors.is_empty() => {
+                    let warned = match warnings.len() {
+                        0 => String::new(),
+                        n => format!(", {n} warning(s)"),
+                    };
+                    println!("{}: ok ({n} entries{warned})", file.display());
+                    0
+                }
+                _ => {
+                    eprintln!("{}: {} error(s)", file.display(), errors.len());
+                    1
+                }
+            }
+        }
         PolicyCommand::Show { file } => match show(file) {
             Ok(text) => {
                 print!("{text}");
@@ -41,12 +54,42 @@ fn load(file: &Path) -> Result<Policy, crate::policy::file::PolicyError> {
     Policy::load_or_profile(file)
 }
 
-/// Loads and resolves `file` as `run` would; the number of entries.
-fn check(file: &Path) -> Result<usize, String> {
-    let policy = load(file).map_err(|e| e.to_string())?;
-    let cwd = std::env::current_dir().map_err(|e| e.to_string())?;
-    policy.resolve(&super::env_vars(), &cwd, &mut Surface::new(), Effects::None).map_err(|e| e.to_string())?;
-    Ok(policy.entries.len())
+/// Loads and resolves `file` as `run` would, without changing the host:
+/// the number of entries (`None` if it cannot be loaded at all), the
+/// entries left out here (a path that does not exist, a variable that is
+/// not set), and every error, each with file:line:column.
+fn check(file: &Path) -> (Option<usize>, Vec<String>, Vec<String>) {
+    let (policy, loading) = match Policy::load_all(file) {
+        Ok(loaded) => loaded,
+        Err(e) => return (None, Vec::new(), vec![e.to_string()]),
+    };
+    let Ok(cwd) = std::env::current_dir() else {
+        return (None, Vec::new(), vec!["the current directory cannot be read".into()]);
+    };
+    // What loads of it is resolved too: a pattern can escape once expanded.
+    let (resolution, resolving) =
+        match policy.resolve_all(&super::env_vars(), &cwd, &mut Surface::new(), Effects::None) {
+            Ok(r) => r,
+            Err(e) => return (None, Vec::new(), loading.iter().chain([&e]).map(ToString::to_string).collect()),
+        };
+    // The policy's own entries: a built-in profile lists places that many
+    // machines lack, and leaving those out is what it is made for.
+    let warnings = resolution
+        .outcomes
+        .iter()
+        .filter(|(entry, _)| matches!(entry.origin, crate::policy::Origin::File { .. }))
+        .filter_map(|(entry, outcome)| match outcome {
+            EntryOutcome::Skipped(why) => Some(format!(
+                "{}: `{}` entry {:?}: left out here: {why}",
+                entry.location(),
+                entry.field.key(),
+                entry.text
+            )),
+            _ => None,
+        })
+        .collect();
+    let errors = loading.iter().chain(&resolving).map(ToString::to_string).collect();
+    (Some(policy.entries.len()), warnings, errors)
 }
 
 fn show(file: &Path) -> Result<String, String> {

@@ -28,16 +28,24 @@ pub fn run(args: &ReportArgs) -> i32 {
                 return failed(e);
             }
         }
-        return match checked(&reader, args.audit_key.as_deref()) {
-            Ok(what) => {
-                println!("{name}: {what}");
-                0
-            }
-            Err(e) => {
-                println!("{name}: {e}");
-                1
-            }
+        let verdict = checked(&reader, args.audit_key.as_deref());
+        let (intact, what) = match &verdict {
+            Ok(what) => (true, what.clone()),
+            Err(e) => (false, e.to_string()),
         };
+        match args.format {
+            ReportFormat::Text => println!("{name}: {what}"),
+            ReportFormat::Json => println!(
+                "{}",
+                serde_json::json!({
+                    "file": name,
+                    "verified": intact,
+                    "chain_intact": reader.integrity().is_ok(),
+                    "detail": what,
+                })
+            ),
+        }
+        return i32::from(!intact);
     }
     if args.suggest {
         let home = std::env::var_os("HOME").map(std::path::PathBuf::from);
@@ -45,13 +53,14 @@ pub fn run(args: &ReportArgs) -> i32 {
             Ok(s) => s,
             Err(e) => return failed(e),
         };
-        print!(
-            "{}",
-            match args.suggest_as {
-                SuggestFormat::Flags => crate::forensics::suggest::as_flags(&s),
-                SuggestFormat::Policy => crate::forensics::suggest::as_policy(&s),
+        use crate::forensics::suggest::{as_flags, as_json, as_policy};
+        match (args.format, args.suggest_as) {
+            (ReportFormat::Json, _) => {
+                println!("{}", serde_json::to_string_pretty(&as_json(&s)).expect("serializable"))
             }
-        );
+            (ReportFormat::Text, SuggestFormat::Flags) => print!("{}", as_flags(&s)),
+            (ReportFormat::Text, SuggestFormat::Policy) => print!("{}", as_policy(&s)),
+        }
         return 0;
     }
     let (report, rows) = match build(&mut reader) {

@@ -30,13 +30,26 @@ pub fn run(args: &WhyArgs) -> i32 {
         Access::Exec => "exec",
         _ => "read",
     };
+    let remedy = (!verdict.allowed).then(|| surface.remedy(&path, access, verdict.reason));
+    if args.format == super::ReportFormat::Json {
+        let json = serde_json::json!({
+            "path": path.display().to_string(),
+            "as_given": args.path.display().to_string(),
+            "access": what,
+            "allowed": verdict.allowed,
+            "decided_by": surface.describe(verdict.reason),
+            "allowed_by": remedy,
+        });
+        println!("{json}");
+        return i32::from(!verdict.allowed);
+    }
     println!("{what} {}: {word}", path.display());
     println!("  decided by: {}", surface.describe(verdict.reason));
     if path != args.path {
         println!("  (resolved from {})", args.path.display());
     }
-    if !verdict.allowed {
-        println!("  would be allowed by: {}", surface.remedy(&path, access, verdict.reason));
+    if let Some(remedy) = remedy {
+        println!("  would be allowed by: {remedy}");
     }
     print_modes(&surface);
     i32::from(!verdict.allowed)

@@ -290,6 +290,45 @@ fn ports(s: &Suggestion) -> String {
     s.ports.keys().map(u16::to_string).collect::<Vec<_>>().join(",")
 }
 
+/// The suggestion as one JSON object, for scripts: every grant with its
+/// mode, count, processes and (for a withheld one) why it is withheld;
+/// what nothing can allow; the network; the chain; and the same
+/// suggestion rendered as a policy file and as flags.
+pub fn as_json(s: &Suggestion) -> serde_json::Value {
+    use serde_json::json;
+    let grants: Vec<_> = s
+        .grants
+        .iter()
+        .map(|g| {
+            json!({
+                "path": sanitize(&g.path.display().to_string()),
+                "mode": if g.write { "rw" } else { "ro" },
+                "accesses": g.accesses,
+                "processes": g.who,
+                "withheld": g.withheld,
+            })
+        })
+        .collect();
+    let impossible: Vec<_> = s.impossible.iter().map(|(path, rule)| json!({ "path": path, "rule": rule })).collect();
+    let chain = match &s.integrity {
+        Some(Ok(n)) => json!({ "intact": true, "records": n }),
+        Some(Err(e)) => json!({ "intact": false, "error": e.to_string() }),
+        None => serde_json::Value::Null,
+    };
+    json!({
+        "policy_file": s.policy_file,
+        "grants": grants,
+        "impossible": impossible,
+        "net_allow": hosts(s),
+        "tcp_ports": s.ports.keys().collect::<Vec<_>>(),
+        "direct_connections_refused": s.direct,
+        "unexpressible": s.unexpressible,
+        "chain": chain,
+        "policy": as_policy(s),
+        "flags": as_flags(s),
+    })
+}
+
 /// The suggestion as `--ro`/`--rw` flags (and `--net connect=`).
 pub fn as_flags(s: &Suggestion) -> String {
     let mut out = String::from("# flags that, added to the run's own, would have allowed every refusal of this run\n");

@@ -65,6 +65,9 @@ pub enum ErrorKind {
     /// Anything else, said in words.
     #[error("{0}")]
     Invalid(String),
+    /// The first of several errors, and how many more there are.
+    #[error("{0} (and {1} more: `interpose policy check FILE` lists them all)")]
+    AndMore(Box<ErrorKind>, usize),
 }
 
 /// What the command gets as `HOME`.
@@ -238,6 +241,17 @@ pub struct Entry {
     pub cache: Option<CacheSpec>,
 }
 
+impl Entry {
+    /// Where it was written: `file:line:column` (`profile NAME:line`).
+    pub fn location(&self) -> String {
+        match &self.origin {
+            Origin::File { file, line } => format!("{file}:{line}:{}", self.column),
+            Origin::Profile { name, line } => format!("profile {name}:{line}:{}", self.column),
+            other => other.to_string(),
+        }
+    }
+}
+
 /// How a `caches` entry is kept private to the session.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct CacheSpec {
@@ -289,6 +303,9 @@ pub struct Policy {
     /// The files and profiles that make up the policy, in load order, with
     /// their text (for the digest in the session record).
     pub sources: Vec<(String, String)>,
+    /// Errors in single entries, collected so that `policy check` can
+    /// name them all; [`Policy::load`] refuses a policy that has any.
+    errors: Vec<PolicyError>,
 }
 
 /// What became of one entry on this host.
@@ -408,6 +425,36 @@ impl Policy {
     /// Loads the policy file at `path`, every profile it extends, and the
     /// defaults it does not opt out of (`system = false`, `tooling = false`).
     pub fn load(path: &Path) -> Result<Policy, PolicyError> {
+        Policy::load_unchecked(path)?.checked()
+    }
+
+    /// A policy loaded with the errors of its entries collected, not yet
+    /// refused: the first (with how many more) if there are any.
+    fn checked(mut self) -> Result<Policy, PolicyError> {
+        if self.errors.is_empty() {
+            return Ok(self);
+        }
+        let more = self.errors.len() - 1;
+        let mut first = self.errors.swap_remove(0);
+        if more > 0 {
+            first.kind = ErrorKind::AndMore(Box::new(first.kind), more);
+        }
+        Err(first)
+    }
+
+    /// `policy check`: the policy as [`Policy::load_or_profile`] reads
+    /// it, without the entries that have errors, and those errors in the
+    /// order of the text; `Err` where nothing can be read (the file, its
+    /// TOML).
+    pub fn load_all(path: &Path) -> Result<(Policy, Vec<PolicyError>), PolicyError> {
+        let mut policy = Policy::load_or_profile_unchecked(path)?;
+        let errors = std::mem::take(&mut policy.errors);
+        Ok((policy, errors))
+    }
+
+    /// The errors of single entries found while resolving (see
+    /// [`Policy::resolve_all`]) join those of loading.
+    fn load_unchecked(path: &Path) -> Result<Policy, PolicyError> {
         let name = path.display().to_string();
         let text = read_text(path, &name)?;
         let mut policy = Policy { grants_workspace: true, ..Policy::default() };
@@ -422,6 +469,10 @@ impl Policy {
     /// would have). A path that names no file and no profile is the file's
     /// read error.
     pub fn load_or_profile(path: &Path) -> Result<Policy, PolicyError> {
+        Policy::load_or_profile_unchecked(path)?.checked()
+    }
+
+    fn load_or_profile_unchecked(path: &Path) -> Result<Policy, PolicyError> {
         let name = path.to_str().filter(|n| !n.contains('/') && !path.exists());
         match name.filter(|n| PROFILES.iter().any(|(p, _, _)| p == n)) {
             Some(n) => {
@@ -430,7 +481,7 @@ impl Policy {
                 policy.add_file(&Source::new(format!("profile {n} (built in)"), &text, None))?;
                 Ok(policy)
             }
-            None if name.is_some() => Policy::load(path).map_err(|mut e| {
+            None if name.is_some() => Policy::load_unchecked(path).map_err(|mut e| {
                 let names: Vec<&str> = PROFILES.iter().map(|(n, _, _)| *n).collect();
                 e.kind = ErrorKind::Read(format!(
                     "no such file, and no built-in profile of that name (profiles: {})",
@@ -438,7 +489,7 @@ impl Policy {
                 ));
                 e
             }),
-            None => Policy::load(path),
+            None => Policy::load_unchecked(path),
         }
     }
 
@@ -568,26 +619,30 @@ impl Policy {
         ];
         for (field, list) in lists {
             for item in list {
-                self.entry(src, field, item, None)?;
+                if let Err(e) = self.entry(src, field, item, None) {
+                    self.errors.push(e);
+                }
             }
         }
         for cache in &raw.caches {
             let c = cache.get_ref();
-            for name in c.hide.iter().chain(&c.seed) {
-                if name.is_empty() || name.contains('/') || name == "." || name == ".." {
-                    return Err(src.error(
-                        cache.span().start,
-                        ErrorKind::Invalid(format!("cache entry {name:?}: a name directly beneath the cache")),
-                    ));
-                }
+            let bad = c.hide.iter().chain(&c.seed).find(|n| n.is_empty() || n.contains('/') || *n == "." || *n == "..");
+            if let Some(name) = bad {
+                self.errors.push(src.error(
+                    cache.span().start,
+                    ErrorKind::Invalid(format!("cache entry {name:?}: a name directly beneath the cache")),
+                ));
+                continue;
             }
             let item = Spanned::new(cache.span(), c.path.clone());
             let spec = CacheSpec { env: c.env.clone(), hide: c.hide.clone(), seed: c.seed.clone() };
-            self.entry(src, Field::Caches, &item, Some(spec))?;
+            if let Err(e) = self.entry(src, Field::Caches, &item, Some(spec)) {
+                self.errors.push(e);
+            }
         }
         if let Some(writable) = &raw.writable {
             if writable.get_ref().is_empty() {
-                return Err(src.error(
+                self.errors.push(src.error(
                     writable.span().start,
                     ErrorKind::Invalid(
                         "`writable` is empty: leave it out to make the whole workspace writable, or list what may be written"
@@ -597,7 +652,9 @@ impl Policy {
             }
             self.restricts_workspace = true;
             for item in writable.get_ref() {
-                self.entry(src, Field::Writable, item, None)?;
+                if let Err(e) = self.entry(src, Field::Writable, item, None) {
+                    self.errors.push(e);
+                }
             }
         }
         self.env.merge(&EnvRules { keep: raw.env.keep, drop: raw.env.drop, set: raw.env.set });
@@ -609,9 +666,14 @@ impl Policy {
         }
         for host in &raw.net.allow {
             let origin = src.origin(host.span().start).to_string();
-            let rule = crate::policy::hosts::HostRule::parse(host.get_ref(), &origin).map_err(|why| {
-                src.error(host.span().start, ErrorKind::Invalid(format!("`[net] allow` entry {why}")))
-            })?;
+            let rule = match crate::policy::hosts::HostRule::parse(host.get_ref(), &origin) {
+                Ok(rule) => rule,
+                Err(why) => {
+                    let error = ErrorKind::Invalid(format!("`[net] allow` entry {why}"));
+                    self.errors.push(src.error(host.span().start, error));
+                    continue;
+                }
+            };
             if !self.net_allow.iter().any(|r| r.host == rule.host && r.port == rule.port) {
                 self.net_allow.push(rule);
             }
@@ -697,6 +759,25 @@ impl Policy {
         surface: &mut Surface,
         effects: Effects,
     ) -> Result<Resolution, PolicyError> {
+        let (resolution, mut errors) = self.resolve_all(vars, cwd, surface, effects)?;
+        match errors.is_empty() {
+            true => Ok(resolution),
+            false => Err(errors.swap_remove(0)),
+        }
+    }
+
+    /// As [`Policy::resolve`], with the entries that cannot be resolved
+    /// here left out and their errors collected (`policy check` names
+    /// them all); `Err` only where nothing can be resolved (the
+    /// workspace).
+    pub fn resolve_all(
+        &self,
+        vars: &HashMap<String, String>,
+        cwd: &Path,
+        surface: &mut Surface,
+        effects: Effects,
+    ) -> Result<(Resolution, Vec<PolicyError>), PolicyError> {
+        let mut errors = Vec::new();
         let (workspace, origin) = match &self.cwd {
             Some((text, origin)) => {
                 let expanded = expand(text, vars).map_err(|why| self.error_at(origin, ErrorKind::Invalid(why)))?;
@@ -713,16 +794,20 @@ impl Policy {
             .filter(|e| e.field.reads())
             .chain(self.entries.iter().filter(|e| matches!(e.field, Field::AdditionalWrites | Field::Caches)));
         for e in ordered {
-            let outcome = self.apply_entry(e, vars, &workspace, surface, effects)?;
-            outcomes.push((e.clone(), outcome));
+            match self.apply_entry(e, vars, &workspace, surface, effects) {
+                Ok(outcome) => outcomes.push((e.clone(), outcome)),
+                Err(error) => errors.push(error),
+            }
         }
         if self.grants_workspace {
             let mode = if self.restricts_workspace { Mode::Ro } else { Mode::Rw };
             surface.add(Rule { path: workspace.clone(), mode, origin });
         }
         for e in self.entries.iter().filter(|e| matches!(e.field, Field::Writable | Field::Deny | Field::DenyWrites)) {
-            let outcome = self.apply_entry(e, vars, &workspace, surface, effects)?;
-            outcomes.push((e.clone(), outcome));
+            match self.apply_entry(e, vars, &workspace, surface, effects) {
+                Ok(outcome) => outcomes.push((e.clone(), outcome)),
+                Err(error) => errors.push(error),
+            }
         }
         for e in self.entries.iter().filter(|e| e.field == Field::HomeSeed) {
             let outcome = match expand(&e.text, vars) {
@@ -731,7 +816,7 @@ impl Policy {
             };
             outcomes.push((e.clone(), outcome));
         }
-        Ok(Resolution { cwd: workspace, outcomes })
+        Ok((Resolution { cwd: workspace, outcomes }, errors))
     }
 
     fn error_at(&self, origin: &Origin, kind: ErrorKind) -> PolicyError {
@@ -942,7 +1027,7 @@ mod tests {
     fn parse(text: &str) -> Result<Policy, PolicyError> {
         let mut p = Policy::default();
         p.add_file(&Source::new("agent.toml".into(), text, None))?;
-        Ok(p)
+        p.checked()
     }
 
     #[test]

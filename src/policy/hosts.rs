@@ -76,6 +76,21 @@ impl HostRule {
     pub fn parse(text: &str, origin: &str) -> Result<HostRule, String> {
         let text = text.trim();
         let bad = |why: &str| format!("{text:?}: {why} (expected HOST[:PORT], *.DOMAIN[:PORT] or an IP address)");
+        // A URL: say what to write instead, its host (and its port, if the
+        // URL names one other than the defaults).
+        if let Some((scheme, rest)) = text.split_once("://") {
+            let authority = rest.split(['/', '?', '#']).next().unwrap_or_default();
+            let authority = authority.rsplit_once('@').map_or(authority, |(_, a)| a);
+            let port = match scheme.to_ascii_lowercase().as_str() {
+                "http" => authority.strip_suffix(":80"),
+                "https" => authority.strip_suffix(":443"),
+                _ => None,
+            };
+            let host = port.unwrap_or(authority);
+            return Err(format!(
+                "{text:?} is a URL; an allowlist entry is a host: write {host:?} (HOST[:PORT], *.DOMAIN[:PORT] or an IP address; the path and scheme are not part of it)"
+            ));
+        }
         let (host, port) = if let Some(rest) = text.strip_prefix('[') {
             let (ip, after) = rest.split_once(']').ok_or_else(|| bad("an IPv6 address needs its closing ]"))?;
             let port = match after {

@@ -133,9 +133,16 @@ pub enum RunError {
         /// Whether the command was stopped for it.
         stopped: bool,
     },
+    /// The trail's reader stopped reading, and the run was ended (by a
+    /// signal) or ended without the trail's end.
+    #[error("{0}")]
+    TrailStalled(String),
     /// `--audit FILE` names something that exists.
     #[error("--audit {}: exists; a trail is never overwritten or appended to: name a new file", .0.display())]
     TrailExists(PathBuf),
+    /// `--audit` names a FIFO.
+    #[error("--audit {}: a FIFO; a trail goes to a new regular file (a pipe keeps it only while read, and a reader that stops would stop the command): stream it with `--audit unix:SOCKET` or `--audit -` (stderr) instead", .0.display())]
+    TrailFifo(PathBuf),
     /// The command contains a NUL byte.
     #[error("the command line or environment contains a NUL byte")]
     Nul,
@@ -345,7 +352,13 @@ pub fn run(args: &Config) -> Result<i32, RunError> {
     phase("sandbox started, supervisor running");
 
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(io("tokio runtime"))?;
-    let (status, exec_error) = runtime.block_on(supervise(pid, channel, handled))?;
+    let (status, exec_error) = runtime.block_on(supervise(pid, channel, handled, sink.clone()))?;
+    if sink.as_ref().is_some_and(audit::Sink::abandoned) && args.audit.as_deref() == Some(Path::new("-")) {
+        // The trail went to stderr and its reader stopped reading: nothing
+        // more can be said there without blocking as the trail did; the
+        // exit status (125) says it.
+        let _ = process::redirect_to_null(libc::STDERR_FILENO);
+    }
     explain_failed_start(&supervisor, &program, status, exec_error);
     phase("command exited");
     end_sandbox();
@@ -359,6 +372,9 @@ pub fn run(args: &Config) -> Result<i32, RunError> {
     net::stop_proxy(proxy);
     phase("leftovers killed, pids cgroup removed, proxy stopped");
     if let Some(why) = supervisor.end_trail(status) {
+        if sink.as_ref().is_some_and(audit::Sink::abandoned) {
+            return Err(RunError::TrailStalled(why));
+        }
         return Err(RunError::TrailFailed { why, stopped: args.audit_failure == audit::OnFailure::Stop });
     }
     drop(parts.caches);

@@ -42,7 +42,12 @@ pub(super) fn open_trail(
     };
     let key = key.map_err(|err| RunError::TrailKey { path: key_path.clone(), err })?;
     let out = if p.as_os_str() == "-" {
-        audit::Output::Stream(Box::new(std::io::stderr()))
+        // A descriptor of its own on stderr, not `std::io::stderr()`: the
+        // writer would hold stderr's lock while blocked on a reader that
+        // stopped reading, and every message interpose then writes would
+        // wait behind it.
+        let own = std::os::fd::AsFd::as_fd(&std::io::stderr()).try_clone_to_owned().map_err(io("--audit -: stderr"))?;
+        audit::Output::Stream(Box::new(std::fs::File::from(own)))
     } else if let Some(socket) = p.as_os_str().as_bytes().strip_prefix(b"unix:") {
         let socket = Path::new(OsStr::from_bytes(socket));
         let stream = std::os::unix::net::UnixStream::connect(socket)
@@ -51,15 +56,20 @@ pub(super) fn open_trail(
     } else {
         // A trail is never destroyed: an existing file (or a symlink
         // planted in its place) is refused, never truncated or followed.
-        // A device or a FIFO (/dev/null, a pipe to a collector) holds no
-        // trail to lose.
+        // A character device (/dev/null) holds no trail to lose. A FIFO is
+        // refused: opened for writing by interpose alone it keeps what is
+        // written until the run ends and loses it then, and a reader that
+        // stops reading would stop the command (`unix:SOCKET` streams to a
+        // collector, `-` to stderr).
         use std::os::unix::fs::FileTypeExt;
         let open = audit::trail_file_options();
         let f = match open.clone().create_new(true).open(p) {
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
-                let stream = std::fs::symlink_metadata(p)
-                    .is_ok_and(|m| m.file_type().is_char_device() || m.file_type().is_fifo());
-                if !stream {
+                let kind = std::fs::symlink_metadata(p).map(|m| m.file_type());
+                if kind.as_ref().is_ok_and(std::fs::FileType::is_fifo) {
+                    return Err(RunError::TrailFifo(p.clone()));
+                }
+                if !kind.is_ok_and(|k| k.is_char_device()) {
                     return Err(RunError::TrailExists(p.clone()));
                 }
                 open.open(p)

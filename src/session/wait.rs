@@ -8,26 +8,45 @@ use crate::sys::{process, Errno};
 /// Waits for the command, forwarding signals and reaping orphans; returns
 /// its exit status as a shell would report it, and why its own `execve`
 /// failed, if it did.
+/// `trail`: the session's trail, whose stall (a reader that stopped
+/// reading) makes a SIGINT, SIGTERM, SIGHUP or SIGQUIT end the run
+/// within a second instead of waiting for a command that waits for the
+/// trail.
 pub(super) async fn supervise(
     pid: libc::pid_t,
     channel: std::os::fd::OwnedFd,
     handled: nix::sys::signal::SigSet,
+    trail: Option<crate::audit::Sink>,
 ) -> Result<(i32, Option<Errno>), RunError> {
     // Learns whether the command's exec succeeded: the set-up channel ends
     // (it is close-on-exec) or carries the errno.
     let exec = tokio::task::spawn_blocking(move || sandbox::exec_result(&channel).err());
-    let status = wait_for(pid, handled).await?;
+    let status = wait_for(pid, handled, trail).await?;
     Ok((status, exec.await.ok().flatten()))
 }
 
 /// Waits for `pid`, forwarding signals and reaping orphans.
-async fn wait_for(pid: libc::pid_t, handled: nix::sys::signal::SigSet) -> Result<i32, RunError> {
+async fn wait_for(
+    pid: libc::pid_t,
+    handled: nix::sys::signal::SigSet,
+    trail: Option<crate::audit::Sink>,
+) -> Result<i32, RunError> {
     use nix::sys::signalfd::{SfdFlags, SignalFd};
     use nix::sys::wait::{waitpid, WaitPidFlag, WaitStatus};
 
     let sfd =
         SignalFd::with_flags(&handled, SfdFlags::SFD_NONBLOCK | SfdFlags::SFD_CLOEXEC).map_err(errno("signalfd"))?;
     let sfd = crate::sys::reactor::register(sfd).map_err(io("signalfd"))?;
+    // After a signal that asks the run to end: when to look whether the
+    // trail has stalled (the command may be waiting for it, deaf to the
+    // signal), and then end the run without it.
+    let mut recheck: Option<tokio::time::Instant> = None;
+    let give_up_if_stalled = |trail: &Option<crate::audit::Sink>| {
+        if let Some(sink) = trail.as_ref().filter(|t| t.stalled().is_some()) {
+            sink.abandon();
+            let _ = process::kill(pid, libc::SIGKILL);
+        }
+    };
     loop {
         // Reap first: SIGCHLD may have been delivered before we listened.
         let mut held = false;
@@ -48,13 +67,22 @@ async fn wait_for(pid: libc::pid_t, handled: nix::sys::signal::SigSet) -> Result
         // A stopped tracee of an exec being checked hides the children
         // behind it until its checker lets it go, within milliseconds.
         let readable = sfd.readable();
-        let mut guard = if held {
-            match tokio::time::timeout(std::time::Duration::from_millis(5), readable).await {
+        let wake = match (held, recheck) {
+            (true, _) => Some(tokio::time::Instant::now() + std::time::Duration::from_millis(5)),
+            (false, at) => at,
+        };
+        let mut guard = match wake {
+            Some(at) => match tokio::time::timeout_at(at, readable).await {
                 Ok(guard) => guard.map_err(io("signalfd"))?,
-                Err(_) => continue,
-            }
-        } else {
-            readable.await.map_err(io("signalfd"))?
+                Err(_) => {
+                    if recheck.is_some_and(|r| r <= tokio::time::Instant::now()) {
+                        recheck = None;
+                        give_up_if_stalled(&trail);
+                    }
+                    continue;
+                }
+            },
+            None => readable.await.map_err(io("signalfd"))?,
         };
         while let Ok(Some(info)) = guard.get_inner().read_signal() {
             let sig = info.ssi_signo as i32;
@@ -63,6 +91,10 @@ async fn wait_for(pid: libc::pid_t, handled: nix::sys::signal::SigSet) -> Result
             // would deliver it twice.
             if sig != libc::SIGCHLD && info.ssi_code != libc::SI_KERNEL {
                 let _ = process::kill(pid, sig);
+            }
+            if [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGQUIT].contains(&sig) {
+                give_up_if_stalled(&trail);
+                recheck = Some(tokio::time::Instant::now() + crate::audit::STALL + std::time::Duration::from_millis(100));
             }
         }
         guard.clear_ready();

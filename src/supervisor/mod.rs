@@ -710,11 +710,14 @@ impl Supervisor {
         let seen = std::mem::take(&mut *self.repeats.lock().unwrap_or_else(std::sync::PoisonError::into_inner));
         let mut counts: Vec<[u64; 2]> =
             seen.into_values().filter(|&(_, again)| again > 0).map(|(seq, again)| [seq, again]).collect();
+        if sink.stalled().is_some() {
+            sink.abandon();
+        }
         if !counts.is_empty() {
             counts.sort_unstable();
-            sink.send(audit::Record::Repeats(audit::Repeats { counts }));
+            sink.send_last(audit::Record::Repeats(audit::Repeats { counts }));
         }
-        sink.send(audit::Record::SessionEnd(audit::SessionEnd {
+        sink.send_last(audit::Record::SessionEnd(audit::SessionEnd {
             exit_status,
             allowed: self.stats.allowed.load(Ordering::Relaxed),
             denied: self.stats.denied.load(Ordering::Relaxed),
@@ -724,7 +727,11 @@ impl Supervisor {
             supervisor_lost: None,
         }));
         sink.flush();
-        sink.failure()
+        let why = sink.failure()?;
+        Some(match sink.abandoned() {
+            true => format!("{why}; {} record(s) were not written", sink.lost()),
+            false => why,
+        })
     }
 
     /// Blocks until no task uses the listener's filter any more (every

@@ -686,3 +686,64 @@ fn control_sockets_are_never_suggested() {
         assert!(!granted, "{what}: {out}");
     }
 }
+
+/// What a script reads comes as JSON: `why`, `report --verify` (verified,
+/// and whether the chain alone is intact when the key is missing) and
+/// `report --suggest` (each grant with its mode, and a withheld one with
+/// its reason), with the same exit statuses as the text.
+#[test]
+fn why_verify_and_suggest_speak_json() {
+    if !kernel_ok() {
+        return;
+    }
+    let t = Tree::new();
+    let json = |args: &[&str], home: Option<&std::path::Path>| {
+        let mut c = Command::new(interpose());
+        c.args(args);
+        if let Some(h) = home {
+            c.env("HOME", h);
+        }
+        let o = c.output().unwrap();
+        let v: serde_json::Value =
+            serde_json::from_str(&stdout(&o)).unwrap_or_else(|e| panic!("{args:?}: {e}: {}{}", stdout(&o), stderr(&o)));
+        (o.status.code(), v)
+    };
+    let ws = t.ws.to_str().unwrap();
+    let (code, v) = json(&["why", "--format", "json", "--rw", ws, "/etc/shadow"], None);
+    assert_eq!(code, Some(1));
+    assert_eq!(v["allowed"], false);
+    assert_eq!(v["access"], "read");
+    assert!(v["decided_by"].as_str().unwrap().contains("deny /etc/shadow"), "{v}");
+    let (code, v) = json(&["why", "--format", "json", "--write", "--rw", ws, ws], None);
+    assert_eq!((code, &v["allowed"], &v["allowed_by"]), (Some(0), &serde_json::json!(true), &serde_json::Value::Null));
+
+    let trail = t.outside.join("trail.jsonl");
+    let o = t
+        .command(&["--audit", trail.to_str().unwrap()], &["/bin/sh", "-c", "cat $OUT/secret; ls $HOME; true"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let trail = trail.to_str().unwrap();
+    let (code, v) = json(&["report", "--verify", "--format", "json", trail], None);
+    assert_eq!(code, Some(0), "{v}");
+    assert_eq!((&v["verified"], &v["chain_intact"]), (&serde_json::json!(true), &serde_json::json!(true)));
+    let other = t.outside.join("other-home");
+    std::fs::create_dir(&other).unwrap();
+    let (code, v) = json(&["report", "--verify", "--format", "json", trail], Some(&other));
+    assert_eq!(code, Some(1), "{v}");
+    assert_eq!((&v["verified"], &v["chain_intact"]), (&serde_json::json!(false), &serde_json::json!(true)));
+    assert!(v["detail"].as_str().unwrap().contains("--audit-key"), "{v}");
+
+    let (code, v) = json(&["report", "--suggest", "--format", "json", trail], None);
+    assert_eq!(code, Some(0), "{v}");
+    let grants = v["grants"].as_array().unwrap();
+    let secret = t.outside.join("secret");
+    let granted = grants.iter().find(|g| g["path"] == secret.to_str().unwrap()).unwrap_or_else(|| panic!("{v}"));
+    assert_eq!((&granted["mode"], &granted["withheld"]), (&serde_json::json!("ro"), &serde_json::Value::Null));
+    assert!(granted["processes"].as_array().unwrap().contains(&serde_json::json!("cat")), "{v}");
+    let home = std::env::var("HOME").unwrap();
+    let withheld = grants.iter().find(|g| g["path"] == home.as_str()).unwrap_or_else(|| panic!("{v}"));
+    assert!(withheld["withheld"].as_str().unwrap().contains("never suggested whole"), "{v}");
+    assert!(v["policy"].as_str().unwrap().contains("additional_reads"), "{v}");
+    assert_eq!(v["chain"]["intact"], true);
+}

@@ -270,6 +270,61 @@ fn a_trail_that_cannot_be_written_stops_the_command_and_says_so() {
     assert_eq!(status.code(), Some(125));
 }
 
+/// A trail whose reader stops reading (a collector that hangs) never makes
+/// interpose deaf: the command waits for the trail, as nothing runs
+/// unrecorded, but a SIGTERM ends the run within a second or two even when
+/// the command ignores it, with exit 125 and what the trail lost said. A
+/// FIFO as the trail (kept only while read, lost at the end with no reader)
+/// is refused before anything runs.
+#[test]
+fn a_stalled_trail_never_makes_interpose_deaf_to_signals() {
+    if !kernel_ok() {
+        return;
+    }
+    let t = Tree::new();
+    let socket = t.outside.join("collector.sock");
+    let listener = std::os::unix::net::UnixListener::bind(&socket).unwrap();
+    let accepted = std::thread::spawn(move || listener.accept().map(|(conn, _)| conn));
+    let mut child = t
+        .command(
+            &["--audit", &format!("unix:{}", socket.display())],
+            &["/bin/sh", "-c", "trap '' TERM; while :; do cat /etc/hostname; done >/dev/null"],
+        )
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Held open, never read: the socket's buffer fills within a second.
+    let _held = accepted.join().unwrap().unwrap();
+    std::thread::sleep(std::time::Duration::from_secs(4));
+    assert!(child.try_wait().unwrap().is_none(), "the command runs on, waiting for its trail");
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(child.id() as i32), nix::sys::signal::Signal::SIGTERM).unwrap();
+    let signalled = std::time::Instant::now();
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        if signalled.elapsed() > std::time::Duration::from_secs(20) {
+            let _ = child.kill();
+            panic!("interpose did not end after SIGTERM with its trail stalled");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    assert!(signalled.elapsed() < std::time::Duration::from_secs(3), "took {:?}", signalled.elapsed());
+    let mut err = String::new();
+    std::io::Read::read_to_string(child.stderr.as_mut().unwrap(), &mut err).unwrap();
+    assert_eq!(status.code(), Some(125), "{err}");
+    assert!(err.contains("the audit trail's reader stopped reading"), "{err}");
+    assert!(err.contains("record(s) were not written"), "{err}");
+
+    let fifo = t.outside.join("trail.fifo");
+    nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap();
+    let marker = t.ws.join("ran");
+    let o = t.command(&["--audit", fifo.to_str().unwrap()], &["/bin/sh", "-c", "touch ran"]).output().unwrap();
+    assert_eq!(o.status.code(), Some(125), "{}", stderr(&o));
+    assert!(stderr(&o).contains("a FIFO; a trail goes to a new regular file"), "{}", stderr(&o));
+    assert!(!marker.exists(), "nothing ran");
+}
+
 /// On a file system that fills up, the trail is cut back to its last whole
 /// record: it never ends mid-line, and `report --verify` calls it truncated.
 #[test]

@@ -197,6 +197,48 @@ fn bad_policies_are_refused_at_start_with_where_and_why() {
     assert!(stderr(&check).contains("agent.toml:3:1"), "{}", stderr(&check));
 }
 
+/// `policy check` names every error, each with file:line:column, not only
+/// the first; warns (without failing) on entries that name nothing here;
+/// a URL in `[net] allow` is told what to write instead. `run` refuses the
+/// same policy with the first error and how many more there are.
+#[test]
+fn policy_check_names_every_error_and_what_is_missing_here() {
+    let dir = tempfile::tempdir().unwrap();
+    let policy = dir.path().join("p.toml");
+    std::fs::write(
+        &policy,
+        "additional_reads = [\"/no/such/place\", \"\"]\n\
+         additional_writes = [\"~user/x\"]\n\
+         deny = [\"{a,b}.txt\"]\n\
+         [net]\n\
+         allow = [\"https://api.example.com/v1\", \"ok.example\"]\n",
+    )
+    .unwrap();
+    let check = Command::new(interpose()).args(["policy", "check"]).arg(&policy).output().unwrap();
+    assert_eq!(check.status.code(), Some(1));
+    let err = stderr(&check);
+    for wanted in [
+        "p.toml:1:39: `additional_reads` entry \"\": malformed pattern: empty entry",
+        "p.toml:2:22: `additional_writes` entry \"~user/x\": escape",
+        "p.toml:3:9: `deny` entry \"{a,b}.txt\": malformed pattern: brace alternatives",
+        "p.toml:5:10: `[net] allow` entry \"https://api.example.com/v1\" is a URL; an allowlist entry is a host: write \"api.example.com\"",
+        "warning: ",
+        "p.toml:1:21: `additional_reads` entry \"/no/such/place\": left out here: /no/such/place does not exist",
+        "p.toml: 4 error(s)",
+    ] {
+        assert!(err.contains(wanted), "lacks {wanted:?}:\n{err}");
+    }
+    assert!(!err.contains("profile tooling"), "a built-in profile's optional places are not the user's: {err}");
+    let run = Command::new(interpose()).args(["run", "--policy"]).arg(&policy).args(["--", "/bin/true"]).output().unwrap();
+    assert_eq!(run.status.code(), Some(125));
+    assert!(stderr(&run).contains("p.toml:1:39:") && stderr(&run).contains("(and 3 more: `interpose policy check FILE`"));
+    // Only a warning: the policy is otherwise valid.
+    std::fs::write(&policy, "additional_reads = [\"/no/such/place\"]\n").unwrap();
+    let check = Command::new(interpose()).args(["policy", "check"]).arg(&policy).output().unwrap();
+    assert!(check.status.success(), "{}", stderr(&check));
+    assert!(stdout(&check).contains("ok (") && stdout(&check).contains("1 warning(s)"), "{}", stdout(&check));
+}
+
 #[test]
 fn credential_variables_are_dropped_unless_kept() {
     if !kernel_ok() {
