@@ -67,11 +67,11 @@ fn check(file: &Path) -> (Option<usize>, Vec<String>, Vec<String>) {
         return (None, Vec::new(), vec!["the current directory cannot be read".into()]);
     };
     // What loads of it is resolved too: a pattern can escape once expanded.
-    let (resolution, resolving) =
-        match policy.resolve_all(&super::env_vars(), &cwd, &mut Surface::new(), Effects::None) {
-            Ok(r) => r,
-            Err(e) => return (None, Vec::new(), loading.iter().chain([&e]).map(ToString::to_string).collect()),
-        };
+    let (resolution, resolving) = match policy.resolve_all(&super::env_vars(), &cwd, &mut Surface::new(), Effects::None)
+    {
+        Ok(r) => r,
+        Err(e) => return (None, Vec::new(), loading.iter().chain([&e]).map(ToString::to_string).collect()),
+    };
     // The policy's own entries: a built-in profile lists places that many
     // machines lack, and leaving those out is what it is made for.
     let warnings = resolution

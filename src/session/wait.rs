@@ -94,7 +94,8 @@ async fn wait_for(
             }
             if [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGQUIT].contains(&sig) {
                 give_up_if_stalled(&trail);
-                recheck = Some(tokio::time::Instant::now() + crate::audit::STALL + std::time::Duration::from_millis(100));
+                recheck =
+                    Some(tokio::time::Instant::now() + crate::audit::STALL + std::time::Duration::from_millis(100));
             }
         }
         guard.clear_ready();

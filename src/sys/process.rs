@@ -319,7 +319,10 @@ pub fn pidfd_getfd(pidfd: BorrowedFd<'_>, fd: i32) -> Result<OwnedFd, Errno> {
 /// is then discarded instead of blocking on a reader that stopped reading.
 pub fn redirect_to_null(fd: RawFd) -> Result<(), Errno> {
     use std::os::fd::AsRawFd;
-    let null = std::fs::OpenOptions::new().write(true).open("/dev/null").map_err(|e| Errno::from_raw(e.raw_os_error().unwrap_or(libc::EIO)))?;
+    let null = std::fs::OpenOptions::new()
+        .write(true)
+        .open("/dev/null")
+        .map_err(|e| Errno::from_raw(e.raw_os_error().unwrap_or(libc::EIO)))?;
     // SAFETY: both are open descriptors; dup2 replaces `fd` atomically.
     cvt(unsafe { libc::dup2(null.as_raw_fd(), fd) } as libc::c_long).map(drop)
 }

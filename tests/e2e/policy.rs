@@ -229,9 +229,12 @@ fn policy_check_names_every_error_and_what_is_missing_here() {
         assert!(err.contains(wanted), "lacks {wanted:?}:\n{err}");
     }
     assert!(!err.contains("profile tooling"), "a built-in profile's optional places are not the user's: {err}");
-    let run = Command::new(interpose()).args(["run", "--policy"]).arg(&policy).args(["--", "/bin/true"]).output().unwrap();
+    let run =
+        Command::new(interpose()).args(["run", "--policy"]).arg(&policy).args(["--", "/bin/true"]).output().unwrap();
     assert_eq!(run.status.code(), Some(125));
-    assert!(stderr(&run).contains("p.toml:1:39:") && stderr(&run).contains("(and 3 more: `interpose policy check FILE`"));
+    assert!(
+        stderr(&run).contains("p.toml:1:39:") && stderr(&run).contains("(and 3 more: `interpose policy check FILE`")
+    );
     // Only a warning: the policy is otherwise valid.
     std::fs::write(&policy, "additional_reads = [\"/no/such/place\"]\n").unwrap();
     let check = Command::new(interpose()).args(["policy", "check"]).arg(&policy).output().unwrap();
