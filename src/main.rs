@@ -57,6 +57,20 @@ fn main() -> ExitCode {
             interpose::bench::container::run(listener.as_deref(), &bind, &command)
         }
         Command::Bench(b) => interpose::bench::run(&b.options()),
+        Command::Completions { shell } => {
+            use clap::CommandFactory;
+            clap_complete::generate(shell, &mut Cli::command(), "interpose", &mut std::io::stdout());
+            Ok(0)
+        }
+        Command::Man { dir } => {
+            use clap::CommandFactory;
+            match dir {
+                Some(dir) => clap_mangen::generate_to(Cli::command(), &dir),
+                None => clap_mangen::Man::new(Cli::command()).render(&mut std::io::stdout()),
+            }
+            .map(|()| 0)
+            .map_err(Into::into)
+        }
     };
     match result {
         Ok(code) => ExitCode::from(u8::try_from(code).unwrap_or(INTERPOSE_FAILED)),

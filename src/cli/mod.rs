@@ -82,6 +82,22 @@ pub enum Command {
     /// Print the `linux.seccomp` section of a bundle's config.json that
     /// sends a container's calls to `interpose oci-agent`.
     OciConfig(oci::OciConfigArgs),
+    /// Print a shell completion script: `interpose completions bash >
+    /// /etc/bash_completion.d/interpose` (zsh: into a directory of
+    /// `$fpath` as `_interpose`; fish: `~/.config/fish/completions/`).
+    Completions {
+        /// The shell.
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// Print the manual page (roff), made from the same definitions as
+    /// `--help`: `interpose man > interpose.1; man ./interpose.1`.
+    Man {
+        /// Write the page and one per verb (`interpose-run.1`, ...) into
+        /// DIR instead.
+        #[arg(long, value_name = "DIR")]
+        dir: Option<PathBuf>,
+    },
     /// Developer tools.
     #[command(hide = true, subcommand)]
     Debug(DebugCommand),

@@ -85,6 +85,10 @@ struct HostCounts {
 /// JSON report keeps it whole).
 const ARGV_SHOWN: usize = 80;
 
+/// How many characters of the session's command the text and the page
+/// show.
+const COMMAND_SHOWN: usize = 200;
+
 /// `s` cut to `n` characters, the cut marked with an ellipsis.
 fn shorten(s: &str, n: usize) -> String {
     if s.chars().count() <= n {
@@ -227,7 +231,7 @@ fn seconds(ns: u64, start: u64) -> f64 {
 
 /// Prints the report for a person.
 pub fn print_text(r: &Report) {
-    println!("command:    {}", r.command.join(" "));
+    println!("command:    {}", shorten(&r.command.join(" "), COMMAND_SHOWN));
     let exit = match (r.exit_status, r.supervisor_lost) {
         (_, true) => "(unknown: the supervisor died before the session ended)".into(),
         (Some(s), false) => s.to_string(),

@@ -470,3 +470,36 @@ fn the_readme_code_fences_close_cleanly() {
     }
     assert!(!open, "README.md: a code fence is never closed");
 }
+
+/// Shell completions and the manual page come from the same definitions as
+/// `--help`: every verb is in both, and the page carries the exit table.
+#[test]
+fn completions_and_the_manual_page_name_every_verb() {
+    let out = |args: &[&str]| {
+        let o = Command::new(interpose()).args(args).output().unwrap();
+        assert!(o.status.success(), "{args:?}: {}", stderr(&o));
+        stdout(&o)
+    };
+    let verbs = ["run", "report", "why", "replay", "policy", "agent-config", "oci-agent", "completions", "man"];
+    for shell in ["bash", "zsh", "fish"] {
+        let script = out(&["completions", shell]);
+        for verb in verbs {
+            assert!(script.contains(verb), "{shell} completions lack {verb}");
+        }
+    }
+    assert!(out(&["completions", "bash"]).contains("complete -F _interpose"), "a bash completion script");
+    let page = out(&["man"]).replace("\\-", "-");
+    assert!(page.contains(".TH interpose 1"), "{page}");
+    for verb in verbs {
+        assert!(page.contains(verb), "the manual page lacks {verb}");
+    }
+    assert!(page.contains("Exit status (every verb)"), "the page carries the exit table");
+    // With --dir: the page and one per verb it refers to.
+    let dir = tempfile::tempdir().unwrap();
+    out(&["man", "--dir", dir.path().to_str().unwrap()]);
+    for page in ["interpose.1", "interpose-run.1", "interpose-report.1", "interpose-policy-check.1"] {
+        assert!(dir.path().join(page).exists(), "{page} not written");
+    }
+    let o = Command::new(interpose()).args(["completions", "tcsh"]).output().unwrap();
+    assert_eq!(o.status.code(), Some(2), "an unknown shell is usage");
+}

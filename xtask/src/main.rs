@@ -5,7 +5,12 @@
 //!   golden BPF dump from `bpf/syscalls.tsv`; `--check` fails if stale.
 //! - `test`: setup (and the agent CLIs and Chromium, best effort), then the
 //!   whole test suite.
-//! - `demo`: setup, build, and run a real sandboxed command.
+//! - `demo`: setup, install `interpose` on PATH (as `install`), and run a
+//!   real sandboxed command, ending with `interpose report` of its trail.
+//! - `install`: `cargo install --path .` (into `~/.cargo/bin`, which
+//!   rustup puts on PATH).
+//! - `man`: the manual pages, from the same definitions as `--help`, to
+//!   `target/man/` (`interpose.1` and one per verb).
 //! - `fuzz [SECONDS]`: every cargo-fuzz target for SECONDS each (default
 //!   120; CI runs a short round), installing cargo-fuzz if needed.
 //! - `agents`: install the Claude, Gemini and Codex CLIs from the npm
@@ -48,7 +53,9 @@ fn main() -> ExitCode {
             }
             test(&args[1..])
         }),
-        Some("demo") => setup().and_then(|()| demo()),
+        Some("demo") => setup().and_then(|()| install()).and_then(|()| demo()),
+        Some("install") => setup().and_then(|()| install()),
+        Some("man") => setup().and_then(|()| man()),
         Some("soak") => setup().and_then(|()| soak()),
         Some("ltp") => setup().and_then(|()| ltp(&args[1..])),
         Some("agents") => agents(),
@@ -67,7 +74,7 @@ fn main() -> ExitCode {
             )
         }),
         _ => {
-            Err("usage: cargo xtask setup | codegen [--check] | test [ARGS] | demo | soak | ltp --src DIR [TEST...] | agents | chromium | tools | workloads [FILTER] | projects | fuzz [SECONDS]"
+            Err("usage: cargo xtask setup | codegen [--check] | test [ARGS] | demo | install | man | soak | ltp --src DIR [TEST...] | agents | chromium | tools | workloads [FILTER] | projects | fuzz [SECONDS]"
                 .into())
         }
     };
@@ -232,13 +239,47 @@ fn counted(cmd: &mut Command, totals: &mut (u64, u64)) -> Result<()> {
     }
 }
 
-fn demo() -> Result<()> {
+/// Installs the `interpose` binary with `cargo install --path .`, into
+/// cargo's bin directory (`~/.cargo/bin`, on PATH where rustup set cargo
+/// up), and says where it went.
+fn install() -> Result<()> {
+    run(Command::new(env!("CARGO"))
+        .current_dir(root())
+        .args(["install", "--path", ".", "--locked", "--quiet", "--force"]))?;
+    let home = std::env::var_os("CARGO_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| Path::new(&h).join(".cargo")))
+        .ok_or("neither CARGO_HOME nor HOME is set")?;
+    let bin = home.join("bin");
+    let on_path = std::env::var_os("PATH").is_some_and(|p| std::env::split_paths(&p).any(|d| d == bin));
+    eprintln!(
+        "xtask: installed {}{}",
+        bin.join("interpose").display(),
+        if on_path { "" } else { " (not on PATH here: add that directory to PATH)" }
+    );
+    Ok(())
+}
+
+/// Writes the manual pages (`interpose man --dir`) to `target/man`.
+fn man() -> Result<()> {
     let root = root();
     run(Command::new(env!("CARGO")).current_dir(&root).args(["build", "--release", "--quiet"]))?;
+    let dir = root.join("target/man");
+    std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    run(Command::new(root.join("target/release/interpose")).arg("man").arg("--dir").arg(&dir))?;
+    eprintln!("xtask: wrote the pages to {} (read one with: man {}/interpose.1)", dir.display(), dir.display());
+    Ok(())
+}
+
+fn demo() -> Result<()> {
+    let root = root();
     let bin = root.join("target/release/interpose");
+    run(Command::new(env!("CARGO")).current_dir(&root).args(["build", "--release", "--quiet"]))?;
     let ws = std::env::temp_dir().join(format!("interpose-demo-{}", std::process::id()));
     std::fs::create_dir_all(&ws).map_err(|e| format!("{}: {e}", ws.display()))?;
-    let audit = ws.join("audit.jsonl");
+    // The trail stays (beside the workspace, which goes) for `interpose
+    // report` and `why` afterwards.
+    let audit = std::env::temp_dir().join(format!("interpose-demo-{}.jsonl", std::process::id()));
     let script = "set -u
 echo '$ echo hello > notes.txt && cat notes.txt      (inside --rw: allowed)'
 echo hello > notes.txt && cat notes.txt
@@ -264,12 +305,10 @@ exit 0";
         .env("PWD", &ws)
         .status()
         .map_err(|e| format!("cannot run {}: {e}", bin.display()))?;
-    println!("\ninterpose exited with {status}; denials recorded in {}:", audit.display());
-    let trail = std::fs::read_to_string(&audit).unwrap_or_default();
-    for line in trail.lines().filter(|l| l.contains("\"decision\":\"deny\"")) {
-        println!("  {line}");
-    }
     let _ = std::fs::remove_dir_all(&ws);
+    println!("\ninterpose exited with {status}; what the trail says (interpose report {}):\n", audit.display());
+    run(Command::new(&bin).arg("report").arg(&audit))?;
+    println!("\nThe trail stays at {}; try: interpose report --suggest {}", audit.display(), audit.display());
     if status.success() {
         Ok(())
     } else {
