@@ -29,11 +29,17 @@ fn hex(bytes: &[u8]) -> String {
 /// `$XDG_STATE_HOME/interpose/audit.key`, else
 /// `~/.local/state/interpose/audit.key`.
 pub fn default_path() -> Option<PathBuf> {
+    Some(state_dir()?.join("audit.key"))
+}
+
+/// interpose's state directory: `$XDG_STATE_HOME/interpose` (absolute
+/// only), else `~/.local/state/interpose`.
+pub fn state_dir() -> Option<PathBuf> {
     let state = std::env::var_os("XDG_STATE_HOME")
         .map(PathBuf::from)
         .filter(|p| p.is_absolute())
         .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".local/state")))?;
-    Some(state.join("interpose/audit.key"))
+    Some(state.join("interpose"))
 }
 
 impl TrailKey {

@@ -68,9 +68,26 @@ pub fn mounts(args: &MountsArgs) -> anyhow::Result<i32> {
 pub fn agent_config(args: &AgentConfigArgs) -> anyhow::Result<i32> {
     use crate::policy::{GlobEffect, Mode};
     let surface = args.surface.build()?;
+    // By default one directory per agent and surface in interpose's state
+    // directory, made again on every call: the agent keeps its state there
+    // from session to session (as it would in its own home), and nothing is
+    // left behind in /tmp by a command that exits at once.
     let dir = match &args.dir {
         Some(d) => d.clone(),
-        None => std::env::temp_dir().join(format!("interpose-agent-config-{}", std::process::id())),
+        None => {
+            use sha2::Digest;
+            let mut digest = sha2::Sha256::new();
+            for flag in surface_flags(&args.surface) {
+                digest.update(flag.as_bytes());
+                digest.update([0]);
+            }
+            digest.update(std::env::current_dir()?.as_os_str().as_encoded_bytes());
+            let id: String = digest.finalize().iter().take(8).map(|b| format!("{b:02x}")).collect();
+            crate::audit::key::state_dir()
+                .ok_or_else(|| anyhow::anyhow!("HOME is unset: name the directory with --dir"))?
+                .join("agent-config")
+                .join(format!("{}-{id}", agent_word(args.agent)))
+        }
     };
     std::fs::create_dir_all(&dir)?;
     let dir = dir.canonicalize()?;
@@ -106,6 +123,7 @@ pub fn agent_config(args: &AgentConfigArgs) -> anyhow::Result<i32> {
                 }]},
             });
             let d = dir.join("claude");
+            link_login(&d, &claude_home(), ".credentials.json")?;
             (d.join("settings.json"), settings, vec![("CLAUDE_CONFIG_DIR", d)])
         }
         Agent::Gemini => {
@@ -158,15 +176,40 @@ fn codex_config(dir: &std::path::Path) -> anyhow::Result<i32> {
     let tmp = file.with_extension("toml.tmp");
     std::fs::write(&tmp, text)?;
     std::fs::rename(&tmp, &file)?;
-    if let Some(real) = real.filter(|r| r.join("auth.json").exists()) {
-        let link = home.join("auth.json");
-        let _ = std::fs::remove_file(&link);
-        std::os::unix::fs::symlink(real.join("auth.json"), &link)?;
-    }
+    link_login(&home, &real, "auth.json")?;
     eprintln!("interpose: wrote {} (Codex's own sandbox off: interpose is the sandbox)", file.display());
     eprintln!("interpose: or, without this directory: codex --sandbox danger-full-access");
     println!("export CODEX_HOME={}", shell_quote(&home.display().to_string()));
     Ok(0)
+}
+
+/// Claude Code's own configuration directory: `$CLAUDE_CONFIG_DIR` as the
+/// user set it, else `~/.claude`.
+fn claude_home() -> Option<PathBuf> {
+    std::env::var_os("CLAUDE_CONFIG_DIR")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".claude")))
+}
+
+/// Links the user's login file `name` from `real` into the session
+/// directory `dir`, so the agent pointed at `dir` is still signed in.
+fn link_login(dir: &std::path::Path, real: &Option<PathBuf>, name: &str) -> std::io::Result<()> {
+    std::fs::create_dir_all(dir)?;
+    let Some(source) = real.as_ref().map(|r| r.join(name)).filter(|s| s.exists()) else { return Ok(()) };
+    if source.parent().and_then(|p| p.canonicalize().ok()) == dir.canonicalize().ok() {
+        return Ok(());
+    }
+    let link = dir.join(name);
+    let _ = std::fs::remove_file(&link);
+    std::os::unix::fs::symlink(source, link)
+}
+
+fn agent_word(agent: ConfigAgent) -> &'static str {
+    match agent {
+        ConfigAgent::Claude => "claude",
+        ConfigAgent::Gemini => "gemini",
+        ConfigAgent::Codex => "codex",
+    }
 }
 
 fn agent_name(agent: Agent) -> &'static str {
@@ -182,7 +225,9 @@ fn surface_flags(args: &super::SurfaceArgs) -> Vec<String> {
     let abs = |p: &PathBuf| std::path::absolute(p).unwrap_or_else(|_| p.clone()).display().to_string();
     let mut out = Vec::new();
     if let Some(p) = &args.policy {
-        out.extend(["--policy".to_string(), abs(p)]);
+        // A built-in profile's name stays a name (`--policy claude`).
+        let profile = p.to_str().filter(|n| !n.contains('/') && !p.exists() && crate::policy::file::is_profile(n));
+        out.extend(["--policy".to_string(), profile.map_or_else(|| abs(p), str::to_string)]);
     }
     for (flag, paths) in [("--rw", &args.rw), ("--ro", &args.ro), ("--deny", &args.deny)] {
         for p in paths {

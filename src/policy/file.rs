@@ -421,6 +421,11 @@ fn read_text(path: &Path, name: &str) -> Result<String, PolicyError> {
     })
 }
 
+/// Whether `name` is a built-in profile's (`interpose policy list`).
+pub fn is_profile(name: &str) -> bool {
+    PROFILES.iter().any(|(p, _, _)| *p == name)
+}
+
 impl Policy {
     /// Loads the policy file at `path`, every profile it extends, and the
     /// defaults it does not opt out of (`system = false`, `tooling = false`).
@@ -474,7 +479,7 @@ impl Policy {
 
     fn load_or_profile_unchecked(path: &Path) -> Result<Policy, PolicyError> {
         let name = path.to_str().filter(|n| !n.contains('/') && !path.exists());
-        match name.filter(|n| PROFILES.iter().any(|(p, _, _)| p == n)) {
+        match name.filter(|n| is_profile(n)) {
             Some(n) => {
                 let mut policy = Policy { grants_workspace: true, ..Policy::default() };
                 let text = format!("extends = [\"{n}\"]\n");

@@ -217,3 +217,71 @@ fn hooks_refuse_searches_that_would_read_a_carve_out() {
         trail.lines().filter(|l| l.contains("\"decision\":\"deny\"") && l.contains("ws/.env")).collect();
     assert!(env.iter().any(|l| l.contains("\"comm\":\"grep\"")), "grep's open of .env is refused: {env:#?}");
 }
+
+/// `agent-config` and `run` work together as the README shows: the
+/// settings go to a directory of interpose's state (one per agent and
+/// surface, nothing left in TMPDIR), the user's login is linked in, the
+/// profile named by `--policy claude` grants that directory to the agent
+/// under `run`, and the hook it registers answers inside the sandbox.
+#[test]
+fn agent_config_and_run_work_together() {
+    if !kernel_ok() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().canonicalize().unwrap();
+    let (home, ws, tmp) = (root.join("home"), root.join("ws"), root.join("tmp"));
+    for d in [home.join(".claude"), ws.clone(), tmp.clone()] {
+        std::fs::create_dir_all(d).unwrap();
+    }
+    std::fs::write(home.join(".claude/.credentials.json"), "{\"login\":\"marker\"}\n").unwrap();
+    let o = Command::new(interpose())
+        .args(["agent-config", "claude", "--policy", "claude"])
+        .current_dir(&ws)
+        .env("HOME", &home)
+        .env("TMPDIR", &tmp)
+        .env_remove("CLAUDE_CONFIG_DIR")
+        .env_remove("XDG_STATE_HOME")
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let config = stdout(&o).trim().strip_prefix("export CLAUDE_CONFIG_DIR=").unwrap().to_string();
+    assert!(
+        config.starts_with(&home.join(".local/state/interpose/agent-config/claude-").display().to_string()),
+        "{config}"
+    );
+    assert_eq!(std::fs::read_dir(&tmp).unwrap().count(), 0, "nothing left in TMPDIR");
+    let settings: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(Path::new(&config).join("settings.json")).unwrap()).unwrap();
+    let hook = settings["hooks"]["PreToolUse"][0]["hooks"][0]["command"].as_str().unwrap().to_string();
+    assert!(hook.ends_with(" hook claude --policy claude"), "a profile stays a name: {hook}");
+    let input = serde_json::json!({"cwd": ws, "tool_name": "Read", "tool_input": {"file_path": "/etc/shadow"}});
+    let script = format!(
+        "head -c 1 \"$CLAUDE_CONFIG_DIR/settings.json\"; cat \"$CLAUDE_CONFIG_DIR/.credentials.json\"; \
+         echo state > \"$CLAUDE_CONFIG_DIR/history.jsonl\" && echo wrote; echo '{input}' | {hook}"
+    );
+    let bin = Path::new(interpose()).parent().unwrap().to_str().unwrap().to_string();
+    let o = Command::new(interpose())
+        .args(["run", "--policy", "claude", "--ro", &bin, "--", "/bin/sh", "-c", &script])
+        .current_dir(&ws)
+        .env("HOME", &home)
+        .env("CLAUDE_CONFIG_DIR", &config)
+        .env("PWD", &ws)
+        .env_remove("LD_LIBRARY_PATH")
+        .output()
+        .unwrap();
+    let out = stdout(&o);
+    assert!(out.starts_with("{{\"login\":\"marker\"}\nwrote\n"), "{out}{}", stderr(&o));
+    assert!(out.contains("\"permissionDecision\":\"deny\""), "the hook answers inside: {out}{}", stderr(&o));
+    assert_eq!(std::fs::read_to_string(Path::new(&config).join("history.jsonl")).unwrap(), "state\n");
+    // Made again on a second call, in the same place.
+    let again = Command::new(interpose())
+        .args(["agent-config", "claude", "--policy", "claude"])
+        .current_dir(&ws)
+        .env("HOME", &home)
+        .env_remove("CLAUDE_CONFIG_DIR")
+        .env_remove("XDG_STATE_HOME")
+        .output()
+        .unwrap();
+    assert_eq!(stdout(&again).trim(), format!("export CLAUDE_CONFIG_DIR={config}"));
+}
