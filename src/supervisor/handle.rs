@@ -436,11 +436,14 @@ impl Call<'_> {
                 return Err(Stop::Fail(Errno::EACCES));
             }
         };
-        if matches!(r.target, Target::Missing { .. }) && !access.is_mutation() {
-            // Reading or executing what does not exist fails with ENOENT
-            // inside the surface or out, as under Landlock: programs probe
-            // for optional files and treat EACCES as an error. Existence
-            // alone is no secret; untrapped stat reveals it too.
+        if matches!(r.target, Target::Missing { .. }) && access != Access::Create {
+            // Reading, executing, writing, connecting to or removing what
+            // does not exist fails with ENOENT inside the surface or out,
+            // as the kernel looks a name up before it checks a permission:
+            // programs probe for optional files and sockets
+            // (`/run/docker.sock`) and treat EACCES as an error. Existence
+            // alone is no secret; stat reveals it too. Only creating, where
+            // the missing name is the point, is decided.
             let why = Why::Note("does not exist", RuleKind::Failure);
             self.push(arg, Some(&r.path), name, Verdict::Error, Some(Errno::ENOENT), why);
             return Err(Stop::Fail(Errno::ENOENT));

@@ -13,6 +13,8 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <sys/syscall.h>
 #include <sys/xattr.h>
 #include <unistd.h>
@@ -108,6 +110,23 @@ int main(int argc, char **argv) {
     R("O_CREAT|O_EXCL existing, ro", open(data, O_CREAT | O_EXCL | O_WRONLY, 0644));
     R("O_RDWR of a ro directory", open(ro, O_RDWR));
     R("O_CREAT of a ro directory", open(ro, O_CREAT | O_RDONLY, 0644));
+
+    /* A name that does not exist is looked up before any permission is
+     * checked: writing, changing or connecting to it is ENOENT in a
+     * read-only tree and outside the surface (a probe of /run/docker.sock). */
+    char missing[4096];
+    snprintf(missing, sizeof missing, "%s/no-such-name", ro);
+    R("O_WRONLY of a missing name, ro", open(missing, O_WRONLY));
+    R("chmod of a missing name, ro", chmod(missing, 0644));
+    R("truncate of a missing name, ro", truncate(missing, 0));
+    R("O_WRONLY missing, outside", open("/run/interpose-no-such.sock", O_WRONLY));
+    struct sockaddr_un sun = {.sun_family = AF_UNIX};
+    snprintf(sun.sun_path, sizeof sun.sun_path, "%s/no-such.sock", ro);
+    int us = socket(AF_UNIX, SOCK_STREAM, 0);
+    R("connect a missing socket, ro", connect(us, (struct sockaddr *)&sun, sizeof sun));
+    snprintf(sun.sun_path, sizeof sun.sun_path, "/run/interpose-no-such.sock");
+    R("connect a missing socket, out", connect(us, (struct sockaddr *)&sun, sizeof sun));
+    close(us);
 
     /* Searching the directories above the surface is what every lookup
      * does (autoconf's `test -x /`). */

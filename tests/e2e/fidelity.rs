@@ -34,7 +34,7 @@ fn every_probe_answers_as_the_kernel_does_in_every_mode() {
         stdout(&o)
     };
     let native = run(&t.ws.join("native"), None);
-    assert!(native.lines().count() >= 31, "{native}");
+    assert!(native.lines().count() >= 37, "{native}");
     for (i, extra) in [&[][..], &["--fast"][..], &["--no-landlock"][..], &["--no-namespace"][..]].iter().enumerate() {
         let under = run(&t.ws.join(format!("mode{i}")), Some(extra));
         let differ: Vec<String> = native
