@@ -120,3 +120,72 @@ pub fn control_socket(path: &Path) -> Option<&'static str> {
     }
     None
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The table of README "What no suggestion proposes": every control
+    /// socket named, with what it is.
+    #[test]
+    fn control_sockets_are_named() {
+        let cases = [
+            ("/tmp/tmux-1000/default", "tmux server"),
+            ("/tmp/tmux-0", "tmux server"),
+            ("/run/docker.sock", "container engine"),
+            ("/var/run/docker.sock", "container engine"),
+            ("/run/containerd/containerd.sock", "container engine"),
+            ("/run/user/1000/podman/podman.sock", "container engine"),
+            ("/run/crio/crio.sock", "container engine"),
+            ("/run/buildkit/buildkitd.sock", "container engine"),
+            ("/run/user/1000/gnupg/S.gpg-agent", "gpg-agent"),
+            ("/home/u/.gnupg/S.gpg-agent.ssh", "gpg-agent"),
+            ("/tmp/ssh-XXXXabc/agent.4242", "ssh agent"),
+            ("/run/dbus/system_bus_socket", "D-Bus or systemd"),
+            ("/run/user/1000/bus", "D-Bus or systemd"),
+            ("/run/systemd/private", "D-Bus or systemd"),
+            ("/tmp/.X11-unix/X0", "display server"),
+            ("/run/user/1000/wayland-0", "display server"),
+        ];
+        for (path, what) in cases {
+            let said = control_socket(Path::new(path)).unwrap_or_else(|| panic!("{path} is not named"));
+            assert!(said.contains(what), "{path}: {said}");
+        }
+        for path in ["/home/u/project/app.sock.txt", "/tmp/tmux-notes/x", "/run/user/1000/busy"] {
+            assert_eq!(control_socket(Path::new(path)), None, "{path}");
+        }
+    }
+
+    /// Credential locations, and the trees never granted whole.
+    #[test]
+    fn credential_locations_and_broad_trees_are_known() {
+        for path in [
+            "/home/u/.ssh/id_ed25519",
+            "/home/u/.aws/credentials",
+            "/home/u/.gnupg",
+            "/home/u/.netrc",
+            "/home/u/.git-credentials",
+            "/home/u/.kube/config",
+            "/home/u/.docker/config.json",
+            "/home/u/.local/share/keyrings",
+            "/home/u/.password-store",
+            "/home/u/.pgpass",
+            "/home/u/.npmrc",
+            "/home/u/.pypirc",
+            "/home/u/.cargo/credentials.toml",
+            "/home/u/work/.env",
+            "/home/u/work/.env.local",
+            "/home/u/.config/gh/hosts.yml",
+            "/home/u/.config/gcloud",
+            "/home/u/.azure/msal_token_cache.json",
+        ] {
+            assert!(is_credential(Path::new(path)), "{path}");
+        }
+        assert!(!is_credential(Path::new("/home/u/work/src/environment.rs")));
+        let home = Path::new("/home/u");
+        for dir in ["/", "/home", "/home/u", "/home/v", "/root", "/tmp", "/var", "/usr", "/etc", "/opt", "/home/u/.ssh"] {
+            assert!(too_broad(Path::new(dir), Some(home)), "{dir}");
+        }
+        assert!(!too_broad(Path::new("/home/u/work/project"), Some(home)));
+    }
+}
