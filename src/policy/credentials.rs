@@ -183,7 +183,8 @@ mod tests {
         }
         assert!(!is_credential(Path::new("/home/u/work/src/environment.rs")));
         let home = Path::new("/home/u");
-        for dir in ["/", "/home", "/home/u", "/home/v", "/root", "/tmp", "/var", "/usr", "/etc", "/opt", "/home/u/.ssh"] {
+        for dir in ["/", "/home", "/home/u", "/home/v", "/root", "/tmp", "/var", "/usr", "/etc", "/opt", "/home/u/.ssh"]
+        {
             assert!(too_broad(Path::new(dir), Some(home)), "{dir}");
         }
         assert!(!too_broad(Path::new("/home/u/work/project"), Some(home)));
