@@ -301,7 +301,9 @@ impl Sandbox {
             .filter(|p| p.exists())
             .unwrap_or_else(|| PathBuf::from("interpose"));
         let mut cmd = std::process::Command::new(exe);
-        cmd.arg("run");
+        // The command's own stderr, without interpose's notices (what was
+        // refused, credentials removed): a caller reads it as the tool's.
+        cmd.args(["run", "--quiet"]);
         match &self.policy {
             Some(p) => cmd.arg("--policy").arg(p),
             None => cmd.arg("--rw").arg(&self.workspace),

@@ -297,6 +297,10 @@ pub enum ProxyProtocol {
     Http,
     /// A SOCKS5 `CONNECT` (`ALL_PROXY=socks5h://`).
     Socks5,
+    /// A plain TCP connect to a host loopback service the allowlist names
+    /// (`127.0.0.1:PORT`, `[::1]:PORT`, `localhost:PORT`), forwarded from
+    /// the same address and port in the command's namespace.
+    Forward,
 }
 
 /// One connection through interpose's network proxy: written when it

@@ -267,7 +267,7 @@ pub fn print_text(r: &Report) {
         }
     }
     if !r.hosts.is_empty() {
-        println!("\nhosts (through the proxy):   allowed refused failed   bytes up/down");
+        println!("\nhosts (proxy, loopback forwards): allowed refused failed   bytes up/down");
         for (host, h) in &r.hosts {
             println!(
                 "  {host:<32} {:>6} {:>7} {:>6}   {}/{}  {}",

@@ -11,6 +11,7 @@
 //! address decided; only the proxy's address is reached, by a connect the
 //! supervisor makes itself) keep the command from anything else.
 
+pub mod forward;
 pub mod proxy;
 
 use std::collections::HashSet;

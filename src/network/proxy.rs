@@ -55,6 +55,9 @@ pub struct Settings {
     pub admission: Option<std::sync::Arc<super::Admission>>,
     /// The proxy the host itself goes through, if it has one.
     pub upstream: Option<Upstream>,
+    /// The host's loopback services the allowlist names, each with its
+    /// listening socket in the command's network namespace.
+    pub forwards: Vec<(std::net::TcpListener, crate::policy::hosts::Forward)>,
 }
 
 /// A proxy the host itself must go through (interpose's own
@@ -237,11 +240,16 @@ impl Proxy {
 
 async fn serve_all(
     listener: std::net::TcpListener,
-    settings: Settings,
+    mut settings: Settings,
     refused: Arc<Mutex<BTreeMap<(String, u16), u64>>>,
     mut stop: watch::Receiver<bool>,
 ) {
     let listener = tokio::net::TcpListener::from_std(listener).expect("a listening socket registers with tokio");
+    let mut forwarders = tokio::task::JoinSet::new();
+    for (socket, forward) in std::mem::take(&mut settings.forwards) {
+        let (sink, stop) = (settings.audit.clone(), stop.clone());
+        forwarders.spawn(super::forward::serve(socket, forward, sink, stop));
+    }
     #[cfg(debug_assertions)]
     let (fault, mut faults) = tokio::sync::mpsc::unbounded_channel();
     let shared = Arc::new(Shared {
@@ -293,7 +301,11 @@ async fn serve_all(
     }
     drop(listener);
     // Every open connection sees the stop, ends its tunnel and records it.
-    let _ = tokio::time::timeout(STOP_WAIT, async { while tasks.join_next().await.is_some() {} }).await;
+    let _ = tokio::time::timeout(STOP_WAIT, async {
+        while tasks.join_next().await.is_some() {}
+        while forwarders.join_next().await.is_some() {}
+    })
+    .await;
 }
 
 /// A destination a client asked for.
@@ -412,7 +424,8 @@ async fn connect_and_tunnel(
     let ready: &[u8] = match request.protocol {
         ProxyProtocol::HttpConnect => b"HTTP/1.1 200 Connection established\r\n\r\n",
         ProxyProtocol::Socks5 => &[5, 0, 0, 1, 0, 0, 0, 0, 0, 0],
-        ProxyProtocol::Http => b"",
+        // A forwarded connection never reaches the proxy's parser.
+        ProxyProtocol::Http | ProxyProtocol::Forward => b"",
     };
     if client.write_all(ready).await.is_err() || upstream.write_all(&request.forward).await.is_err() {
         return Outcome { decision, rule, address };
@@ -429,7 +442,7 @@ async fn connect_and_tunnel(
 
 /// Copies `from` to `to` until either ends, counting the bytes; then ends
 /// `to`'s writing half, so the other direction can finish.
-async fn pump(mut from: impl AsyncRead + Unpin, mut to: impl AsyncWrite + Unpin, count: &AtomicU64) {
+pub(super) async fn pump(mut from: impl AsyncRead + Unpin, mut to: impl AsyncWrite + Unpin, count: &AtomicU64) {
     let mut buf = vec![0u8; 32 << 10];
     loop {
         let n = match from.read(&mut buf).await {

@@ -146,6 +146,49 @@ impl HostRule {
     }
 }
 
+/// A service on the host's loopback that the command reaches at the same
+/// address and port: an allowlist entry naming `127.0.0.1`, `::1` or
+/// `localhost` with a port.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Forward {
+    /// The address the command connects to inside its namespace (and the
+    /// one tried first on the host).
+    pub inside: IpAddr,
+    /// Whether the entry named `localhost`: the host's other loopback
+    /// address is tried too.
+    pub by_name: bool,
+    /// The port.
+    pub port: u16,
+    /// The entry and where it came from, for the trail.
+    pub rule: String,
+}
+
+impl HostRule {
+    /// The loopback services this entry names, one per address: `Ok(None)`
+    /// for an entry that names none, an error for a loopback entry without
+    /// a port (a service on the host's loopback has no default port).
+    pub fn forwards(&self) -> Result<Option<Vec<Forward>>, String> {
+        use std::net::{Ipv4Addr, Ipv6Addr};
+        let (addresses, by_name): (Vec<IpAddr>, bool) = match &self.host {
+            HostPattern::Ip(ip) if *ip == IpAddr::V4(Ipv4Addr::LOCALHOST) || *ip == IpAddr::V6(Ipv6Addr::LOCALHOST) => {
+                (vec![*ip], false)
+            }
+            HostPattern::Name(n) if n == "localhost" => {
+                (vec![IpAddr::V4(Ipv4Addr::LOCALHOST), IpAddr::V6(Ipv6Addr::LOCALHOST)], true)
+            }
+            _ => return Ok(None),
+        };
+        let Some(port) = self.port else {
+            return Err(format!(
+                "{self}: a service on the host's loopback is named with its port ({self}:PORT), which is the only one reached ({})",
+                self.origin
+            ));
+        };
+        let rule = format!("{self} ({})", self.origin);
+        Ok(Some(addresses.into_iter().map(|inside| Forward { inside, by_name, port, rule: rule.clone() }).collect()))
+    }
+}
+
 /// Whether `host` is a name beneath `domain` (`a.example.org` and
 /// `a.b.example.org` are beneath `example.org`; `example.org` and
 /// `badexample.org` are not).
@@ -177,6 +220,20 @@ impl Allowlist {
     pub fn texts(&self) -> Vec<String> {
         self.rules.iter().map(ToString::to_string).collect()
     }
+
+    /// The loopback services the entries name, without repeats (an error
+    /// for one without a port).
+    pub fn forwards(&self) -> Result<Vec<Forward>, String> {
+        let mut out: Vec<Forward> = Vec::new();
+        for rule in &self.rules {
+            for f in rule.forwards()?.unwrap_or_default() {
+                if !out.iter().any(|o| o.inside == f.inside && o.port == f.port) {
+                    out.push(f);
+                }
+            }
+        }
+        Ok(out)
+    }
 }
 
 /// The `--net allow=` text that would allow `host` on `port`.
@@ -195,6 +252,29 @@ mod tests {
 
     fn rule(t: &str) -> HostRule {
         HostRule::parse(t, "test").unwrap()
+    }
+
+    #[test]
+    fn loopback_entries_name_services_to_forward() {
+        let f = rule("127.0.0.1:5432").forwards().unwrap().unwrap();
+        assert_eq!(f.len(), 1);
+        assert_eq!((f[0].inside.to_string(), f[0].port, f[0].by_name), ("127.0.0.1".into(), 5432, false));
+        assert_eq!(f[0].rule, "127.0.0.1:5432 (test)");
+        let f = rule("[::1]:11434").forwards().unwrap().unwrap();
+        assert_eq!((f[0].inside.to_string(), f[0].port), ("::1".into(), 11434));
+        let f = rule("LocalHost:8080").forwards().unwrap().unwrap();
+        let inside: Vec<String> = f.iter().map(|f| f.inside.to_string()).collect();
+        assert_eq!(inside, ["127.0.0.1", "::1"]);
+        assert!(f.iter().all(|f| f.by_name && f.port == 8080));
+        let e = rule("localhost").forwards().unwrap_err();
+        assert!(e.contains("localhost:PORT"), "{e}");
+        assert!(rule("127.0.0.2:80").forwards().unwrap().is_none(), "only 127.0.0.1, ::1 and localhost");
+        assert!(rule("example.org:5432").forwards().unwrap().is_none());
+        let mut list = Allowlist::default();
+        for t in ["localhost:8080", "127.0.0.1:8080", "example.org"] {
+            list.add(rule(t));
+        }
+        assert_eq!(list.forwards().unwrap().len(), 2, "the same address and port once");
     }
 
     #[test]

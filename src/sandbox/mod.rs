@@ -66,6 +66,9 @@ pub enum Stage {
     OwnProc = 17,
     /// Masking the surface's carve-outs in the command's mount namespace.
     Masks = 18,
+    /// Listening for a forwarded loopback service in the command's network
+    /// namespace.
+    Forward = 19,
 }
 
 impl Stage {
@@ -77,6 +80,7 @@ impl Stage {
             PidMax,
             OwnProc,
             Masks,
+            Forward,
             Network,
             Ipc,
             Isolate,
@@ -105,6 +109,9 @@ impl Stage {
             Stage::PidMax => "setting the PID namespace's pid_max, the default task limit (--max-procs N uses a pids cgroup instead)",
             Stage::OwnProc => "granting the PID namespace's /proc to Landlock",
             Stage::Masks => "masking the surface's carve-outs in the command's mount namespace",
+            Stage::Forward => {
+                "listening in the command's network namespace for a loopback service the allowlist names (is IPv6 off, for ::1?)"
+            }
             Stage::Isolate => {
                 "building the isolated root (a mount namespace of the session's own, as root or in interpose's user namespace)"
             }
@@ -167,6 +174,10 @@ pub struct Plan {
     /// In that namespace: listen on `127.0.0.1:PORT` for interpose's proxy
     /// (the socket is handed to the parent, which serves it from outside).
     pub proxy_port: Option<u16>,
+    /// In that namespace: listen on these loopback addresses and ports for
+    /// the host's loopback services the allowlist names (at most
+    /// [`MAX_FORWARDS`]; handed to the parent, which forwards them).
+    pub forwards: Vec<std::net::SocketAddr>,
     /// Give the command an IPC namespace of its own (System V objects and
     /// POSIX message queues of its own; the filter refuses them otherwise).
     pub new_ipc: bool,
@@ -269,7 +280,14 @@ pub struct Started {
     /// With [`Plan::proxy_port`]: the listening socket made in the
     /// command's network namespace.
     pub proxy: Option<OwnedFd>,
+    /// With [`Plan::forwards`]: their listening sockets, in that order.
+    pub forwards: Vec<OwnedFd>,
 }
+
+/// The most loopback services one session forwards.
+pub const MAX_FORWARDS: usize = 16;
+/// The child's report: tag, listener, proxy socket, forwarded sockets.
+const LISTENER_MSG: usize = 12 + 4 * MAX_FORWARDS;
 
 const TAG_LISTENER: u8 = b'L';
 const TAG_ERROR: u8 = b'E';
@@ -326,9 +344,9 @@ pub fn start(
                 reap(pid);
                 e
             };
-            let mut msg = [0u8; 12];
+            let mut msg = [0u8; LISTENER_MSG];
             match process::recv_with_fds(ours.as_fd(), &mut msg) {
-                Ok((12, _, _)) if msg[0] == TAG_LISTENER => {}
+                Ok((LISTENER_MSG, _, _)) if msg[0] == TAG_LISTENER => {}
                 Ok((8, _, _)) if msg[0] == TAG_ERROR => {
                     let error: &[u8; 8] = msg[..8].try_into().expect("8 bytes");
                     return Err(fail(decode_error(error).unwrap_or(SpawnError::ChildVanished)));
@@ -349,6 +367,14 @@ pub fn start(
                     fail(SpawnError::Parent { what: "taking the proxy's socket (pidfd_getfd)", errno })
                 })?),
             };
+            let mut forwards = Vec::new();
+            for i in 0..plan.forwards.len().min(MAX_FORWARDS) {
+                let at = 12 + 4 * i;
+                let number = i32::from_ne_bytes(msg[at..at + 4].try_into().expect("4 bytes"));
+                forwards.push(process::pidfd_getfd(pidfd.as_fd(), number).map_err(|errno| {
+                    fail(SpawnError::Parent { what: "taking a forwarded port's socket (pidfd_getfd)", errno })
+                })?);
+            }
             // The child has made its mount namespace and /proc by now.
             let root = match plan.pid_namespace {
                 true => Some(command_root(pid).map_err(|errno| {
@@ -359,7 +385,7 @@ pub fn start(
             before_exec(pid).map_err(fail)?;
             process::write_all(ours.as_fd(), &[TAG_GO])
                 .map_err(|errno| fail(SpawnError::Parent { what: "releasing the child", errno }))?;
-            Ok(Started { pid, listener, channel: ours, root, proxy })
+            Ok(Started { pid, listener, channel: ours, root, proxy, forwards })
         }
     }
 }
@@ -478,11 +504,20 @@ fn child(
             report(Stage::Network, e);
         }
     }
-    let proxy = match plan.proxy_port.map(process::listen_on_loopback) {
+    let proxy = match plan.proxy_port.map(|port| process::listen_on(std::net::SocketAddr::from(([127, 0, 0, 1], port))))
+    {
         Some(Err(e)) => report(Stage::Network, e),
         Some(Ok(sock)) => Some(sock),
         None => None,
     };
+    // No allocation after the fork: the sockets go into a fixed array.
+    let mut forwards: [Option<OwnedFd>; MAX_FORWARDS] = Default::default();
+    for (slot, at) in forwards.iter_mut().zip(&plan.forwards) {
+        match process::listen_on(*at) {
+            Ok(sock) => *slot = Some(sock),
+            Err(e) => report(Stage::Forward, e),
+        }
+    }
     if plan.new_ipc {
         if let Err(e) = process::unshare(libc::CLONE_NEWIPC) {
             report(Stage::Ipc, e);
@@ -520,10 +555,14 @@ fn child(
     // does not hold the listener yet, so until the parent has taken it only
     // untrapped calls are made: write the listener's number, wait for the
     // parent's go (it copies the listener with pidfd_getfd), close ours.
-    let mut msg = [0u8; 12];
+    let mut msg = [0u8; LISTENER_MSG];
     msg[0] = TAG_LISTENER;
     msg[4..8].copy_from_slice(&listener.as_raw_fd().to_ne_bytes());
     msg[8..12].copy_from_slice(&proxy.as_ref().map_or(-1, |p| p.as_raw_fd()).to_ne_bytes());
+    for (i, sock) in forwards.iter().enumerate() {
+        let at = 12 + 4 * i;
+        msg[at..at + 4].copy_from_slice(&sock.as_ref().map_or(-1, |s| s.as_raw_fd()).to_ne_bytes());
+    }
     if let Err(e) = process::write_all(channel.as_fd(), &msg) {
         report(Stage::SendListener, e);
     }
@@ -537,6 +576,7 @@ fn child(
     // meant for the proxy.
     drop(listener);
     drop(proxy);
+    drop(forwards);
     if plan.pid_namespace {
         // The init holds a copy of interpose's memory and environment: once
         // the supervisor has taken what it needs from it (the listener, its

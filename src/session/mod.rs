@@ -108,6 +108,9 @@ pub enum RunError {
     /// `--max-procs` cannot be enforced here.
     #[error("--max-procs: {0}")]
     MaxProcs(sandbox::pids::PidsError),
+    /// The network the flags and policy ask for cannot be had.
+    #[error("--net: {0}")]
+    Net(String),
     /// `--user` is malformed, unknown, or used without root.
     #[error("--user {0}")]
     BadUser(String),
@@ -319,8 +322,8 @@ pub fn run(args: &Config) -> Result<i32, RunError> {
     // The supervisor creates files for the command with the command's umask,
     // applied by hand; its own must not interfere.
     process::umask(0);
-    let sandbox::Started { pid, listener, channel, root, proxy } = started;
-    let proxy = network.start_proxy(proxy, &args.net_resolve, args.learn, sink.clone())?;
+    let sandbox::Started { pid, listener, channel, root, proxy, forwards } = started;
+    let proxy = network.start_proxy(proxy, forwards, &args.net_resolve, args.learn, sink.clone())?;
     if let (Some(sink), audit::OnFailure::Stop) = (&sink, args.audit_failure) {
         sink.stop_on_failure(pid);
     }
@@ -594,6 +597,7 @@ fn plan(
         user,
         no_network: network.own_namespace,
         proxy_port: network.child_proxy_port(),
+        forwards: network.child_forwards(),
         new_ipc: own_ipc,
         isolate: match staging {
             Some(dir) => Some(sandbox::isolate::plan(

@@ -6,7 +6,7 @@
 use super::{io, Config, Net, RunError};
 use crate::audit::{self, Sink};
 use crate::network::proxy::{self, Proxy};
-use crate::policy::hosts::{Allowlist, HostRule};
+use crate::policy::hosts::{Allowlist, Forward, HostRule};
 use crate::supervisor::NetRule;
 use std::net::{Ipv4Addr, SocketAddrV4, TcpListener};
 use std::os::fd::OwnedFd;
@@ -23,6 +23,9 @@ pub(super) struct NetSetup {
     pub own_namespace: bool,
     /// The proxy, unless the network is `host`, `none` or `connect=`.
     pub proxy: Option<ProxyPlan>,
+    /// The host's loopback services the allowlist names, reached from the
+    /// command's namespace at the same address and port.
+    pub forwards: Vec<Forward>,
 }
 
 /// The proxy a session will run.
@@ -45,7 +48,13 @@ pub(super) struct ProxyPlan {
 impl NetSetup {
     /// Decides the network for `args`, with the policy's allowlist.
     pub fn plan(args: &Config, policy_allow: &[HostRule], unprivileged: bool) -> Result<NetSetup, RunError> {
-        let open = |own_namespace| NetSetup { rule: NetRule::Open, landlock_ports: None, own_namespace, proxy: None };
+        let open = |own_namespace| NetSetup {
+            rule: NetRule::Open,
+            landlock_ports: None,
+            own_namespace,
+            proxy: None,
+            forwards: Vec::new(),
+        };
         let flags = match &args.net {
             Net::Host => return Ok(open(false)),
             Net::None => return Ok(open(true)),
@@ -55,6 +64,7 @@ impl NetSetup {
                     landlock_ports: Some(ports.clone()),
                     own_namespace: false,
                     proxy: None,
+                    forwards: Vec::new(),
                 })
             }
             Net::Proxy(flags) => flags,
@@ -70,21 +80,46 @@ impl NetSetup {
         // A namespace of its own as root, or in interpose's user namespace
         // (where interpose holds CAP_NET_ADMIN over the new one).
         let own_namespace = nix::unistd::geteuid().is_root() || unprivileged;
+        let forwards = allow.forwards().map_err(RunError::Net)?;
+        if forwards.len() > crate::sandbox::MAX_FORWARDS {
+            return Err(RunError::Net(format!(
+                "{} loopback services named; at most {} are forwarded",
+                forwards.len(),
+                crate::sandbox::MAX_FORWARDS
+            )));
+        }
         if own_namespace {
             // Any port is free in a new namespace; one the host picks keeps
-            // clear of the fixed ports programs like to serve on.
-            let port = TcpListener::bind("127.0.0.1:0")
-                .and_then(|l| l.local_addr())
-                .map_err(io("choosing a port for the network proxy"))?
-                .port();
+            // clear of the fixed ports programs like to serve on (and of
+            // the forwarded ones).
+            let port = loop {
+                let port = TcpListener::bind("127.0.0.1:0")
+                    .and_then(|l| l.local_addr())
+                    .map_err(io("choosing a port for the network proxy"))?
+                    .port();
+                if !forwards.iter().any(|f| f.port == port) {
+                    break port;
+                }
+            };
             let addr = SocketAddrV4::new(Ipv4Addr::LOCALHOST, port);
             let proxy = ProxyPlan { addr, host_listener: None, allow, admission: None, upstream };
+            let reached = forwards.iter().map(|f| std::net::SocketAddr::new(f.inside, f.port)).collect();
             return Ok(NetSetup {
-                rule: NetRule::OwnNamespace,
+                rule: NetRule::OwnNamespace(Arc::new(reached)),
                 landlock_ports: None,
                 own_namespace,
                 proxy: Some(proxy),
+                forwards,
             });
+        }
+        if let Some(f) = forwards.first() {
+            // On the host's own network the command would reach the
+            // service directly, where nothing counts or ends the
+            // connection: refused before anything runs.
+            return Err(RunError::Net(format!(
+                "{}: a loopback service is forwarded into a network namespace of the command's own, which needs root or unprivileged user namespaces (neither is available here)",
+                f.rule
+            )));
         }
         let listener = crate::network::listen_on_host().map_err(io("listening for the network proxy"))?;
         let addr = match listener.local_addr().map_err(io("the network proxy's address"))? {
@@ -99,7 +134,12 @@ impl NetSetup {
         let proxy =
             ProxyPlan { addr, host_listener: Some(listener), allow, admission: Some(Arc::clone(&admission)), upstream };
         let rule = NetRule::ProxyOnly(addr, admission);
-        Ok(NetSetup { rule, landlock_ports, own_namespace: false, proxy: Some(proxy) })
+        Ok(NetSetup { rule, landlock_ports, own_namespace: false, proxy: Some(proxy), forwards: Vec::new() })
+    }
+
+    /// The addresses the child listens on for the forwarded services.
+    pub fn child_forwards(&self) -> Vec<std::net::SocketAddr> {
+        self.forwards.iter().map(|f| std::net::SocketAddr::new(f.inside, f.port)).collect()
     }
 
     /// The port the child listens on for the proxy, in its own namespace.
@@ -132,8 +172,15 @@ impl NetSetup {
                     Some(up) => format!("; chained through the host's proxy {}", up.authority),
                     None => String::new(),
                 };
+                let forwarded = match self.forwards.is_empty() {
+                    true => String::new(),
+                    false => format!(
+                        "; the host's loopback services {} forwarded (a plain TCP connect to the same address and port)",
+                        self.child_forwards().iter().map(ToString::to_string).collect::<Vec<_>>().join(", ")
+                    ),
+                };
                 format!(
-                    "through interpose's proxy at {} {how}; DNS inside the sandbox refused; allowed hosts: {allowed}{chained}",
+                    "through interpose's proxy at {} {how}; DNS inside the sandbox refused; allowed hosts: {allowed}{chained}{forwarded}",
                     p.addr
                 )
             }
@@ -147,6 +194,7 @@ impl NetSetup {
     pub fn start_proxy(
         &mut self,
         from_child: Option<OwnedFd>,
+        forwarded: Vec<OwnedFd>,
         resolve: &[(String, std::net::IpAddr)],
         learn: bool,
         sink: Option<Sink>,
@@ -164,6 +212,7 @@ impl NetSetup {
             audit: sink,
             admission: plan.admission.clone(),
             upstream: plan.upstream.clone(),
+            forwards: forwarded.into_iter().map(TcpListener::from).zip(self.forwards.iter().cloned()).collect(),
         };
         proxy::start(listener, settings).map(Some).map_err(io("starting the network proxy"))
     }

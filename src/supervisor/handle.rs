@@ -87,6 +87,7 @@ const AT_SYMLINK_NOFOLLOW: u64 = libc::AT_SYMLINK_NOFOLLOW as u64;
 const AT_SYMLINK_FOLLOW: u64 = libc::AT_SYMLINK_FOLLOW as u64;
 
 pub fn handle(sup: &Supervisor, notif: &seccomp::Notif) -> Outcome {
+    PIDFD.with(|c| c.borrow_mut().follow(notif.pid));
     let Some(row) = table::lookup(notif.data.nr) else {
         // The filter only traps table rows; anything else is a bug, and the
         // safe answer to a bug is no.
@@ -197,37 +198,35 @@ impl Root<'_> {
 
 /// One trapped call being answered: the notification, its table row, and
 /// what has been learned and checked about it so far.
-/// The thread pidfds a worker opened lately, by thread number: `fstat`,
-/// the most frequent call a supervisor performs on a caller's descriptor,
-/// is then one `pidfd_getfd` instead of `pidfd_open`, `pidfd_getfd` and
-/// `close`. A few dozen threads; the oldest is dropped first.
+/// The pidfd of the thread whose calls a worker is answering, kept while
+/// that thread's calls follow one another: `fstat`, the call a supervisor
+/// performs on a caller's descriptor most (a test runner's output capture
+/// makes a hundred thousand in a row), is then one `pidfd_getfd` instead of
+/// `pidfd_open`, `pidfd_getfd` and `close`. A call from another thread
+/// closes it, so a worker holds at most one, and never one for long after
+/// its thread is gone.
 #[derive(Default)]
-struct Pidfds {
-    kept: std::collections::VecDeque<(u32, std::rc::Rc<OwnedFd>)>,
-}
+struct KeptPidfd(Option<(u32, std::rc::Rc<OwnedFd>)>);
 
-impl Pidfds {
-    const KEEP: usize = 32;
-
+impl KeptPidfd {
     fn get(&self, tid: u32) -> Option<std::rc::Rc<OwnedFd>> {
-        self.kept.iter().find(|(t, _)| *t == tid).map(|(_, fd)| fd.clone())
+        self.0.as_ref().filter(|(t, _)| *t == tid).map(|(_, fd)| fd.clone())
     }
 
     fn keep(&mut self, tid: u32, fd: std::rc::Rc<OwnedFd>) {
-        self.forget(tid);
-        if self.kept.len() == Self::KEEP {
-            self.kept.pop_front();
-        }
-        self.kept.push_back((tid, fd));
+        self.0 = Some((tid, fd));
     }
 
-    fn forget(&mut self, tid: u32) {
-        self.kept.retain(|(t, _)| *t != tid);
+    /// Closes the pidfd unless it is `tid`'s.
+    fn follow(&mut self, tid: u32) {
+        if self.0.as_ref().is_some_and(|(t, _)| *t != tid) {
+            self.0 = None;
+        }
     }
 }
 
 thread_local! {
-    static PIDFDS: std::cell::RefCell<Pidfds> = std::cell::RefCell::default();
+    static PIDFD: std::cell::RefCell<KeptPidfd> = std::cell::RefCell::default();
 }
 
 struct Call<'a> {
@@ -281,13 +280,13 @@ impl Call<'_> {
     /// caller still waiting for this notification.
     fn caller_fd(&self, fd: i32) -> Result<OwnedFd, Stop> {
         let tid = self.notif.pid;
-        // A pidfd kept from an earlier call of this thread number: it names
-        // the task it was opened for, and only one live task holds a number,
-        // so while the caller waits here it is either this caller's or that
-        // of a task that has gone (ESRCH, then a fresh one is opened).
-        if let Some(pidfd) = PIDFDS.with(|c| c.borrow().get(tid)) {
+        // A pidfd kept from this thread number's last call: it names the
+        // task it was opened for, and only one live task holds a number, so
+        // while the caller waits here it is either this caller's or that of
+        // a task that has gone (ESRCH, then a fresh one is opened).
+        if let Some(pidfd) = PIDFD.with(|c| c.borrow().get(tid)) {
             match crate::sys::process::pidfd_getfd(pidfd.as_fd(), fd) {
-                Err(Errno::ESRCH) => PIDFDS.with(|c| c.borrow_mut().forget(tid)),
+                Err(Errno::ESRCH) => PIDFD.with(|c| c.borrow_mut().0 = None),
                 other => {
                     self.still_valid()?;
                     return Ok(other?);
@@ -315,7 +314,7 @@ impl Call<'_> {
                 // thread's: the number was not reused before the open.
                 self.still_valid()?;
                 let thread = std::rc::Rc::new(thread);
-                PIDFDS.with(|c| c.borrow_mut().keep(tid, thread.clone()));
+                PIDFD.with(|c| c.borrow_mut().keep(tid, thread.clone()));
                 return Ok(crate::sys::process::pidfd_getfd(thread.as_fd(), fd)?);
             }
         };

@@ -330,14 +330,16 @@ pub enum NetRule {
     /// The proxy in a network namespace of the command's own: loopback
     /// addresses (the namespace's own, where the proxy listens) are
     /// continued; any other IPv4 or IPv6 address is refused and recorded
-    /// (nothing else is routable there anyway).
-    OwnNamespace,
+    /// (nothing else is routable there anyway). A connect to one of these
+    /// addresses (the host's loopback services the allowlist names, which
+    /// interpose forwards) is recorded with the process that made it.
+    OwnNamespace(std::sync::Arc<Vec<std::net::SocketAddr>>),
 }
 
 impl NetRule {
     /// Whether the network is reached only through the proxy.
     pub fn proxied(&self) -> bool {
-        matches!(self, NetRule::ProxyOnly(..) | NetRule::OwnNamespace)
+        matches!(self, NetRule::ProxyOnly(..) | NetRule::OwnNamespace(_))
     }
 }
 

@@ -512,23 +512,51 @@ pub fn unshare(flags: i32) -> Result<(), Errno> {
     cvt(unsafe { libc::unshare(flags) } as libc::c_long).map(drop)
 }
 
-/// A TCP socket listening on `127.0.0.1:port` of the current network
-/// namespace (`socket`, `bind`, `listen` with a backlog of 1024).
-/// Async-signal-safe: no allocation.
-pub fn listen_on_loopback(port: u16) -> Result<OwnedFd, Errno> {
+/// A TCP socket listening on `at` (IPv4 or IPv6; an IPv6 one takes only
+/// IPv6). Async-signal-safe: no allocation.
+pub fn listen_on(at: std::net::SocketAddr) -> Result<OwnedFd, Errno> {
+    let family = if at.is_ipv6() { libc::AF_INET6 } else { libc::AF_INET };
     // SAFETY: a plain socket(2) call; the descriptor is owned at once.
-    let fd = cvt(unsafe { libc::socket(libc::AF_INET, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0) } as libc::c_long)?;
+    let fd = cvt(unsafe { libc::socket(family, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0) } as libc::c_long)?;
     // SAFETY: `fd` was just returned by socket(2) and nothing else owns it.
     let sock = unsafe { OwnedFd::from_raw_fd(fd as i32) };
-    let addr = libc::sockaddr_in {
-        sin_family: libc::AF_INET as libc::sa_family_t,
-        sin_port: port.to_be(),
-        sin_addr: libc::in_addr { s_addr: u32::from_be_bytes([127, 0, 0, 1]).to_be() },
-        sin_zero: [0; 8],
+    let bound = match at {
+        std::net::SocketAddr::V4(a) => {
+            let addr = libc::sockaddr_in {
+                sin_family: libc::AF_INET as libc::sa_family_t,
+                sin_port: a.port().to_be(),
+                sin_addr: libc::in_addr { s_addr: u32::from_be_bytes(a.ip().octets()).to_be() },
+                sin_zero: [0; 8],
+            };
+            let len = std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t;
+            // SAFETY: `addr` is a valid sockaddr_in of `len` bytes.
+            unsafe { libc::bind(sock.as_raw_fd(), (&addr as *const libc::sockaddr_in).cast(), len) }
+        }
+        std::net::SocketAddr::V6(a) => {
+            let one: libc::c_int = 1;
+            // SAFETY: an int option of its size.
+            unsafe {
+                libc::setsockopt(
+                    sock.as_raw_fd(),
+                    libc::IPPROTO_IPV6,
+                    libc::IPV6_V6ONLY,
+                    (&one as *const libc::c_int).cast(),
+                    std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+                )
+            };
+            let addr = libc::sockaddr_in6 {
+                sin6_family: libc::AF_INET6 as libc::sa_family_t,
+                sin6_port: a.port().to_be(),
+                sin6_flowinfo: 0,
+                sin6_addr: libc::in6_addr { s6_addr: a.ip().octets() },
+                sin6_scope_id: 0,
+            };
+            let len = std::mem::size_of::<libc::sockaddr_in6>() as libc::socklen_t;
+            // SAFETY: `addr` is a valid sockaddr_in6 of `len` bytes.
+            unsafe { libc::bind(sock.as_raw_fd(), (&addr as *const libc::sockaddr_in6).cast(), len) }
+        }
     };
-    let len = std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t;
-    // SAFETY: `addr` is a valid sockaddr_in of `len` bytes.
-    cvt(unsafe { libc::bind(sock.as_raw_fd(), (&addr as *const libc::sockaddr_in).cast(), len) } as libc::c_long)?;
+    cvt(bound as libc::c_long)?;
     // SAFETY: listen takes a descriptor and a number.
     cvt(unsafe { libc::listen(sock.as_raw_fd(), 1024) } as libc::c_long)?;
     Ok(sock)

@@ -203,7 +203,7 @@ curl -sS --noproxy '' http://localhost:{p}/ | grep -o 'resolves only to local ad
     let report = Command::new(interpose()).arg("report").arg(&trail).output().unwrap();
     let text = stdout(&report);
     assert!(text.contains(&format!("allowed.test:{p}")) && text.contains(&format!("other.test:{p}")), "{text}");
-    assert!(text.contains("hosts (through the proxy)"), "{text}");
+    assert!(text.contains("hosts (proxy, loopback forwards)"), "{text}");
 }
 
 #[test]
@@ -635,4 +635,121 @@ fn a_name_that_resolves_to_the_hosts_own_interface_is_refused() {
         assert!(refused >= 3, "{addr}: {:?}", connections(&trail));
     }
     assert_eq!(o.served.load(Ordering::SeqCst), own.len(), "only the native requests reached the origin");
+}
+
+/// What `LOOPBACK` does: a plain TCP connect and one exchange with the
+/// allowed port by address and by name, the other port directly and
+/// through the proxy (`CONNECT`), and a datagram to the allowed port.
+const LOOPBACK: &str = r#"
+import errno, os, socket, sys
+allowed, other = int(sys.argv[1]), int(sys.argv[2])
+def attempt(name, f):
+    try:
+        print(name, f())
+    except OSError as e:
+        print(name, errno.errorcode.get(e.errno, e.errno))
+def exchange(host, port):
+    c = socket.create_connection((host, port), timeout=5); c.sendall(b"ping"); return c.recv(100).decode()
+attempt("allowed", lambda: exchange("127.0.0.1", allowed))
+attempt("by-name", lambda: exchange("localhost", allowed))
+attempt("other", lambda: exchange("127.0.0.1", other))
+def through_proxy():
+    proxy = os.environ.get("HTTPS_PROXY")
+    if not proxy:
+        return "no proxy"
+    host, port = proxy.rsplit("/", 1)[-1].rsplit(":", 1)
+    c = socket.create_connection((host, int(port)), timeout=5)
+    c.sendall(f"CONNECT 127.0.0.1:{other} HTTP/1.1\r\nHost: 127.0.0.1:{other}\r\n\r\n".encode())
+    return c.recv(100).decode().split("\r\n")[0]
+attempt("other-via-proxy", through_proxy)
+attempt("udp", lambda: socket.socket(socket.AF_INET, socket.SOCK_DGRAM).sendto(b"leaked", ("127.0.0.1", allowed)) and "sent")
+"#;
+
+/// A service on the host's loopback that the allowlist names
+/// (`--net allow=127.0.0.1:PORT`) is reached from inside at the same
+/// address and port by a plain TCP connect (a database client speaks no
+/// proxy), forwarded by interpose, each connection recorded with who made
+/// it, the port, the bytes and its length; every other loopback port stays
+/// unreachable, directly and through the proxy; a datagram to the allowed
+/// port leaves nothing. Natively all of it goes through. Without a network
+/// namespace (as nobody) the entry is refused before anything runs.
+#[test]
+fn an_allowed_loopback_service_is_reached_by_a_plain_connect_and_no_other() {
+    if !kernel_ok() {
+        return;
+    }
+    let echo = |tag: &'static str| {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        std::thread::spawn(move || {
+            for mut conn in listener.incoming().flatten() {
+                let mut buf = [0u8; 4];
+                if conn.read_exact(&mut buf).is_ok() {
+                    let _ = conn.write_all(&[tag.as_bytes(), &buf].concat());
+                }
+            }
+        });
+        port
+    };
+    let (allowed, other) = (echo("A:"), echo("B:"));
+    let receiver = UdpSocket::bind(("127.0.0.1", allowed)).unwrap();
+    receiver.set_read_timeout(Some(std::time::Duration::from_millis(300))).unwrap();
+    let t = Tree::new();
+    let script = t.ws.join("loopback.py");
+    std::fs::write(&script, LOOPBACK).unwrap();
+    let args = [script.to_str().unwrap(), &allowed.to_string(), &other.to_string()];
+    let native = Command::new("python3").args(args).env_remove("HTTPS_PROXY").output().unwrap();
+    assert_eq!(
+        stdout(&native),
+        "allowed A:ping\nby-name A:ping\nother B:ping\nother-via-proxy no proxy\nudp sent\n",
+        "{}",
+        stderr(&native)
+    );
+    let mut buf = [0u8; 16];
+    assert!(receiver.recv(&mut buf).is_ok(), "natively the datagram arrives");
+
+    let trail = t.outside.join("loopback.jsonl");
+    let flag = format!("allow=127.0.0.1:{allowed}");
+    let mut cmd = vec!["/usr/bin/python3"];
+    cmd.extend(args);
+    let o = t.command(&["--net", &flag, "--audit", trail.to_str().unwrap()], &cmd).output().unwrap();
+    assert_eq!(
+        stdout(&o),
+        format!("allowed A:ping\nby-name A:ping\nother ECONNREFUSED\nother-via-proxy HTTP/1.1 403 interpose refused 127.0.0.1:{other}\nudp sent\n"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(receiver.recv(&mut buf).is_err(), "no datagram left the namespace");
+    let records: Vec<serde_json::Value> =
+        std::fs::read_to_string(&trail).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let who = records
+        .iter()
+        .find(|r| r["type"] == "decision" && r["path"] == format!("tcp:127.0.0.1:{allowed}").as_str())
+        .unwrap_or_else(|| panic!("no record of who connected: {records:?}"));
+    assert_eq!((&who["comm"], &who["decision"]), (&serde_json::json!("python3"), &serde_json::json!("allow")));
+    let forwarded: Vec<_> =
+        records.iter().filter(|r| r["type"] == "connection" && r["protocol"] == "forward").collect();
+    assert_eq!(forwarded.len(), 2, "one record per connection: {forwarded:?}");
+    for r in &forwarded {
+        assert_eq!(
+            (r["port"].as_u64(), r["bytes_up"].as_u64(), r["bytes_down"].as_u64()),
+            (Some(allowed.into()), Some(4), Some(6))
+        );
+        assert_eq!(r["decision"], "allow");
+        assert!(r["duration_ms"].is_u64());
+    }
+    assert!(
+        records.iter().any(|r| r["type"] == "connection" && r["port"] == other && r["decision"] == "deny"),
+        "the proxy's refusal of the other port is recorded"
+    );
+
+    // On the host's own network (as nobody, no namespaces) there is no
+    // namespace to forward into: refused at start, saying so.
+    std::os::unix::fs::chown(&script, Some(65534), Some(65534)).unwrap();
+    let trail = t.outside.join("nobody-loopback.jsonl");
+    let flags = ["--net".to_string(), flag];
+    let o = as_nobody_on_the_hosts_network(&t, &flags, &trail, &cmd).output().unwrap();
+    assert_eq!(o.status.code(), Some(125), "{}{}", stdout(&o), stderr(&o));
+    assert!(stderr(&o).contains("needs root or unprivileged user namespaces"), "{}", stderr(&o));
+    assert!(stdout(&o).is_empty());
 }

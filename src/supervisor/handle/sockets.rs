@@ -498,7 +498,16 @@ impl Call<'_> {
         let (host, port) = inet_text(bytes);
         match self.sup.net() {
             NetRule::Open => Ok(()),
-            NetRule::OwnNamespace => match inet_address(bytes) {
+            NetRule::OwnNamespace(forwarded) => match inet_address(bytes) {
+                // A host loopback service the allowlist names, forwarded by
+                // interpose: who connected is recorded here, the bytes and
+                // the end by the forwarder.
+                Some(a) if stream && self.row.op == Op::Connect && forwarded.contains(&canonical(a)) => {
+                    let arg = PathArg { bytes: format!("tcp:{}", inet_text_of(a)).into_bytes(), base: None };
+                    let why = Why::Note("a host loopback service the allowlist names (forwarded)", RuleKind::Network);
+                    self.push(&arg, None, AccessKind::Connect, Verdict::Allow, None, why);
+                    Ok(())
+                }
                 // The namespace's own loopback, where the proxy listens.
                 Some(a) if loopback(a.ip()) => Ok(()),
                 _ => self.refuse_inet(&format!("{}:{host}:{port}", kind(stream))),
