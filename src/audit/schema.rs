@@ -301,6 +301,10 @@ pub enum ProxyProtocol {
     /// (`127.0.0.1:PORT`, `[::1]:PORT`, `localhost:PORT`), forwarded from
     /// the same address and port in the command's namespace.
     Forward,
+    /// A plain HTTP request to interpose's endpoint for a host of
+    /// `[[net.credentials]]`, sent on to the host over TLS with the
+    /// credential added (never recorded).
+    Credential,
 }
 
 /// One connection through interpose's network proxy: written when it

@@ -12,6 +12,7 @@
 //! supervisor makes itself) keep the command from anything else.
 
 pub mod forward;
+pub mod inject;
 pub mod proxy;
 
 use std::collections::HashSet;

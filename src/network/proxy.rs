@@ -58,6 +58,12 @@ pub struct Settings {
     /// The host's loopback services the allowlist names, each with its
     /// listening socket in the command's network namespace.
     pub forwards: Vec<(std::net::TcpListener, crate::policy::hosts::Forward)>,
+    /// The endpoints of `[[net.credentials]]`, each with its listening
+    /// socket in the command's network namespace, and how they reach
+    /// their hosts.
+    pub credentials: Vec<(std::net::TcpListener, Arc<super::inject::Endpoint>)>,
+    /// TLS for the credential endpoints (`None` without any).
+    pub tls: Option<Arc<rustls::ClientConfig>>,
 }
 
 /// A proxy the host itself must go through (interpose's own
@@ -139,7 +145,7 @@ fn base64(data: &[u8]) -> String {
 }
 
 /// A tunnel to `host:port` through the upstream proxy.
-async fn via_upstream(up: &Upstream, host: &str, port: u16) -> Result<TcpStream, String> {
+pub(super) async fn via_upstream(up: &Upstream, host: &str, port: u16) -> Result<TcpStream, String> {
     let fail = |e: std::io::Error| format!("the upstream proxy {}: {e}", up.authority);
     let mut s = tokio::time::timeout(CONNECT_TIMEOUT, TcpStream::connect(up.authority.as_str()))
         .await
@@ -249,6 +255,17 @@ async fn serve_all(
     for (socket, forward) in std::mem::take(&mut settings.forwards) {
         let (sink, stop) = (settings.audit.clone(), stop.clone());
         forwarders.spawn(super::forward::serve(socket, forward, sink, stop));
+    }
+    if let Some(tls) = settings.tls.clone() {
+        let reach = Arc::new(super::inject::Reach {
+            tls,
+            upstream: settings.upstream.clone(),
+            resolve: settings.resolve.clone(),
+        });
+        for (socket, endpoint) in std::mem::take(&mut settings.credentials) {
+            let (reach, sink, stop) = (Arc::clone(&reach), settings.audit.clone(), stop.clone());
+            forwarders.spawn(super::inject::serve(socket, endpoint, reach, sink, stop));
+        }
     }
     #[cfg(debug_assertions)]
     let (fault, mut faults) = tokio::sync::mpsc::unbounded_channel();
@@ -425,7 +442,7 @@ async fn connect_and_tunnel(
         ProxyProtocol::HttpConnect => b"HTTP/1.1 200 Connection established\r\n\r\n",
         ProxyProtocol::Socks5 => &[5, 0, 0, 1, 0, 0, 0, 0, 0, 0],
         // A forwarded connection never reaches the proxy's parser.
-        ProxyProtocol::Http | ProxyProtocol::Forward => b"",
+        ProxyProtocol::Http | ProxyProtocol::Forward | ProxyProtocol::Credential => b"",
     };
     if client.write_all(ready).await.is_err() || upstream.write_all(&request.forward).await.is_err() {
         return Outcome { decision, rule, address };

@@ -146,6 +146,23 @@ struct Raw {
 struct RawNet {
     #[serde(default)]
     allow: Vec<Spanned<String>>,
+    #[serde(default)]
+    credentials: Vec<Spanned<RawCredential>>,
+}
+
+/// `[[net.credentials]]`: a credential the command never sees, added by
+/// interpose to the requests it makes to one HTTPS host.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawCredential {
+    host: String,
+    header: String,
+    value: String,
+    #[serde(default)]
+    prefix: String,
+    base_url: String,
+    #[serde(default)]
+    placeholder: Vec<String>,
 }
 
 /// One `caches` entry: a package cache the command may write to without
@@ -300,6 +317,8 @@ pub struct Policy {
     /// `[net] allow`: the hosts the proxy connects to, with where each
     /// was written.
     pub net_allow: Vec<crate::policy::hosts::HostRule>,
+    /// `[[net.credentials]]`: credentials added on the way out.
+    pub net_credentials: Vec<crate::policy::hosts::CredentialRule>,
     /// The files and profiles that make up the policy, in load order, with
     /// their text (for the digest in the session record).
     pub sources: Vec<(String, String)>,
@@ -681,6 +700,22 @@ impl Policy {
             };
             if !self.net_allow.iter().any(|r| r.host == rule.host && r.port == rule.port) {
                 self.net_allow.push(rule);
+            }
+        }
+        for c in &raw.net.credentials {
+            let origin = src.origin(c.span().start).to_string();
+            let r = c.get_ref();
+            let parsed = crate::policy::hosts::CredentialRule::parse(
+                (&r.host, &r.header, &r.value, &r.prefix),
+                (&r.base_url, &r.placeholder),
+                &origin,
+            );
+            match parsed {
+                Ok(rule) => self.net_credentials.push(rule),
+                Err(why) => {
+                    let error = ErrorKind::Invalid(format!("`[[net.credentials]]` entry: {why}"));
+                    self.errors.push(src.error(c.span().start, error));
+                }
             }
         }
         Ok(())

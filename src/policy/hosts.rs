@@ -189,6 +189,112 @@ impl HostRule {
     }
 }
 
+/// Where a credential's value is read, when the session starts: a
+/// variable of interpose's own environment, or a file (`~/` from `HOME`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CredentialSource {
+    /// `env:NAME`.
+    Env(String),
+    /// `file:PATH`.
+    File(String),
+}
+
+impl std::fmt::Display for CredentialSource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            CredentialSource::Env(n) => write!(f, "env:{n}"),
+            CredentialSource::File(p) => write!(f, "file:{p}"),
+        }
+    }
+}
+
+/// `[[net.credentials]]`: requests the command sends to a local endpoint
+/// of interpose's (its URL in `base_url`) go to `https://host` with
+/// `header: prefix + value` added; the command holds only a placeholder.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CredentialRule {
+    /// The HTTPS host (normalized) and port the requests go to.
+    pub host: String,
+    /// Its port (443 unless written).
+    pub port: u16,
+    /// The header set on every request (lower case).
+    pub header: String,
+    /// Where the value is read.
+    pub source: CredentialSource,
+    /// Text before the value (`Bearer `).
+    pub prefix: String,
+    /// The variable set to the endpoint's URL.
+    pub base_url: String,
+    /// Variables set to a placeholder, for clients that insist on a key.
+    pub placeholders: Vec<String>,
+    /// Where it was written.
+    pub origin: String,
+}
+
+/// Whether `name` can be an environment variable's name.
+fn variable_name(name: &str) -> bool {
+    !name.is_empty()
+        && !name.as_bytes()[0].is_ascii_digit()
+        && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
+}
+
+impl CredentialRule {
+    /// Checks one `[[net.credentials]]` entry: `(host, header, value,
+    /// prefix)`, `(base_url, placeholder)`.
+    pub fn parse(
+        (host, header, value, prefix): (&str, &str, &str, &str),
+        (base_url, placeholders): (&str, &[String]),
+        origin: &str,
+    ) -> Result<CredentialRule, String> {
+        let rule = HostRule::parse(host, origin).map_err(|e| format!("host {e}"))?;
+        let name = match &rule.host {
+            HostPattern::Name(n) if n != "localhost" => n.clone(),
+            _ => return Err(format!("host {host:?}: one host name (no pattern, address or localhost)")),
+        };
+        let token = |h: &str| !h.is_empty() && h.bytes().all(|b| b.is_ascii_alphanumeric() || b"-_".contains(&b));
+        if !token(header)
+            || ["host", "connection", "content-length", "transfer-encoding"]
+                .contains(&header.to_ascii_lowercase().as_str())
+        {
+            return Err(format!(
+                "header {header:?}: a header name of letters, digits and '-', not one HTTP framing uses"
+            ));
+        }
+        let source = match value.split_once(':') {
+            Some(("env", n)) if variable_name(n) => CredentialSource::Env(n.to_string()),
+            Some(("file", p)) if !p.is_empty() => CredentialSource::File(p.to_string()),
+            _ => {
+                return Err(format!(
+                    "value {value:?}: env:NAME or file:PATH (the value itself is never written in a policy)"
+                ))
+            }
+        };
+        if prefix.bytes().any(|b| b.is_ascii_control()) {
+            return Err("prefix: no control characters".into());
+        }
+        for v in std::iter::once(&base_url.to_string()).chain(placeholders) {
+            if !variable_name(v) {
+                return Err(format!("{v:?} is not a variable name"));
+            }
+        }
+        Ok(CredentialRule {
+            host: name,
+            port: rule.port.unwrap_or(443),
+            header: header.to_ascii_lowercase(),
+            source,
+            prefix: prefix.to_string(),
+            base_url: base_url.to_string(),
+            placeholders: placeholders.to_vec(),
+            origin: origin.to_string(),
+        })
+    }
+
+    /// The rule in words, for the trail and messages (never the value).
+    pub fn describe(&self) -> String {
+        format!("{}:{} gets `{}` from {} ({})", self.host, self.port, self.header, self.source, self.origin)
+    }
+}
+
 /// Whether `host` is a name beneath `domain` (`a.example.org` and
 /// `a.b.example.org` are beneath `example.org`; `example.org` and
 /// `badexample.org` are not).

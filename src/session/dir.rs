@@ -162,7 +162,13 @@ impl Drop for StagingDir {
 impl Drop for SessionDir {
     fn drop(&mut self) {
         if self.keep {
-            eprintln!("interpose: session directory kept (until you remove it): {}", self.root.display());
+            // The terminal may be gone by now: never a panic for a line.
+            use std::io::Write;
+            let _ = writeln!(
+                std::io::stderr().lock(),
+                "interpose: session directory kept (until you remove it): {}",
+                self.root.display()
+            );
         } else {
             let _ = std::fs::remove_dir_all(&self.root);
         }

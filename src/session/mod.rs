@@ -239,7 +239,8 @@ pub fn run(args: &Config) -> Result<i32, RunError> {
     let mut parts = assemble(args, &session, &namespace, user)?;
     phase("surface, session home, caches");
     let trail = open_trail(args, &mut parts.surface)?;
-    let mut network = net::NetSetup::plan(args, &parts.loaded.0.net_allow, namespace.unprivileged())?;
+    let policy_net = (&parts.loaded.0.net_allow[..], &parts.loaded.0.net_credentials[..]);
+    let mut network = net::NetSetup::plan(args, policy_net, namespace.unprivileged())?;
     if args.learn {
         eprintln!("interpose: learning mode: nothing is enforced; what would be denied is recorded as would_deny");
     }
@@ -251,13 +252,15 @@ pub fn run(args: &Config) -> Result<i32, RunError> {
         false => None,
     };
     let (env, dropped) = environment(args, &parts, &session, &network);
-    for note in parts.notes.iter().filter(|_| !args.quiet) {
+    for note in parts.notes.iter().chain(&network.notes()).filter(|_| !args.quiet) {
         eprintln!("interpose: {note}");
     }
     // Nothing the user set is lost without a word: the names (never the
     // values) of what was removed, and a keep that keeps nothing.
-    if !dropped.is_empty() && !args.quiet {
-        let names: Vec<String> = dropped.iter().map(|d| d.name.to_string_lossy().into_owned()).collect();
+    let by_reference = network.withheld();
+    let dropped_here: Vec<_> = dropped.iter().filter(|d| !by_reference.iter().any(|n| d.name == n.as_str())).collect();
+    if !dropped_here.is_empty() && !args.quiet {
+        let names: Vec<String> = dropped_here.iter().map(|d| d.name.to_string_lossy().into_owned()).collect();
         eprintln!(
             "interpose: removed from the command's environment (credentials): {}; keep one with --env-keep NAME \
              ([env] keep in a policy)",
@@ -369,7 +372,7 @@ pub fn run(args: &Config) -> Result<i32, RunError> {
     supervisor.quiesce();
     if !args.quiet {
         for line in supervisor.carve_out_summary().into_iter().chain(end_notes(args, &supervisor)) {
-            eprintln!("interpose: {line}");
+            say(&line);
         }
     }
     net::stop_proxy(proxy);
@@ -563,7 +566,13 @@ fn environment(
     // The proxy's variables, over any the caller had (a proxy of the host's
     // is not reachable from the sandbox).
     let proxy = network.environment();
-    env.retain(|(k, _)| !proxy.iter().any(|(name, _)| k.as_bytes() == name.as_bytes()));
+    // A credential taken by reference never reaches the command, whatever
+    // keeps it.
+    let withheld = network.withheld();
+    env.retain(|(k, _)| {
+        !proxy.iter().any(|(name, _)| k.as_bytes() == name.as_bytes())
+            && !withheld.iter().any(|name| k.as_bytes() == name.as_bytes())
+    });
     env.extend(proxy.into_iter().map(|(k, v)| (k.into(), v.into())));
     (env, dropped)
 }
@@ -642,6 +651,14 @@ fn pids_cgroup(args: &Config, plan: &Plan) -> Result<Option<sandbox::pids::PidsC
     }
 }
 
+/// One line on stderr after the command has run: the terminal may be gone
+/// by then (a closed tmux pane, a hung-up pty), and a line that cannot be
+/// written must not stop the trail from being ended.
+fn say(line: &str) {
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr().lock(), "interpose: {line}");
+}
+
 /// What a session with refusals ends with: how many, and what to run next;
 /// a hint when writes were refused and nothing was made writable.
 fn end_notes(args: &Config, supervisor: &Supervisor) -> Vec<String> {
@@ -678,7 +695,7 @@ fn explain_failed_start(supervisor: &Supervisor, program: &Path, status: i32, ex
         None => Vec::new(),
     };
     for line in lines {
-        eprintln!("interpose: {line}");
+        say(&line);
     }
 }
 

@@ -26,6 +26,11 @@ pub(super) struct NetSetup {
     /// The host's loopback services the allowlist names, reached from the
     /// command's namespace at the same address and port.
     pub forwards: Vec<Forward>,
+    /// The endpoints of `[[net.credentials]]`, each at `127.0.0.1:PORT` in
+    /// the command's namespace.
+    pub credentials: Vec<(u16, Arc<crate::network::inject::Endpoint>)>,
+    /// TLS for them.
+    pub tls: Option<Arc<rustls::ClientConfig>>,
 }
 
 /// The proxy a session will run.
@@ -47,14 +52,25 @@ pub(super) struct ProxyPlan {
 
 impl NetSetup {
     /// Decides the network for `args`, with the policy's allowlist.
-    pub fn plan(args: &Config, policy_allow: &[HostRule], unprivileged: bool) -> Result<NetSetup, RunError> {
+    pub fn plan(
+        args: &Config,
+        (policy_allow, credentials): (&[HostRule], &[crate::policy::hosts::CredentialRule]),
+        unprivileged: bool,
+    ) -> Result<NetSetup, RunError> {
         let open = |own_namespace| NetSetup {
             rule: NetRule::Open,
             landlock_ports: None,
             own_namespace,
             proxy: None,
             forwards: Vec::new(),
+            credentials: Vec::new(),
+            tls: None,
         };
+        if !credentials.is_empty() && !matches!(args.net, Net::Proxy(_)) {
+            return Err(RunError::Net(
+                "[[net.credentials]] needs the proxy network (the default), not --net host, none or connect=".into(),
+            ));
+        }
         let flags = match &args.net {
             Net::Host => return Ok(open(false)),
             Net::None => return Ok(open(true)),
@@ -65,6 +81,8 @@ impl NetSetup {
                     own_namespace: false,
                     proxy: None,
                     forwards: Vec::new(),
+                    credentials: Vec::new(),
+                    tls: None,
                 })
             }
             Net::Proxy(flags) => flags,
@@ -92,14 +110,41 @@ impl NetSetup {
             // Any port is free in a new namespace; one the host picks keeps
             // clear of the fixed ports programs like to serve on (and of
             // the forwarded ones).
-            let port = loop {
-                let port = TcpListener::bind("127.0.0.1:0")
-                    .and_then(|l| l.local_addr())
-                    .map_err(io("choosing a port for the network proxy"))?
-                    .port();
-                if !forwards.iter().any(|f| f.port == port) {
-                    break port;
+            let mut taken: Vec<u16> = forwards.iter().map(|f| f.port).collect();
+            let mut free_port = || -> Result<u16, RunError> {
+                loop {
+                    let port = TcpListener::bind("127.0.0.1:0")
+                        .and_then(|l| l.local_addr())
+                        .map_err(io("choosing a port for the network proxy"))?
+                        .port();
+                    if !taken.contains(&port) {
+                        taken.push(port);
+                        return Ok(port);
+                    }
                 }
+            };
+            let port = free_port()?;
+            let home = std::env::var_os("HOME").map(std::path::PathBuf::from);
+            let mut endpoints = Vec::new();
+            for rule in credentials {
+                let endpoint = crate::network::inject::Endpoint::new(rule.clone(), home.as_deref()).map_err(|why| {
+                    RunError::Net(format!("[[net.credentials]] for {} ({}): {why}", rule.host, rule.origin))
+                })?;
+                endpoints.push((free_port()?, Arc::new(endpoint)));
+            }
+            if forwards.len() + endpoints.len() > crate::sandbox::MAX_FORWARDS {
+                return Err(RunError::Net(format!(
+                    "{} loopback services and credential endpoints; at most {} in all",
+                    forwards.len() + endpoints.len(),
+                    crate::sandbox::MAX_FORWARDS
+                )));
+            }
+            let tls = match endpoints.is_empty() {
+                true => None,
+                false => Some(
+                    crate::network::inject::tls_config()
+                        .map_err(|why| RunError::Net(format!("[[net.credentials]]: {why}")))?,
+                ),
             };
             let addr = SocketAddrV4::new(Ipv4Addr::LOCALHOST, port);
             let proxy = ProxyPlan { addr, host_listener: None, allow, admission: None, upstream };
@@ -110,7 +155,15 @@ impl NetSetup {
                 own_namespace,
                 proxy: Some(proxy),
                 forwards,
+                credentials: endpoints,
+                tls,
             });
+        }
+        if let Some(c) = credentials.first() {
+            return Err(RunError::Net(format!(
+                "[[net.credentials]] for {} ({}): the endpoint lives in a network namespace of the command's own, which needs root or unprivileged user namespaces (neither is available here)",
+                c.host, c.origin
+            )));
         }
         if let Some(f) = forwards.first() {
             // On the host's own network the command would reach the
@@ -134,12 +187,48 @@ impl NetSetup {
         let proxy =
             ProxyPlan { addr, host_listener: Some(listener), allow, admission: Some(Arc::clone(&admission)), upstream };
         let rule = NetRule::ProxyOnly(addr, admission);
-        Ok(NetSetup { rule, landlock_ports, own_namespace: false, proxy: Some(proxy), forwards: Vec::new() })
+        Ok(NetSetup {
+            rule,
+            landlock_ports,
+            own_namespace: false,
+            proxy: Some(proxy),
+            forwards: Vec::new(),
+            credentials: Vec::new(),
+            tls: None,
+        })
     }
 
     /// The addresses the child listens on for the forwarded services.
     pub fn child_forwards(&self) -> Vec<std::net::SocketAddr> {
-        self.forwards.iter().map(|f| std::net::SocketAddr::new(f.inside, f.port)).collect()
+        let forwards = self.forwards.iter().map(|f| std::net::SocketAddr::new(f.inside, f.port));
+        let endpoints = self.credentials.iter().map(|(port, _)| std::net::SocketAddr::from(([127, 0, 0, 1], *port)));
+        forwards.chain(endpoints).collect()
+    }
+
+    /// The variables the command must not get because a credential is
+    /// taken from them by reference (`value = "env:NAME"`).
+    pub fn withheld(&self) -> Vec<String> {
+        use crate::policy::hosts::CredentialSource;
+        self.credentials
+            .iter()
+            .filter_map(|(_, e)| match &e.rule.source {
+                CredentialSource::Env(n) => Some(n.clone()),
+                CredentialSource::File(_) => None,
+            })
+            .collect()
+    }
+
+    /// What the user is told at start about the credentials by reference.
+    pub fn notes(&self) -> Vec<String> {
+        self.credentials
+            .iter()
+            .map(|(port, e)| {
+                format!(
+                    "{} is http://127.0.0.1:{port}: requests there go to https://{}:{} with `{}` from {} added; the command holds no credential",
+                    e.rule.base_url, e.rule.host, e.rule.port, e.rule.header, e.rule.source
+                )
+            })
+            .collect()
     }
 
     /// The port the child listens on for the proxy, in its own namespace.
@@ -147,9 +236,18 @@ impl NetSetup {
         self.proxy.as_ref().filter(|p| p.host_listener.is_none()).map(|p| p.addr.port())
     }
 
-    /// The variables pointing the command at the proxy.
+    /// The variables pointing the command at the proxy, and at the
+    /// credential endpoints (with their placeholders).
     pub fn environment(&self) -> Vec<(String, String)> {
-        self.proxy.as_ref().map(|p| crate::network::proxy_environment(p.addr.into())).unwrap_or_default()
+        let mut vars =
+            self.proxy.as_ref().map(|p| crate::network::proxy_environment(p.addr.into())).unwrap_or_default();
+        for (port, e) in &self.credentials {
+            vars.push((e.rule.base_url.clone(), format!("http://127.0.0.1:{port}")));
+            for name in &e.rule.placeholders {
+                vars.push((name.clone(), crate::network::inject::PLACEHOLDER.to_string()));
+            }
+        }
+        vars
     }
 
     /// The session record's `network` feature.
@@ -194,7 +292,7 @@ impl NetSetup {
     pub fn start_proxy(
         &mut self,
         from_child: Option<OwnedFd>,
-        forwarded: Vec<OwnedFd>,
+        mut forwarded: Vec<OwnedFd>,
         resolve: &[(String, std::net::IpAddr)],
         learn: bool,
         sink: Option<Sink>,
@@ -205,6 +303,7 @@ impl NetSetup {
             (None, Some(fd)) => TcpListener::from(fd),
             (None, None) => unreachable!("the child makes the proxy's socket when the host does not"),
         };
+        let endpoints = forwarded.split_off(self.forwards.len().min(forwarded.len()));
         let settings = proxy::Settings {
             allow: plan.allow.clone(),
             resolve: resolve.iter().cloned().collect(),
@@ -213,6 +312,12 @@ impl NetSetup {
             admission: plan.admission.clone(),
             upstream: plan.upstream.clone(),
             forwards: forwarded.into_iter().map(TcpListener::from).zip(self.forwards.iter().cloned()).collect(),
+            credentials: endpoints
+                .into_iter()
+                .map(TcpListener::from)
+                .zip(self.credentials.iter().map(|(_, e)| Arc::clone(e)))
+                .collect(),
+            tls: self.tls.clone(),
         };
         proxy::start(listener, settings).map(Some).map_err(io("starting the network proxy"))
     }

@@ -753,3 +753,243 @@ fn an_allowed_loopback_service_is_reached_by_a_plain_connect_and_no_other() {
     assert!(stderr(&o).contains("needs root or unprivileged user namespaces"), "{}", stderr(&o));
     assert!(stdout(&o).is_empty());
 }
+
+/// An HTTP/1.1 server on the host's loopback (TLS with `tls CERT KEY`)
+/// that logs each request (method, path, headers, body) as a JSON line and
+/// answers `ok METHOD PATH BODY`; it prints its port first.
+const LOGGING_SERVER: &str = r#"
+import http.server, json, ssl, sys
+log, mode = sys.argv[1], sys.argv[2]
+class H(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    def do_any(self):
+        body = b""
+        if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
+            while True:
+                size = int(self.rfile.readline().split(b";")[0], 16)
+                if size == 0:
+                    while self.rfile.readline() not in (b"\r\n", b""):
+                        pass
+                    break
+                body += self.rfile.read(size)
+                self.rfile.readline()
+        elif self.headers.get("Content-Length"):
+            body = self.rfile.read(int(self.headers["Content-Length"]))
+        with open(log, "a") as f:
+            f.write(json.dumps({"method": self.command, "path": self.path,
+                                "headers": [[k, v] for k, v in self.headers.items()], "body": body.decode()}) + "\n")
+        out = f"ok {self.command} {self.path} {body.decode()}".encode()
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(out)))
+        self.end_headers()
+        self.wfile.write(out)
+    do_GET = do_POST = do_any
+    def log_message(self, *a):
+        pass
+srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), H)
+if mode == "tls":
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    ctx.load_cert_chain(sys.argv[3], sys.argv[4])
+    srv.socket = ctx.wrap_socket(srv.socket, server_side=True)
+print(srv.server_address[1], flush=True)
+srv.serve_forever()
+"#;
+
+/// What the sandboxed client does: reads its key variable and base URL,
+/// saves its own environment (as `/proc` shows it), makes three requests
+/// on one connection to the base URL (a GET, a POST with a body, a chunked
+/// POST) with the key it holds, and one through the proxy to another host.
+const CREDENTIAL_CLIENT: &str = r#"
+import http.client, os, sys, urllib.parse, urllib.request
+other = sys.argv[1]
+key = os.environ.get("TEST_SERVICE_API_KEY")
+print("key", key)
+# The environment as the kernel holds it, for the test to search.
+open("environ.bin", "wb").write(open("/proc/self/environ", "rb").read())
+u = urllib.parse.urlparse(os.environ["TEST_SERVICE_BASE_URL"])
+c = http.client.HTTPConnection(u.hostname, u.port, timeout=10)
+c.request("GET", "/v1/models", headers={"x-api-key": key})
+r = c.getresponse(); print(r.status, r.read().decode())
+c.request("POST", "/v1/messages", body=b'{"hello": 1}', headers={"x-api-key": key, "content-type": "application/json"})
+r = c.getresponse(); print(r.status, r.read().decode())
+c.request("POST", "/v1/chunked", body=iter([b"ab", b"cd"]), headers={"x-api-key": key}, encode_chunked=True)
+r = c.getresponse(); print(r.status, r.read().decode())
+open("notes.txt", "w").write(f"{key} {os.environ.get('TEST_SERVICE_BASE_URL')}\n")
+opener = urllib.request.build_opener(urllib.request.ProxyHandler({"http": os.environ["HTTP_PROXY"]}))
+req = urllib.request.Request(f"http://other.test.example:{other}/elsewhere", headers={"x-api-key": key})
+print(opener.open(req, timeout=10).read().decode())
+"#;
+
+/// Credentials by reference: a policy's `[[net.credentials]]` entry gives
+/// the command a base URL of interpose's and a placeholder key; requests
+/// sent there reach the HTTPS host (a local one with a throwaway
+/// certificate here) with the real key, read by interpose from its own
+/// environment. The real key is in no record, no file, nor the command's
+/// environment; the placeholder never reaches the host; a request to
+/// another host carries no credential. A missing source is refused at
+/// start, naming the variable.
+#[test]
+fn a_credential_by_reference_reaches_its_host_only_and_never_the_command() {
+    if !kernel_ok() {
+        return;
+    }
+    const SECRET: &str = "real-credential-7d3a91c0";
+    let t = Tree::new();
+    let pki = t.outside.join("pki");
+    std::fs::create_dir(&pki).unwrap();
+    let openssl = |args: &[&str]| {
+        let o = Command::new("openssl").args(args).current_dir(&pki).output().expect("openssl");
+        assert!(o.status.success(), "openssl {args:?}: {}", stderr(&o));
+    };
+    openssl(
+        &["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca.key", "-out", "ca.pem", "-days", "2"]
+            .iter()
+            .copied()
+            .chain(["-subj", "/CN=interpose throwaway CA", "-addext", "basicConstraints=critical,CA:TRUE"])
+            .chain(["-addext", "keyUsage=critical,keyCertSign,cRLSign"])
+            .collect::<Vec<_>>(),
+    );
+    openssl(&[
+        "req",
+        "-newkey",
+        "rsa:2048",
+        "-nodes",
+        "-keyout",
+        "srv.key",
+        "-out",
+        "srv.csr",
+        "-subj",
+        "/CN=api.test.example",
+    ]);
+    std::fs::write(pki.join("ext"), "subjectAltName=DNS:api.test.example\nbasicConstraints=CA:FALSE\n").unwrap();
+    openssl(&[
+        "x509",
+        "-req",
+        "-in",
+        "srv.csr",
+        "-CA",
+        "ca.pem",
+        "-CAkey",
+        "ca.key",
+        "-CAcreateserial",
+        "-out",
+        "srv.pem",
+        "-days",
+        "2",
+        "-extfile",
+        "ext",
+    ]);
+    let server = |log: &Path, tls: bool| {
+        let mut c = Command::new("python3");
+        c.arg("-c").arg(LOGGING_SERVER).arg(log);
+        if tls {
+            c.args(["tls"]).arg(pki.join("srv.pem")).arg(pki.join("srv.key"));
+        } else {
+            c.arg("plain");
+        }
+        let mut child = c.stdout(std::process::Stdio::piped()).spawn().unwrap();
+        let mut line = String::new();
+        std::io::BufRead::read_line(&mut std::io::BufReader::new(child.stdout.as_mut().unwrap()), &mut line).unwrap();
+        (child, line.trim().parse::<u16>().unwrap())
+    };
+    let (api_log, other_log) = (t.outside.join("api.jsonl"), t.outside.join("other.jsonl"));
+    let (mut api, api_port) = server(&api_log, true);
+    let (mut other, other_port) = server(&other_log, false);
+    let policy = t.outside.join("credentials.toml");
+    std::fs::write(
+        &policy,
+        format!(
+            "[[net.credentials]]\nhost = \"api.test.example:{api_port}\"\nheader = \"x-api-key\"\n\
+             value = \"env:TEST_SERVICE_API_KEY\"\nbase_url = \"TEST_SERVICE_BASE_URL\"\n\
+             placeholder = [\"TEST_SERVICE_API_KEY\"]\n"
+        ),
+    )
+    .unwrap();
+    let trail = t.outside.join("trail.jsonl");
+    let run = |key: Option<&str>, trail: &Path| {
+        let mut c = t.command(
+            &[
+                "--policy",
+                policy.to_str().unwrap(),
+                "--net",
+                &format!("allow=other.test.example:{other_port}"),
+                "--net-resolve",
+                "api.test.example=127.0.0.1",
+                "--net-resolve",
+                "other.test.example=127.0.0.1",
+                "--audit",
+                trail.to_str().unwrap(),
+            ],
+            &["/usr/bin/python3", "-c", CREDENTIAL_CLIENT, &other_port.to_string()],
+        );
+        c.env("SSL_CERT_FILE", pki.join("ca.pem")).env_remove("TEST_SERVICE_API_KEY");
+        if let Some(k) = key {
+            c.env("TEST_SERVICE_API_KEY", k);
+        }
+        c.output().unwrap()
+    };
+    let o = run(Some(SECRET), &trail);
+    let (out, err) = (stdout(&o), stderr(&o));
+    let _ = (api.kill(), other.kill());
+    assert_eq!(
+        out,
+        format!(
+            "key interpose-placeholder-not-a-credential\n200 ok GET /v1/models \n\
+             200 ok POST /v1/messages {{\"hello\": 1}}\n200 ok POST /v1/chunked abcd\nok GET /elsewhere \n"
+        ),
+        "{err}"
+    );
+    assert!(err.contains("TEST_SERVICE_BASE_URL is http://127.0.0.1:"), "said at start: {err}");
+    assert!(!err.contains(SECRET), "{err}");
+    let lines = |p: &Path| -> Vec<serde_json::Value> {
+        std::fs::read_to_string(p).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect()
+    };
+    let seen = lines(&api_log);
+    assert_eq!(seen.len(), 3, "{seen:?}");
+    for r in &seen {
+        let headers: Vec<(String, String)> = r["headers"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|h| (h[0].as_str().unwrap().to_ascii_lowercase(), h[1].as_str().unwrap().to_string()))
+            .collect();
+        let keys: Vec<&str> = headers.iter().filter(|(k, _)| k == "x-api-key").map(|(_, v)| v.as_str()).collect();
+        assert_eq!(keys, [SECRET], "exactly the real key: {r}");
+        assert!(headers.contains(&("host".into(), format!("api.test.example:{api_port}"))), "{r}");
+        assert!(!r.to_string().contains("interpose-placeholder"), "the placeholder never leaves: {r}");
+    }
+    assert_eq!(seen[1]["body"], "{\"hello\": 1}");
+    assert_eq!(seen[2]["body"], "abcd");
+    let elsewhere = std::fs::read_to_string(&other_log).unwrap();
+    assert!(elsewhere.contains("/elsewhere") && !elsewhere.contains(SECRET), "{elsewhere}");
+    let recorded = std::fs::read_to_string(&trail).unwrap();
+    assert!(!recorded.contains(SECRET), "the trail never holds the value");
+    assert!(recorded.contains("\"protocol\":\"credential\"") && recorded.contains("\"host\":\"api.test.example\""));
+    for entry in walk(&t.ws) {
+        let data = std::fs::read(&entry).unwrap_or_default();
+        assert!(!data.windows(SECRET.len()).any(|w| w == SECRET.as_bytes()), "{} holds the value", entry.display());
+    }
+    assert!(t.ws.join("notes.txt").exists() && t.ws.join("environ.bin").exists());
+    let environ = std::fs::read(t.ws.join("environ.bin")).unwrap();
+    assert!(environ.windows(22).any(|w| w == b"TEST_SERVICE_BASE_URL="), "the command's environment was read");
+
+    // Without its source, nothing runs, and the variable is named.
+    let o = run(None, &t.outside.join("missing.jsonl"));
+    assert_eq!(o.status.code(), Some(125), "{}", stderr(&o));
+    assert!(stderr(&o).contains("TEST_SERVICE_API_KEY is not set"), "{}", stderr(&o));
+    assert!(stdout(&o).is_empty());
+}
+
+/// Every file beneath `dir`.
+fn walk(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap().flatten() {
+        let path = entry.path();
+        if entry.file_type().is_ok_and(|t| t.is_dir()) {
+            out.extend(walk(&path));
+        } else {
+            out.push(path);
+        }
+    }
+    out
+}

@@ -1,0 +1,452 @@
+//! Credentials by reference (`[[net.credentials]]`): the command gets a
+//! base URL pointing at a plain-HTTP endpoint of interpose's in its own
+//! network namespace (and, if it insists on a key, a placeholder); each
+//! request it sends there goes to `https://HOST` over TLS with the
+//! policy's header set to the real value, which interpose read at start
+//! from its own environment or a file. The value never enters the
+//! command's environment, memory or files, nor the trail; the endpoint
+//! talks to that one host only, so no other host ever sees it. No TLS is
+//! intercepted: the command speaks plain HTTP to the endpoint, interpose
+//! speaks TLS to the host and checks its certificate (the system's trust
+//! store, `SSL_CERT_FILE`/`SSL_CERT_DIR` as OpenSSL reads them).
+//!
+//! The requests are rewritten at their heads only (target in origin form,
+//! `Host` set to the host, any `Proxy-*` header and any header of the
+//! policy's name the command sent dropped, the credential added); bodies
+//! (`Content-Length`, `chunked`) and the responses (streamed events
+//! included) pass as they are. Every wait a client can cause is bounded
+//! like the proxy's.
+
+use super::proxy::{pump, Upstream, CONNECT_TIMEOUT, HANDSHAKE, HEAD_MAX};
+use crate::audit::{self, AccessKind, ProxyProtocol, Record, RuleKind, Sink, Verdict};
+use crate::policy::hosts::CredentialRule;
+use std::collections::HashMap;
+use std::net::IpAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Instant;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::net::TcpStream;
+use tokio::sync::watch;
+
+/// What a command's client finds in the variables the policy names
+/// (`placeholder`): not a credential, and never sent anywhere (the
+/// endpoint drops the header it would be in).
+pub const PLACEHOLDER: &str = "interpose-placeholder-not-a-credential";
+
+/// The most requests one connection is open for at once, per endpoint.
+pub const CONNECTIONS_MAX: usize = 256;
+
+/// One endpoint: its rule and the header line it adds. The value is held
+/// here only; `Debug` never shows it.
+pub struct Endpoint {
+    /// The policy's entry.
+    pub rule: CredentialRule,
+    /// `header: prefix value\r\n`.
+    line: Vec<u8>,
+}
+
+impl std::fmt::Debug for Endpoint {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Endpoint({})", self.rule.describe())
+    }
+}
+
+impl Drop for Endpoint {
+    fn drop(&mut self) {
+        self.line.iter_mut().for_each(|b| *b = 0);
+    }
+}
+
+impl Endpoint {
+    /// The endpoint for `rule`, with the value read from its source: an
+    /// error names the source, never the value.
+    pub fn new(rule: CredentialRule, home: Option<&std::path::Path>) -> Result<Endpoint, String> {
+        use crate::policy::hosts::CredentialSource;
+        let value = match &rule.source {
+            CredentialSource::Env(name) => std::env::var(name).map_err(|_| format!("{name} is not set"))?,
+            CredentialSource::File(path) => {
+                let path = match (path.strip_prefix("~/"), home) {
+                    (Some(rest), Some(h)) => h.join(rest),
+                    (Some(_), None) => return Err(format!("{path}: HOME is unset")),
+                    (None, _) => std::path::PathBuf::from(path),
+                };
+                std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?
+            }
+        };
+        let value = value.trim_end_matches(['\r', '\n']);
+        if value.is_empty() || value.bytes().any(|b| b.is_ascii_control()) {
+            return Err(format!("{}: empty, or not one line of text", rule.source));
+        }
+        let line = format!("{}: {}{}\r\n", rule.header, rule.prefix, value).into_bytes();
+        Ok(Endpoint { rule, line })
+    }
+}
+
+/// How the endpoints reach their hosts.
+pub struct Reach {
+    /// The TLS client configuration (the system's trust store).
+    pub tls: Arc<rustls::ClientConfig>,
+    /// The host's own proxy, if it has one.
+    pub upstream: Option<Upstream>,
+    /// Names resolved without DNS (tests, `--net-resolve`).
+    pub resolve: HashMap<String, IpAddr>,
+}
+
+/// A TLS client configuration trusting the system's certificates
+/// (`SSL_CERT_FILE` and `SSL_CERT_DIR` where set).
+pub fn tls_config() -> Result<Arc<rustls::ClientConfig>, String> {
+    let mut roots = rustls::RootCertStore::empty();
+    let found = rustls_native_certs::load_native_certs();
+    for cert in found.certs {
+        let _ = roots.add(cert);
+    }
+    if roots.is_empty() {
+        return Err("no trusted certificates found (the system's store, SSL_CERT_FILE, SSL_CERT_DIR)".into());
+    }
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let config = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .map_err(|e| e.to_string())?
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    Ok(Arc::new(config))
+}
+
+/// Accepts on `socket` until the session stops.
+pub async fn serve(
+    socket: std::net::TcpListener,
+    endpoint: Arc<Endpoint>,
+    reach: Arc<Reach>,
+    sink: Option<Sink>,
+    mut stop: watch::Receiver<bool>,
+) {
+    if socket.set_nonblocking(true).is_err() {
+        return;
+    }
+    let Ok(listener) = tokio::net::TcpListener::from_std(socket) else { return };
+    let slots = Arc::new(tokio::sync::Semaphore::new(CONNECTIONS_MAX));
+    let mut open = tokio::task::JoinSet::new();
+    loop {
+        let slot = tokio::select! {
+            slot = Arc::clone(&slots).acquire_owned() => slot.expect("the semaphore is never closed"),
+            _ = stop.changed() => break,
+        };
+        let client = tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok((client, _)) => client,
+                Err(e) => {
+                    tracing::warn!("the endpoint for {} could not accept: {e}", endpoint.rule.host);
+                    tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+                    continue;
+                }
+            },
+            _ = stop.changed() => break,
+        };
+        let (endpoint, reach, sink, stop) = (Arc::clone(&endpoint), Arc::clone(&reach), sink.clone(), stop.clone());
+        open.spawn(async move {
+            let _slot = slot;
+            connection(client, &endpoint, &reach, sink.as_ref(), stop).await;
+        });
+        while open.try_join_next().is_some() {}
+    }
+    drop(listener);
+    while open.join_next().await.is_some() {}
+}
+
+async fn connection(
+    mut client: TcpStream,
+    ep: &Endpoint,
+    reach: &Reach,
+    sink: Option<&Sink>,
+    stop: watch::Receiver<bool>,
+) {
+    let (started, time_ns) = (Instant::now(), audit::now_ns());
+    let _ = client.set_nodelay(true);
+    let (up, down) = (AtomicU64::new(0), AtomicU64::new(0));
+    let (decision, rule, address) = match relay(&mut client, ep, reach, (&up, &down), stop).await {
+        Ok(address) => (Verdict::Allow, ep.rule.describe(), address),
+        Err(why) => {
+            let body = format!("interpose could not reach {}: {why}\n", ep.rule.host);
+            let head = format!(
+                "HTTP/1.1 502 Bad Gateway\r\nContent-Type: text/plain\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+                body.len()
+            );
+            let _ = client.write_all(format!("{head}{body}").as_bytes()).await;
+            (Verdict::Error, format!("{}; {why}", ep.rule.describe()), None)
+        }
+    };
+    if let Some(sink) = sink {
+        sink.send(Record::Connection(Box::new(audit::Connection {
+            seq: sink.next_seq(),
+            time_ns,
+            access: AccessKind::Connect,
+            protocol: ProxyProtocol::Credential,
+            host: ep.rule.host.clone(),
+            port: ep.rule.port,
+            address,
+            decision,
+            rule,
+            rule_kind: RuleKind::Network,
+            bytes_up: up.load(Ordering::Relaxed),
+            bytes_down: down.load(Ordering::Relaxed),
+            duration_ms: started.elapsed().as_millis() as u64,
+        })));
+    }
+}
+
+/// Connects to the host (through the host's proxy where it has one),
+/// completes TLS, and relays until either side ends; the address reached.
+async fn relay(
+    client: &mut TcpStream,
+    ep: &Endpoint,
+    reach: &Reach,
+    (up, down): (&AtomicU64, &AtomicU64),
+    mut stop: watch::Receiver<bool>,
+) -> Result<Option<String>, String> {
+    let (host, port) = (ep.rule.host.as_str(), ep.rule.port);
+    let connect = async {
+        let mapped = reach.resolve.get(host).copied();
+        match (&reach.upstream, mapped) {
+            (Some(upstream), None) if !upstream.bypasses(host) => {
+                super::proxy::via_upstream(upstream, host, port).await
+            }
+            (_, Some(ip)) => TcpStream::connect((ip, port)).await.map_err(|e| format!("{ip}:{port}: {e}")),
+            _ => TcpStream::connect((host, port)).await.map_err(|e| format!("{host}:{port}: {e}")),
+        }
+    };
+    let tcp = tokio::time::timeout(CONNECT_TIMEOUT, connect)
+        .await
+        .map_err(|_| format!("no answer within {} s", CONNECT_TIMEOUT.as_secs()))??;
+    let address = tcp.peer_addr().ok().map(|a| a.to_string());
+    let _ = tcp.set_nodelay(true);
+    let name = rustls::pki_types::ServerName::try_from(host.to_string()).map_err(|e| format!("{host}: {e}"))?;
+    let handshake = tokio_rustls::TlsConnector::from(Arc::clone(&reach.tls)).connect(name, tcp);
+    let tls = tokio::time::timeout(CONNECT_TIMEOUT, handshake)
+        .await
+        .map_err(|_| format!("no TLS handshake within {} s", CONNECT_TIMEOUT.as_secs()))?
+        .map_err(|e| format!("TLS with {host}: {e}"))?;
+    let (mut tls_read, mut tls_write) = tokio::io::split(tls);
+    let (mut client_read, mut client_write) = client.split();
+    let requests = async {
+        let r = requests(&mut client_read, &mut tls_write, ep, up).await;
+        let _ = tls_write.shutdown().await;
+        r
+    };
+    let responses = pump(&mut tls_read, &mut client_write, down);
+    tokio::select! {
+        (r, ()) = async { tokio::join!(requests, responses) } => {
+            if let Err(why) = r {
+                tracing::debug!("the endpoint for {host} ended a connection: {why}");
+            }
+        }
+        _ = stop.changed() => {}
+    }
+    Ok(address)
+}
+
+/// The bytes read from the client and not yet passed on.
+struct Buffered<'a, R> {
+    from: &'a mut R,
+    buf: Vec<u8>,
+}
+
+impl<R: AsyncRead + Unpin> Buffered<'_, R> {
+    /// Reads more; `false` at the end of the client's stream.
+    async fn fill(&mut self) -> Result<bool, String> {
+        let mut chunk = [0u8; 16 << 10];
+        let n = self.from.read(&mut chunk).await.map_err(|e| e.to_string())?;
+        self.buf.extend_from_slice(&chunk[..n]);
+        Ok(n > 0)
+    }
+
+    /// One line, CRLF included (at most [`HEAD_MAX`] bytes).
+    async fn line(&mut self) -> Result<Vec<u8>, String> {
+        loop {
+            if let Some(i) = self.buf.windows(2).position(|w| w == b"\r\n") {
+                return Ok(self.buf.drain(..i + 2).collect());
+            }
+            if self.buf.len() > HEAD_MAX {
+                return Err("a line longer than the endpoint reads".into());
+            }
+            if !self.fill().await? {
+                return Err("the client ended mid-request".into());
+            }
+        }
+    }
+
+    /// Passes `n` bytes on to `to`.
+    async fn copy(&mut self, mut n: u64, to: &mut (impl AsyncWrite + Unpin), count: &AtomicU64) -> Result<(), String> {
+        while n > 0 {
+            if self.buf.is_empty() && !self.fill().await? {
+                return Err("the client ended mid-body".into());
+            }
+            let take = (n as usize).min(self.buf.len());
+            to.write_all(&self.buf[..take]).await.map_err(|e| e.to_string())?;
+            self.buf.drain(..take);
+            count.fetch_add(take as u64, Ordering::Relaxed);
+            n -= take as u64;
+        }
+        Ok(())
+    }
+}
+
+/// How a request's body is framed.
+#[derive(Debug, PartialEq, Eq)]
+enum Body {
+    None,
+    Length(u64),
+    Chunked,
+}
+
+/// Passes the client's requests on, each head rewritten, until the client
+/// ends its stream.
+async fn requests(
+    from: &mut (impl AsyncRead + Unpin),
+    to: &mut (impl AsyncWrite + Unpin),
+    ep: &Endpoint,
+    up: &AtomicU64,
+) -> Result<(), String> {
+    let mut input = Buffered { from, buf: Vec::new() };
+    let mut first = true;
+    loop {
+        let end = loop {
+            if let Some(i) = input.buf.windows(4).position(|w| w == b"\r\n\r\n") {
+                break i + 4;
+            }
+            if input.buf.len() > HEAD_MAX {
+                return Err("a request head larger than the endpoint reads".into());
+            }
+            // The first request must come within the handshake's bound;
+            // later ones whenever the client sends them (a kept-alive
+            // connection waits for the next request).
+            let more = if first {
+                tokio::time::timeout(HANDSHAKE, input.fill()).await.map_err(|_| "no request".to_string())??
+            } else {
+                input.fill().await?
+            };
+            if !more {
+                return Ok(());
+            }
+        };
+        first = false;
+        let head: Vec<u8> = input.buf.drain(..end).collect();
+        up.fetch_add(head.len() as u64, Ordering::Relaxed);
+        let (rewritten, body) = rewrite(&head, ep)?;
+        to.write_all(&rewritten).await.map_err(|e| e.to_string())?;
+        match body {
+            Body::None => {}
+            Body::Length(n) => input.copy(n, to, up).await?,
+            Body::Chunked => loop {
+                let size_line = input.line().await?;
+                to.write_all(&size_line).await.map_err(|e| e.to_string())?;
+                up.fetch_add(size_line.len() as u64, Ordering::Relaxed);
+                let text = std::str::from_utf8(&size_line).map_err(|_| "a chunk size that is not text")?;
+                let hex = text.trim_end().split(';').next().unwrap_or_default().trim();
+                let size = u64::from_str_radix(hex, 16).map_err(|_| format!("a chunk size {hex:?}"))?;
+                if size == 0 {
+                    // Trailers, up to the empty line.
+                    loop {
+                        let line = input.line().await?;
+                        to.write_all(&line).await.map_err(|e| e.to_string())?;
+                        up.fetch_add(line.len() as u64, Ordering::Relaxed);
+                        if line == b"\r\n" {
+                            break;
+                        }
+                    }
+                    break;
+                }
+                input.copy(size + 2, to, up).await?;
+            },
+        }
+    }
+}
+
+/// The head as the host gets it, and how its body is framed: the target
+/// in origin form, `Host` the host's, `Proxy-*` and the policy's header as
+/// the client sent them dropped, the credential added.
+fn rewrite(head: &[u8], ep: &Endpoint) -> Result<(Vec<u8>, Body), String> {
+    let text = std::str::from_utf8(head).map_err(|_| "a request head that is not text")?;
+    let mut lines = text.split("\r\n");
+    let request = lines.next().unwrap_or_default();
+    let mut parts = request.splitn(3, ' ');
+    let (method, target, version) = match (parts.next(), parts.next(), parts.next()) {
+        (Some(m), Some(t), Some(v)) if !m.is_empty() && v.starts_with("HTTP/1.") => (m, t, v),
+        _ => return Err(format!("not an HTTP/1 request line: {:?}", request.chars().take(80).collect::<String>())),
+    };
+    // An absolute target (`http://127.0.0.1:PORT/v1/x`) names the endpoint:
+    // only its path goes on.
+    let target = match target.split_once("://") {
+        Some((_, rest)) => match rest.find('/') {
+            Some(i) => &rest[i..],
+            None => "/",
+        },
+        None => target,
+    };
+    let host = if ep.rule.port == 443 { ep.rule.host.clone() } else { format!("{}:{}", ep.rule.host, ep.rule.port) };
+    let mut out = format!("{method} {target} {version}\r\nHost: {host}\r\n").into_bytes();
+    let mut body = Body::None;
+    for line in lines.filter(|l| !l.is_empty()) {
+        let Some((name, value)) = line.split_once(':') else {
+            return Err("a header line without a colon".into());
+        };
+        let name_lower = name.trim().to_ascii_lowercase();
+        if name_lower == "host" || name_lower == ep.rule.header || name_lower.starts_with("proxy-") {
+            continue;
+        }
+        match name_lower.as_str() {
+            "transfer-encoding" if value.to_ascii_lowercase().contains("chunked") => body = Body::Chunked,
+            "content-length" if body != Body::Chunked => {
+                let n = value.trim().parse().map_err(|_| format!("a Content-Length of {:?}", value.trim()))?;
+                body = Body::Length(n);
+            }
+            _ => {}
+        }
+        out.extend_from_slice(line.as_bytes());
+        out.extend_from_slice(b"\r\n");
+    }
+    out.extend_from_slice(&ep.line);
+    out.extend_from_slice(b"\r\n");
+    Ok((out, body))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::policy::hosts::{CredentialRule, CredentialSource};
+
+    fn endpoint(port: u16) -> Endpoint {
+        let rule = CredentialRule {
+            host: "api.example.org".into(),
+            port,
+            header: "x-api-key".into(),
+            source: CredentialSource::Env("K".into()),
+            prefix: "Bearer ".into(),
+            base_url: "B".into(),
+            placeholders: vec![],
+            origin: "t".into(),
+        };
+        Endpoint { rule, line: b"x-api-key: Bearer real-value\r\n".to_vec() }
+    }
+
+    #[test]
+    fn heads_are_rewritten_for_the_host_with_the_credential_only() {
+        let head = b"POST http://127.0.0.1:4000/v1/messages?beta=true HTTP/1.1\r\nHost: 127.0.0.1:4000\r\n\
+                     X-Api-Key: interpose-placeholder-not-a-credential\r\nProxy-Authorization: x\r\n\
+                     Content-Length: 5\r\nAccept: */*\r\n\r\n";
+        let (out, body) = rewrite(head, &endpoint(443)).unwrap();
+        let out = String::from_utf8(out).unwrap();
+        assert_eq!(
+            out,
+            "POST /v1/messages?beta=true HTTP/1.1\r\nHost: api.example.org\r\nContent-Length: 5\r\nAccept: */*\r\n\
+             x-api-key: Bearer real-value\r\n\r\n"
+        );
+        assert_eq!(body, Body::Length(5));
+        let (out, body) = rewrite(b"GET / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n", &endpoint(8443)).unwrap();
+        assert!(String::from_utf8(out).unwrap().contains("Host: api.example.org:8443\r\n"));
+        assert_eq!(body, Body::Chunked);
+        assert!(rewrite(b"GARBAGE\r\n\r\n", &endpoint(443)).is_err());
+        assert!(rewrite(b"GET / HTTP/1.1\r\nContent-Length: x\r\n\r\n", &endpoint(443)).is_err());
+        assert!(!format!("{:?}", endpoint(443)).contains("real-value"), "Debug never shows the value");
+    }
+}
