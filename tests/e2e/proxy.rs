@@ -798,7 +798,8 @@ srv.serve_forever()
 /// What the sandboxed client does: reads its key variable and base URL,
 /// saves its own environment (as `/proc` shows it), makes three requests
 /// on one connection to the base URL (a GET, a POST with a body, a chunked
-/// POST) with the key it holds, and one through the proxy to another host.
+/// POST) with the key it holds, one through the proxy to another host, and
+/// saves its writable memory.
 const CREDENTIAL_CLIENT: &str = r#"
 import http.client, os, sys, urllib.parse, urllib.request
 other = sys.argv[1]
@@ -818,6 +819,18 @@ open("notes.txt", "w").write(f"{key} {os.environ.get('TEST_SERVICE_BASE_URL')}\n
 opener = urllib.request.build_opener(urllib.request.ProxyHandler({"http": os.environ["HTTP_PROXY"]}))
 req = urllib.request.Request(f"http://other.test.example:{other}/elsewhere", headers={"x-api-key": key})
 print(opener.open(req, timeout=10).read().decode())
+# Its own memory after all of it (every writable mapping), for the test to search.
+with open("/proc/self/maps") as maps, open("/proc/self/mem", "rb", 0) as mem, open("memory.bin", "wb") as out:
+    for line in maps:
+        where, perms = line.split()[:2]
+        if not perms.startswith("rw"):
+            continue
+        start, end = (int(x, 16) for x in where.split("-"))
+        try:
+            mem.seek(start)
+            out.write(mem.read(end - start))
+        except (OSError, ValueError, OverflowError):
+            pass
 "#;
 
 /// Credentials by reference: a policy's `[[net.credentials]]` entry gives
@@ -960,6 +973,8 @@ fn a_credential_by_reference_reaches_its_host_only_and_never_the_command() {
     }
     assert_eq!(seen[1]["body"], "{\"hello\": 1}");
     assert_eq!(seen[2]["body"], "abcd");
+    // Another host gets what the command itself sent, the placeholder, and
+    // never the value.
     let elsewhere = std::fs::read_to_string(&other_log).unwrap();
     assert!(elsewhere.contains("/elsewhere") && !elsewhere.contains(SECRET), "{elsewhere}");
     let recorded = std::fs::read_to_string(&trail).unwrap();
@@ -970,6 +985,8 @@ fn a_credential_by_reference_reaches_its_host_only_and_never_the_command() {
         assert!(!data.windows(SECRET.len()).any(|w| w == SECRET.as_bytes()), "{} holds the value", entry.display());
     }
     assert!(t.ws.join("notes.txt").exists() && t.ws.join("environ.bin").exists());
+    let memory = std::fs::metadata(t.ws.join("memory.bin")).map(|m| m.len()).unwrap_or(0);
+    assert!(memory > 1 << 20, "the command's memory was saved ({memory} bytes) and searched above");
     let environ = std::fs::read(t.ws.join("environ.bin")).unwrap();
     assert!(environ.windows(22).any(|w| w == b"TEST_SERVICE_BASE_URL="), "the command's environment was read");
 
