@@ -5,10 +5,7 @@ use std::process::Command;
 
 #[test]
 fn every_file_operation_inside_rw_works() {
-    if !kernel_ok() {
-        return;
-    }
-    let t = Tree::new();
+    let Some(t) = kernel_tree() else { return };
     let o = t.sh("set -e
         echo one > f; echo two >> f; cat f
         mv f g; ln g hard; ln -s g soft; cat soft
@@ -23,10 +20,7 @@ fn every_file_operation_inside_rw_works() {
 
 #[test]
 fn ro_is_readable_and_executable() {
-    if !kernel_ok() {
-        return;
-    }
-    let t = Tree::new();
+    let Some(t) = kernel_tree() else { return };
     let o = t.sh("cat $RO/data.txt && $RO/tool.sh && ls $RO");
     assert_eq!(stdout(&o), "read-only data\ntool-ran\ndata.txt\ntool.sh\n", "{}", stderr(&o));
     assert!(o.status.success());
@@ -34,10 +28,7 @@ fn ro_is_readable_and_executable() {
 
 #[test]
 fn own_proc_entries_and_devices_work() {
-    if !kernel_ok() {
-        return;
-    }
-    let t = Tree::new();
+    let Some(t) = kernel_tree() else { return };
     let o = t.sh("grep -c ^Name: /proc/self/status; cat /proc/thread-self/comm; head -c 4 /dev/zero | wc -c; \
          echo gone > /dev/null; readlink /proc/self/cwd; test -r /proc/cpuinfo && echo cpuinfo; \
          echo piped | cat /dev/stdin");
@@ -47,10 +38,7 @@ fn own_proc_entries_and_devices_work() {
 
 #[test]
 fn private_tmpdir_is_writable_and_removed_afterwards() {
-    if !kernel_ok() {
-        return;
-    }
-    let t = Tree::new();
+    let Some(t) = kernel_tree() else { return };
     let o = t.sh("echo $TMPDIR; echo scratch > $TMPDIR/x && cat $TMPDIR/x");
     let out = stdout(&o);
     let mut lines = out.lines();
@@ -62,10 +50,7 @@ fn private_tmpdir_is_writable_and_removed_afterwards() {
 
 #[test]
 fn git_commits_in_the_workspace() {
-    if !kernel_ok() {
-        return;
-    }
-    let t = Tree::new();
+    let Some(t) = kernel_tree() else { return };
     let o = t
         .command(
             &[],
@@ -88,10 +73,7 @@ fn git_commits_in_the_workspace() {
 
 #[test]
 fn python_runs() {
-    if !kernel_ok() {
-        return;
-    }
-    let t = Tree::new();
+    let Some(t) = kernel_tree() else { return };
     let o = t
         .command(
             &[],
@@ -130,10 +112,7 @@ fn cargo_runs_with_its_toolchain_read_only() {
 /// the same answers under interpose as natively, errors included.
 #[test]
 fn metadata_calls_answered_by_the_supervisor_match_the_kernel() {
-    if !kernel_ok() {
-        return;
-    }
-    let t = Tree::new();
+    let Some(t) = kernel_tree() else { return };
     let script = r#"
 import ctypes, errno, os, struct
 libc = ctypes.CDLL(None, use_errno=True)
@@ -204,10 +183,7 @@ show('watch-badfd', lambda: (libc.inotify_add_watch(cwd, b'd', IN_CREATE), errno
 /// is, not in a read-only tree, as the write itself would be.
 #[test]
 fn access_answers_what_the_surface_allows() {
-    if !kernel_ok() {
-        return;
-    }
-    let t = Tree::new();
+    let Some(t) = kernel_tree() else { return };
     let o = t.sh("test -w $RO/data.txt && echo ro-writable; test -r $RO/data.txt && echo ro-readable; \
                   test -w $WS && echo ws-writable; test -x $RO/tool.sh && echo tool-executable; \
                   test -e $OUT/secret && echo secret-exists; true");
@@ -240,10 +216,7 @@ fn access_checks_with_the_callers_real_or_effective_ids() {
 /// a missing or non-socket destination, all as natively.
 #[test]
 fn datagrams_to_a_unix_socket_arrive_as_sent() {
-    if !kernel_ok() {
-        return;
-    }
-    let t = Tree::new();
+    let Some(t) = kernel_tree() else { return };
     let script = r#"
 import array, errno, os, socket, struct, threading, time
 from socket import SOL_SOCKET, SCM_RIGHTS, SCM_CREDENTIALS, SO_PASSCRED, CMSG_SPACE

@@ -40,10 +40,7 @@ fn wins_natively(args: &[&str]) -> String {
 /// swapped path and this test would fail.
 #[test]
 fn path_buffer_race_on_open_never_reads_the_denied_file() {
-    if !kernel_ok() {
-        return;
-    }
-    let t = Tree::new();
+    let Some(t) = kernel_tree() else { return };
     let bin = copy_into(&t, "race_open");
     std::fs::write(t.ws.join("ok.txt"), "harmless\n").unwrap();
     let secret = t.outside.join("secret");
@@ -69,10 +66,7 @@ fn path_buffer_race_on_open_never_reads_the_denied_file() {
 #[test]
 fn path_buffer_race_on_open_never_reads_another_process_proc() {
     use std::os::unix::process::CommandExt;
-    if !kernel_ok() {
-        return;
-    }
-    let t = Tree::new();
+    let Some(t) = kernel_tree() else { return };
     let bin = copy_into(&t, "race_open");
     std::fs::write(t.ws.join("ok.txt"), "harmless\n").unwrap();
     let mut outside = Command::new("/bin/sleep").arg0("top-secret-marker-proc").arg("120").spawn().unwrap();
@@ -103,10 +97,7 @@ fn path_buffer_race_on_open_never_reads_another_process_proc() {
 /// the race then reaches nothing, with or without the backstop.
 #[test]
 fn path_buffer_race_on_open_never_reaches_a_carve_out() {
-    if !kernel_ok() {
-        return;
-    }
-    let t = Tree::new();
+    let Some(t) = kernel_tree() else { return };
     let bin = copy_into(&t, "race_open");
     std::fs::write(t.ws.join("ok.txt"), "harmless\n").unwrap();
     std::fs::write(t.ws.join(".env"), "top-secret-marker\n").unwrap();
@@ -171,10 +162,7 @@ fn dotdot_under_a_moving_directory_never_reaches_outside() {
 /// comes back, with or without the backstop (Landlock does not cover stat).
 #[test]
 fn path_buffer_race_on_stat_never_describes_the_denied_file() {
-    if !kernel_ok() {
-        return;
-    }
-    let t = Tree::new();
+    let Some(t) = kernel_tree() else { return };
     let bin = copy_into(&t, "race_stat");
     std::fs::write(t.ws.join("ok.txt"), "harmless\n").unwrap();
     let (ok, secret) = (t.ws.join("ok.txt"), t.outside.join("secret"));
@@ -190,17 +178,14 @@ fn path_buffer_race_on_stat_never_describes_the_denied_file() {
 /// must kill the process rather than let them through.
 #[test]
 fn int80_open_kills_the_process() {
-    if !kernel_ok() {
-        return;
-    }
-    let t = Tree::new();
+    let Some(t) = kernel_tree() else { return };
     let bin = copy_into(&t, "int80");
     let secret = t.outside.join("secret");
     let native = Command::new(&bin).arg(&secret).output().unwrap();
     if !stdout(&native).contains("top-secret-marker") {
         // Without IA32 emulation in the kernel there is nothing to attack.
         assert!(std::env::var_os("INTERPOSE_REQUIRE_KERNEL").is_none(), "no IA32 emulation: {}", stdout(&native));
-        eprintln!("SKIP: this kernel has no 32-bit entry point");
+        cannot_run("this kernel has no 32-bit entry point");
         return;
     }
     let o = t.command(&[], &[bin.to_str().unwrap(), secret.to_str().unwrap()]).output().unwrap();
@@ -212,10 +197,7 @@ fn int80_open_kills_the_process() {
 /// every call is answered, none fails, nothing hangs.
 #[test]
 fn many_processes_and_threads_trapping_at_once() {
-    if !kernel_ok() {
-        return;
-    }
-    let t = Tree::new();
+    let Some(t) = kernel_tree() else { return };
     let bin = copy_into(&t, "storm");
     std::fs::write(t.ws.join("ok.txt"), "data\n").unwrap();
     let o = t
@@ -233,10 +215,7 @@ fn many_processes_and_threads_trapping_at_once() {
 /// (parent-death signal) and its trapped calls fail.
 #[test]
 fn killing_interpose_kills_the_command() {
-    if !kernel_ok() {
-        return;
-    }
-    let t = Tree::new();
+    let Some(t) = kernel_tree() else { return };
     let log = t.ws.join("log");
     // A temp base of this test's own, so no other test's run cleans it up.
     let tmp_base = t.outside.join("tmp");
@@ -281,13 +260,10 @@ fn killing_interpose_kills_the_command() {
 /// modules, mounts, raw I/O or BPF.
 #[test]
 fn root_command_cannot_make_device_nodes_or_keep_kernel_capabilities() {
-    if !kernel_ok() {
-        return;
-    }
-    let t = Tree::new();
+    let Some(t) = kernel_tree() else { return };
     let native = Command::new("mknod").arg(t.outside.join("disk")).args(["b", "7", "0"]).status().unwrap();
     if !native.success() {
-        eprintln!("SKIP: not root, so the attack does not work natively either");
+        cannot_run("not root, so the attack does not work natively either");
         return;
     }
     let o = t.sh("grep CapBnd /proc/self/status; mknod $WS/disk b 7 0; mknod $WS/mem c 1 1; echo done");
@@ -312,10 +288,7 @@ fn root_command_cannot_make_device_nodes_or_keep_kernel_capabilities() {
 /// no descriptor leaks into the caller, nothing hangs.
 #[test]
 fn signals_during_trapped_calls_do_not_wedge_or_leak() {
-    if !kernel_ok() {
-        return;
-    }
-    let t = Tree::new();
+    let Some(t) = kernel_tree() else { return };
     let bin = copy_into(&t, "signal_storm");
     std::fs::write(t.ws.join("ok.txt"), "data\n").unwrap();
     let o = t
@@ -337,10 +310,7 @@ fn signals_during_trapped_calls_do_not_wedge_or_leak() {
 /// a CONTINUE without one, would lose the race).
 #[test]
 fn symlink_swap_race_on_an_intermediate_directory() {
-    if !kernel_ok() {
-        return;
-    }
-    let t = Tree::new();
+    let Some(t) = kernel_tree() else { return };
     let bin = copy_into(&t, "race_symlink");
     std::fs::create_dir(t.ws.join("dir")).unwrap();
     std::fs::write(t.ws.join("dir/secret"), "harmless\n").unwrap();
@@ -364,10 +334,7 @@ fn symlink_swap_race_on_an_intermediate_directory() {
 /// (ptrace) and kills it before the denied program runs an instruction.
 #[test]
 fn exec_through_a_swapped_path_never_runs_the_denied_program() {
-    if !kernel_ok() {
-        return;
-    }
-    let t = Tree::new();
+    let Some(t) = kernel_tree() else { return };
     let bin = copy_into(&t, "race_exec");
     let src = t.outside.join("evil.c");
     std::fs::write(&src, "int main(void) { return 42; }\n").unwrap();
@@ -397,10 +364,7 @@ fn exec_through_a_swapped_path_never_runs_the_denied_program() {
 /// 2,000 tries.)
 #[test]
 fn rename_through_a_swapped_destination_reaches_nothing() {
-    if !kernel_ok() {
-        return;
-    }
-    let t = Tree::new();
+    let Some(t) = kernel_tree() else { return };
     let bin = copy_into(&t, "race_rename");
     let landed = t.outside.join("dst");
     let args = [bin.to_str().unwrap(), t.ws.to_str().unwrap(), t.outside.to_str().unwrap(), "2000"];
@@ -415,10 +379,7 @@ fn rename_through_a_swapped_destination_reaches_nothing() {
 
 #[test]
 fn descriptor_and_signal_tricks_fail() {
-    if !kernel_ok() {
-        return;
-    }
-    let t = Tree::new();
+    let Some(t) = kernel_tree() else { return };
     let script = r#"
 ro = os.environ["RO"] + "/data.txt"
 fd = os.open(ro, os.O_RDONLY)
@@ -507,10 +468,7 @@ fn rounds_stay_flat(t: &Tree, round: &str) -> String {
 /// session (`cargo xtask soak` runs the million-call version).
 #[test]
 fn supervisor_resources_stay_flat_across_rounds() {
-    if !kernel_ok() {
-        return;
-    }
-    let t = Tree::new();
+    let Some(t) = kernel_tree() else { return };
     let bin = copy_into(&t, "storm");
     std::fs::write(t.ws.join("ok.txt"), "data\n").unwrap();
     let out = rounds_stay_flat(&t, &format!("{} {} 32 2 500", bin.display(), t.ws.join("ok.txt").display()));
@@ -523,10 +481,7 @@ fn supervisor_resources_stay_flat_across_rounds() {
 /// descriptors.
 #[test]
 fn callers_vanishing_mid_call_leave_nothing_behind() {
-    if !kernel_ok() {
-        return;
-    }
-    let t = Tree::new();
+    let Some(t) = kernel_tree() else { return };
     let bin = copy_into(&t, "chaos");
     std::fs::write(t.ws.join("ok.txt"), "data\n").unwrap();
     let out = rounds_stay_flat(&t, &format!("{} {} 100", bin.display(), t.ws.join("ok.txt").display()));
@@ -547,7 +502,7 @@ fn without_max_procs_the_pid_namespace_bounds_a_fork_bomb() {
     let release = nix::sys::utsname::uname().unwrap().release().to_string_lossy().into_owned();
     let mut v = release.split(|c: char| !c.is_ascii_digit()).filter_map(|p| p.parse::<u32>().ok());
     if (v.next().unwrap_or(0), v.next().unwrap_or(0)) < (6, 14) {
-        eprintln!("SKIP: pid_max is system-wide before Linux 6.14 (this is {release})");
+        cannot_run(&format!("pid_max is system-wide before Linux 6.14 (this is {release})"));
         return;
     }
     let t = Tree::new();
@@ -592,10 +547,7 @@ print(open('ok.txt').read().strip())
 /// keeps answering, and everything the bomb left is killed at the end.
 #[test]
 fn fork_bomb_is_bounded_and_the_supervisor_keeps_answering() {
-    if !kernel_ok() {
-        return;
-    }
-    let t = Tree::new();
+    let Some(t) = kernel_tree() else { return };
     std::fs::write(t.ws.join("ok.txt"), "still answering\n").unwrap();
     let script = "
 import os, time
@@ -614,7 +566,7 @@ print(open('ok.txt').read().strip())
     let o = t.command(&["--max-procs", "50"], &["/usr/bin/python3", "-c", script]).output().unwrap();
     if stderr(&o).contains("--max-procs: no pids cgroup") {
         assert!(std::env::var_os("INTERPOSE_REQUIRE_KERNEL").is_none(), "{}", stderr(&o));
-        eprintln!("SKIP: no pids cgroup here");
+        cannot_run("no pids cgroup here");
         return;
     }
     // 50 tasks: the PID namespace's init, python, and 48 children.
@@ -638,10 +590,7 @@ print(open('ok.txt').read().strip())
 /// outside is decided again when it is described).
 #[test]
 fn path_buffer_races_on_metadata_calls_never_describe_the_denied_object() {
-    if !kernel_ok() {
-        return;
-    }
-    let t = Tree::new();
+    let Some(t) = kernel_tree() else { return };
     let bin = copy_into(&t, "race_meta");
     std::fs::write(t.ws.join("ok.txt"), "harmless\n").unwrap();
     std::fs::create_dir(t.ws.join("sub")).unwrap();
@@ -734,10 +683,7 @@ fn path_buffer_race_on_datagram_sends_never_reaches_the_denied_socket() {
 /// every answer.
 #[test]
 fn a_server_that_never_accepts_cannot_wedge_the_supervisor() {
-    if !kernel_ok() {
-        return;
-    }
-    let t = Tree::new();
+    let Some(t) = kernel_tree() else { return };
     let script = r#"
 import os, signal, socket, sys, threading, time
 N = 300
@@ -783,10 +729,7 @@ print('connected', len(connected))
 /// credentials alone, not with the CAP_SYS_PTRACE it keeps for itself.
 #[test]
 fn a_non_dumpable_process_keeps_its_environment_from_its_siblings() {
-    if !kernel_ok() {
-        return;
-    }
-    let t = Tree::new();
+    let Some(t) = kernel_tree() else { return };
     let script = r#"
 import ctypes, os, sys, time
 r, w = os.pipe()
@@ -826,10 +769,7 @@ os.kill(pid, 9)
 /// /proc, the read-only tree); natively root reads them all.
 #[test]
 fn symlinks_in_the_workspace_reach_only_what_the_surface_allows() {
-    if !kernel_ok() {
-        return;
-    }
-    let t = Tree::new();
+    let Some(t) = kernel_tree() else { return };
     let mut victim = Command::new("/bin/sleep").arg("60").env("VICTIM_SECRET", "top-secret-marker").spawn().unwrap();
     let environ = format!("/proc/{}/environ", victim.id());
     wait_until("the victim's environment to be readable", 10, || {
@@ -876,10 +816,7 @@ fn symlinks_in_the_workspace_reach_only_what_the_surface_allows() {
 /// with the command.
 #[test]
 fn a_lease_and_many_truncating_threads_stop_no_other_process() {
-    if !kernel_ok() {
-        return;
-    }
-    let t = Tree::new();
+    let Some(t) = kernel_tree() else { return };
     std::fs::write(t.ws.join("leased"), "data\n").unwrap();
     std::fs::write(t.ws.join("other"), "sibling-ok\n").unwrap();
     let body = r#"
@@ -925,10 +862,7 @@ os._exit(0)
 /// mode, while the other name (allowed by its path) still runs.
 #[test]
 fn a_refused_interpreter_never_runs_through_a_shebang_or_a_hard_links_rule() {
-    if !kernel_ok() {
-        return;
-    }
-    let t = Tree::new();
+    let Some(t) = kernel_tree() else { return };
     let bin = t.ws.join("bin");
     std::fs::create_dir(&bin).unwrap();
     let src = t.outside.join("interp.c");

@@ -6,10 +6,7 @@ use std::process::Command;
 
 #[test]
 fn a_carve_out_in_the_workspace_is_refused_and_the_rest_works() {
-    if !kernel_ok() {
-        return;
-    }
-    let t = Tree::new();
+    let Some(t) = kernel_tree() else { return };
     std::fs::write(t.ws.join(".env"), "API_KEY=top-secret-marker\n").unwrap();
     std::fs::write(t.ws.join("a"), "a\n").unwrap();
     let deny = t.ws.join(".env");
@@ -38,10 +35,7 @@ fn a_carve_out_in_the_workspace_is_refused_and_the_rest_works() {
 
 #[test]
 fn a_carve_out_covers_names_created_after_start() {
-    if !kernel_ok() {
-        return;
-    }
-    let t = Tree::new();
+    let Some(t) = kernel_tree() else { return };
     std::fs::create_dir(t.ws.join("secrets")).unwrap();
     let deny = t.ws.join("secrets");
     // The file appears while the command runs, written from outside.
@@ -100,10 +94,7 @@ fn landlock_alone_keeps_system_carve_outs_closed() {
 /// protected file to a name the carve-out does not cover.
 #[test]
 fn moving_a_directory_that_holds_a_carve_out_is_refused() {
-    if !kernel_ok() {
-        return;
-    }
-    let t = Tree::new();
+    let Some(t) = kernel_tree() else { return };
     for d in ["a/protected", "secrets", ".git/hooks"] {
         std::fs::create_dir_all(t.ws.join(d)).unwrap();
     }
@@ -146,10 +137,7 @@ fn moving_a_directory_that_holds_a_carve_out_is_refused() {
 /// may go on without it.
 #[test]
 fn credential_patterns_protect_existing_keys_and_refusals_are_said_aloud() {
-    if !kernel_ok() {
-        return;
-    }
-    let t = Tree::new();
+    let Some(t) = kernel_tree() else { return };
     std::fs::write(t.ws.join("deploy.key"), "EXISTING-KEY-MARKER\n").unwrap();
     let policy = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/coding-agent.toml");
     let script = "cat deploy.key; mkdir -p test/fixtures && echo fixture > test/fixtures/server.key \

@@ -34,6 +34,22 @@ pub fn kernel_ok() -> bool {
     })
 }
 
+/// The start of most tests: the kernel check (see [`kernel_ok`]) and a
+/// fresh [`Tree`]; `None` where the test cannot run (never in CI).
+pub fn kernel_tree() -> Option<Tree> {
+    kernel_ok().then(Tree::new)
+}
+
+/// A test that cannot run here says why and passes, except in CI
+/// (`INTERPOSE_REQUIRE_KERNEL` set, as `.ci/run` does), where every test
+/// must run: there it fails, naming what is missing.
+pub fn cannot_run(why: &str) {
+    if std::env::var_os("INTERPOSE_REQUIRE_KERNEL").is_some() {
+        panic!("this test cannot run here: {why} (INTERPOSE_REQUIRE_KERNEL is set: every test must run)");
+    }
+    eprintln!("SKIP: {why}");
+}
+
 /// A scratch tree: `ws` (passed as `--rw`), `ro` (passed as `--ro`, with
 /// `data.txt` and an executable `tool.sh`), and `outside` (not in the
 /// surface, with `secret`).

@@ -7,10 +7,7 @@ use std::process::Command;
 
 #[test]
 fn calls_that_could_escape_are_refused() {
-    if !kernel_ok() {
-        return;
-    }
-    let t = Tree::new();
+    let Some(t) = kernel_tree() else { return };
     let bin = t.ws.join("refused");
     std::fs::copy(attack("refused"), &bin).unwrap();
     // Natively (in a private mount namespace, so the mount stays there)
@@ -39,10 +36,7 @@ fn calls_that_could_escape_are_refused() {
 
 #[test]
 fn attributes_outside_the_write_surface_cannot_change() {
-    if !kernel_ok() {
-        return;
-    }
-    let t = Tree::new();
+    let Some(t) = kernel_tree() else { return };
     let secret = t.outside.join("secret");
     let data = t.ro.join("data.txt");
     let before = |p: &std::path::Path| {
@@ -84,10 +78,7 @@ fn xattr_names(p: &std::path::Path) -> String {
 
 #[test]
 fn attributes_inside_the_workspace_change() {
-    if !kernel_ok() {
-        return;
-    }
-    let t = Tree::new();
+    let Some(t) = kernel_tree() else { return };
     let f = t.ws.join("f");
     std::fs::write(&f, "x").unwrap();
     let script = r#"
@@ -118,10 +109,7 @@ use std::os::unix::fs::FileTypeExt;
 
 #[test]
 fn metadata_outside_the_surface_is_refused_but_the_way_there_is_not() {
-    if !kernel_ok() {
-        return;
-    }
-    let t = Tree::new();
+    let Some(t) = kernel_tree() else { return };
     let script = r#"
 out, ws = os.environ["OUT"], os.environ["WS"]
 attempt("stat-outside", lambda: os.stat(out + "/secret"))
@@ -196,7 +184,7 @@ fn another_user_gets_no_more_than_its_own_credentials() {
         return;
     }
     if !nix::unistd::geteuid().is_root() {
-        eprintln!("SKIP: --user needs root");
+        cannot_run("--user needs root");
         return;
     }
     use std::os::unix::fs::PermissionsExt;

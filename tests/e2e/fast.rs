@@ -6,10 +6,7 @@ use crate::common::*;
 
 #[test]
 fn fast_mode_confines_like_full_mode_except_metadata() {
-    if !kernel_ok() {
-        return;
-    }
-    let t = Tree::new();
+    let Some(t) = kernel_tree() else { return };
     let trail = t.outside.join("trail.jsonl");
     let o = t
         .command(
@@ -55,10 +52,7 @@ fn fast_mode_confines_like_full_mode_except_metadata() {
 /// the carve-out cannot be removed, renamed or replaced.
 #[test]
 fn fast_mode_keeps_carve_outs_closed() {
-    if !kernel_ok() {
-        return;
-    }
-    let t = Tree::new();
+    let Some(t) = kernel_tree() else { return };
     let env = t.ws.join(".env");
     std::fs::write(&env, "top-secret-marker\n").unwrap();
     let o = t
@@ -92,10 +86,7 @@ fn fast_mode_needs_landlock() {
 /// nothing; natively the same read shows the secret.
 #[test]
 fn read_only_opens_are_left_to_landlock_with_a_procfs_of_the_commands_own() {
-    if !kernel_ok() {
-        return;
-    }
-    let t = Tree::new();
+    let Some(t) = kernel_tree() else { return };
     let mut victim =
         std::process::Command::new("/bin/sleep").arg("60").env("VICTIM_SECRET", "top-secret-marker").spawn().unwrap();
     let environ = format!("/proc/{}/environ", victim.id());
@@ -136,10 +127,7 @@ fn read_only_opens_are_left_to_landlock_with_a_procfs_of_the_commands_own() {
 /// so fast mode says at start that opens stay trapped, and they are.
 #[test]
 fn without_a_pid_namespace_fast_mode_keeps_opens_trapped() {
-    if !kernel_ok() {
-        return;
-    }
-    let t = Tree::new();
+    let Some(t) = kernel_tree() else { return };
     std::fs::write(t.ws.join("mine"), "own data\n").unwrap();
     let trail = t.outside.join("trail.jsonl");
     let o = t

@@ -57,10 +57,7 @@ fn every_probe_answers_as_the_kernel_does_in_every_mode() {
 /// through them), under the default surface and the shipped example policy.
 #[test]
 fn access_agrees_with_listing_and_entering() {
-    if !kernel_ok() {
-        return;
-    }
-    let t = Tree::new();
+    let Some(t) = kernel_tree() else { return };
     let script = r#"
 import os, sys
 for p in ["/", "/usr", "/etc", "/tmp", os.getcwd(), os.environ["HOME"], "/var", "/nonexistent-dir"]:
@@ -95,10 +92,7 @@ for p in ["/", "/usr", "/etc", "/tmp", os.getcwd(), os.environ["HOME"], "/var", 
 /// find") while `access("/", X_OK)` was refused.
 #[test]
 fn an_autoconf_configure_and_make_work_under_the_example_policy() {
-    if !kernel_ok() {
-        return;
-    }
-    let t = Tree::new();
+    let Some(t) = kernel_tree() else { return };
     std::fs::write(
         t.ws.join("configure.ac"),
         "AC_INIT([hello], [1.0])\nAC_PROG_CC\nAC_CHECK_HEADERS([stdio.h unistd.h])\nAC_CONFIG_FILES([Makefile])\nAC_OUTPUT\n",

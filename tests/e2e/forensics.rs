@@ -18,10 +18,7 @@ fn audited_run(t: &Tree) -> std::path::PathBuf {
 
 #[test]
 fn report_groups_denials_and_says_what_would_allow_them() {
-    if !kernel_ok() {
-        return;
-    }
-    let t = Tree::new();
+    let Some(t) = kernel_tree() else { return };
     let trail = audited_run(&t);
     let o = Command::new(interpose()).args(["report", "--format", "json"]).arg(&trail).output().unwrap();
     assert!(o.status.success(), "{}", stderr(&o));
@@ -42,10 +39,7 @@ fn report_groups_denials_and_says_what_would_allow_them() {
 
 #[test]
 fn verify_catches_deleted_edited_and_truncated_trails() {
-    if !kernel_ok() {
-        return;
-    }
-    let t = Tree::new();
+    let Some(t) = kernel_tree() else { return };
     let trail = audited_run(&t);
     let verify = |text: &str| {
         let f = t.outside.join("check.jsonl");
@@ -111,10 +105,7 @@ fn records(path: &std::path::Path) -> Vec<serde_json::Value> {
 
 #[test]
 fn denials_say_where_they_came_from_and_execs_draw_the_tree() {
-    if !kernel_ok() {
-        return;
-    }
-    let t = Tree::new();
+    let Some(t) = kernel_tree() else { return };
     let trail = audited_run(&t);
     let all = records(&trail);
     let shadow = all.iter().find(|r| r["path"] == "/etc/shadow").unwrap();
@@ -135,10 +126,7 @@ fn denials_say_where_they_came_from_and_execs_draw_the_tree() {
 
 #[test]
 fn audit_level_deny_keeps_only_denials() {
-    if !kernel_ok() {
-        return;
-    }
-    let t = Tree::new();
+    let Some(t) = kernel_tree() else { return };
     let trail = t.outside.join("deny.jsonl");
     let o = t
         .command(
@@ -156,10 +144,7 @@ fn audit_level_deny_keeps_only_denials() {
 
 #[test]
 fn a_command_killed_by_sigkill_still_leaves_a_complete_trail() {
-    if !kernel_ok() {
-        return;
-    }
-    let t = Tree::new();
+    let Some(t) = kernel_tree() else { return };
     let trail = t.outside.join("killed.jsonl");
     let o = t
         .command(
@@ -210,10 +195,7 @@ fn denials(trail: &std::path::Path) -> Vec<String> {
 /// a tightened surface would deny.
 #[test]
 fn learn_suggest_and_replay() {
-    if !kernel_ok() {
-        return;
-    }
-    let t = Tree::new();
+    let Some(t) = kernel_tree() else { return };
     let (data, out, ssh) = (t.outside.join("data"), t.outside.join("out"), t.outside.join("home/.ssh"));
     for d in [&data, &out, &ssh] {
         std::fs::create_dir_all(d).unwrap();
@@ -317,10 +299,7 @@ fn the_trail_streams_to_a_unix_socket() {
 
 #[test]
 fn records_name_the_starting_directory_and_the_surface_digest() {
-    if !kernel_ok() {
-        return;
-    }
-    let t = Tree::new();
+    let Some(t) = kernel_tree() else { return };
     let trail = t.outside.join("dirfd.jsonl");
     // A symlink whose target ends with the same names as the path written
     // (ws/d -> ro/d, then `d/x`): the starting directory is still ws.
@@ -358,10 +337,7 @@ fn records_name_the_starting_directory_and_the_surface_digest() {
 /// `target/report-screenshot.png`.
 #[test]
 fn the_html_report_renders_in_chromium() {
-    if !kernel_ok() {
-        return;
-    }
-    let t = Tree::new();
+    let Some(t) = kernel_tree() else { return };
     let trail = t.outside.join("trail.jsonl");
     // A name that would end a <script> element if it were not escaped.
     std::fs::create_dir(t.outside.join("x<")).unwrap();
@@ -410,7 +386,7 @@ fn the_html_report_renders_in_chromium() {
     let chromium = std::path::Path::new("/usr/bin/chromium");
     if !chromium.exists() {
         assert!(std::env::var_os("INTERPOSE_REQUIRE_CHROMIUM").is_none(), "run `cargo xtask chromium` first");
-        eprintln!("SKIP: no /usr/bin/chromium; `cargo xtask chromium` installs it");
+        cannot_run("no /usr/bin/chromium; `cargo xtask chromium` installs it");
         return;
     }
     let browse = |extra: &[&str]| {
@@ -453,10 +429,7 @@ fn the_html_report_renders_in_chromium() {
 /// itself does not verify.
 #[test]
 fn the_command_cannot_reach_its_trail_or_forge_one() {
-    if !kernel_ok() {
-        return;
-    }
-    let t = Tree::new();
+    let Some(t) = kernel_tree() else { return };
     let trail = t.ws.join("trail.jsonl");
     let key = t.ws.join("state/interpose/audit.key");
     let script = "for f in trail.jsonl state/interpose/audit.key; do \
@@ -517,10 +490,7 @@ fn the_command_cannot_reach_its_trail_or_forge_one() {
 /// of its own there for a later audited session to sign with.
 #[test]
 fn no_session_can_plant_the_trail_key() {
-    if !kernel_ok() {
-        return;
-    }
-    let t = Tree::new();
+    let Some(t) = kernel_tree() else { return };
     let state = t.ws.join("state");
     let key = state.join("interpose/audit.key");
     let plant =
@@ -543,10 +513,7 @@ fn no_session_can_plant_the_trail_key() {
 /// newline in a comment would start an active grant).
 #[test]
 fn names_from_the_sandbox_reach_no_terminal_or_policy_raw() {
-    if !kernel_ok() {
-        return;
-    }
-    let t = Tree::new();
+    let Some(t) = kernel_tree() else { return };
     let trail = t.outside.join("names.jsonl");
     let body = r##"
 import ctypes
@@ -586,10 +553,7 @@ except PermissionError:
 /// grant and why.
 #[test]
 fn suggestions_never_grant_a_tree_that_holds_credentials() {
-    if !kernel_ok() {
-        return;
-    }
-    let t = Tree::new();
+    let Some(t) = kernel_tree() else { return };
     let home = t.outside.join("home");
     for d in [".ssh", ".aws"] {
         std::fs::create_dir_all(home.join(d)).unwrap();
@@ -621,10 +585,7 @@ fn suggestions_never_grant_a_tree_that_holds_credentials() {
 /// verifies, and `report` counts every decision.
 #[test]
 fn repeated_allows_are_counted_and_every_refusal_kept() {
-    if !kernel_ok() {
-        return;
-    }
-    let t = Tree::new();
+    let Some(t) = kernel_tree() else { return };
     for i in 0..50 {
         std::fs::write(t.ws.join(format!("f{i}")), "x").unwrap();
     }
@@ -659,10 +620,7 @@ fn repeated_allows_are_counted_and_every_refusal_kept() {
 /// --suggest` even with `--confirm-credentials`; each says what it is.
 #[test]
 fn control_sockets_are_never_suggested() {
-    if !kernel_ok() {
-        return;
-    }
-    let t = Tree::new();
+    let Some(t) = kernel_tree() else { return };
     let dir = t.outside.join("tmux-4242");
     std::fs::create_dir(&dir).unwrap();
     let sock = dir.join("default");
@@ -693,10 +651,7 @@ fn control_sockets_are_never_suggested() {
 /// its reason), with the same exit statuses as the text.
 #[test]
 fn why_verify_and_suggest_speak_json() {
-    if !kernel_ok() {
-        return;
-    }
-    let t = Tree::new();
+    let Some(t) = kernel_tree() else { return };
     let json = |args: &[&str], home: Option<&std::path::Path>| {
         let mut c = Command::new(interpose());
         c.args(args);

@@ -5,10 +5,7 @@ use crate::common::*;
 
 #[test]
 fn only_the_surface_exists_and_the_workspace_is_real() {
-    if !kernel_ok() {
-        return;
-    }
-    let t = Tree::new();
+    let Some(t) = kernel_tree() else { return };
     std::fs::write(t.ws.join(".env"), "top-secret-marker\n").unwrap();
     let env = t.ws.join(".env");
     let o = t
@@ -51,7 +48,7 @@ fn isolation_works_unprivileged() {
         .lines()
         .any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(1) == Some("0"));
     if !is_root || !std::path::Path::new("/usr/bin/setpriv").exists() {
-        eprintln!("SKIP: needs root to switch to nobody, and setpriv");
+        cannot_run("needs root to switch to nobody, and setpriv");
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -71,7 +68,7 @@ fn isolation_works_unprivileged() {
         .unwrap();
     let (out, err) = (stdout(&o), stderr(&o));
     if err.contains("building the isolated root") {
-        eprintln!("SKIP: unprivileged user namespaces are not allowed here: {err}");
+        cannot_run(&format!("unprivileged user namespaces are not allowed here: {err}"));
         return;
     }
     assert_eq!(out, "65534\nhi\n", "{err}");

@@ -7,10 +7,7 @@ use std::time::Duration;
 
 #[test]
 fn commands_run_confined_with_caps_and_a_timeout() {
-    if !kernel_ok() {
-        return;
-    }
-    let t = Tree::new();
+    let Some(t) = kernel_tree() else { return };
     let sandbox = Sandbox::with_workspace(&t.ws).unwrap().interpose_binary(interpose());
     let secret = t.outside.join("secret");
     let script = format!("echo made > made.txt; cat {}; seq 1 10000", secret.display());
@@ -31,10 +28,7 @@ fn commands_run_confined_with_caps_and_a_timeout() {
 
 #[test]
 fn a_command_that_ignores_sigterm_is_killed_after_the_grace_period() {
-    if !kernel_ok() {
-        return;
-    }
-    let t = Tree::new();
+    let Some(t) = kernel_tree() else { return };
     let sandbox = Sandbox::with_workspace(&t.ws).unwrap().interpose_binary(interpose());
     let started = std::time::Instant::now();
     let stubborn = sandbox

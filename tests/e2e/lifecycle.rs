@@ -5,10 +5,7 @@ use std::process::Command;
 
 #[test]
 fn exit_statuses_follow_the_shell_convention() {
-    if !kernel_ok() {
-        return;
-    }
-    let t = Tree::new();
+    let Some(t) = kernel_tree() else { return };
     let code = |cmd: &[&str]| t.command(&[], cmd).output().unwrap().status.code();
     assert_eq!(code(&["/bin/sh", "-c", "exit 7"]), Some(7));
     assert_eq!(code(&["/bin/sh", "-c", "kill -TERM $$"]), Some(128 + libc::SIGTERM));
@@ -82,10 +79,7 @@ fn sigterm_reaches_the_command(extra: &[&str]) {
 
 #[test]
 fn the_audit_trail_records_each_decision() {
-    if !kernel_ok() {
-        return;
-    }
-    let t = Tree::new();
+    let Some(t) = kernel_tree() else { return };
     let trail = t.ws.join("audit.jsonl");
     let o = t
         .command(&["--audit", trail.to_str().unwrap()], &["/bin/sh", "-c", "cat $RO/data.txt; cat /etc/shadow; true"])
@@ -122,10 +116,7 @@ fn the_audit_trail_records_each_decision() {
 /// whose reader is gone ends quietly instead of printing EPIPE errors.
 #[test]
 fn sigpipe_is_not_inherited_ignored() {
-    if !kernel_ok() {
-        return;
-    }
-    let t = Tree::new();
+    let Some(t) = kernel_tree() else { return };
     let o = t.sh("yes | head -1; grep SigIgn /proc/self/status");
     let out = stdout(&o);
     assert!(out.starts_with("y\nSigIgn:"), "{out}");
@@ -143,10 +134,7 @@ fn sigpipe_is_not_inherited_ignored() {
 #[cfg(debug_assertions)]
 #[test]
 fn a_panic_while_handling_a_call_refuses_that_call_and_nothing_else() {
-    if !kernel_ok() {
-        return;
-    }
-    let t = Tree::new();
+    let Some(t) = kernel_tree() else { return };
     let o = t.sh("cat /interpose-test/panic-the-worker; echo status=$?; echo after > after.txt; cat after.txt");
     assert!(stderr(&o).contains("panicked"), "{}", stderr(&o));
     assert!(stdout(&o).contains("status=1"), "{}", stdout(&o));
@@ -159,10 +147,7 @@ fn a_panic_while_handling_a_call_refuses_that_call_and_nothing_else() {
 /// (`--no-namespace`: interpose kills its children, then their orphans).
 #[test]
 fn processes_left_behind_are_killed_when_the_command_exits() {
-    if !kernel_ok() {
-        return;
-    }
-    let t = Tree::new();
+    let Some(t) = kernel_tree() else { return };
     for (mode, marker) in [(&[][..], "271828"), (&["--no-namespace"][..], "314159")] {
         let script = format!("setsid sleep {marker} & sleep {marker} & echo started");
         let o = t.command(mode, &["/bin/sh", "-c", &script]).output().unwrap();
@@ -234,10 +219,7 @@ fn the_quick_benchmark_runs_every_mode_of_its_own() {
 /// same way, promptly, instead of wedging interpose and the command.
 #[test]
 fn a_trail_that_cannot_be_written_stops_the_command_and_says_so() {
-    if !kernel_ok() {
-        return;
-    }
-    let t = Tree::new();
+    let Some(t) = kernel_tree() else { return };
     let marker = t.ws.join("ran-to-the-end");
     let script = "sleep 1; touch ran-to-the-end";
     for (extra, runs_on) in [(&[][..], false), (&["--audit-failure", "continue"][..], true)] {
@@ -278,10 +260,7 @@ fn a_trail_that_cannot_be_written_stops_the_command_and_says_so() {
 /// is refused before anything runs.
 #[test]
 fn a_stalled_trail_never_makes_interpose_deaf_to_signals() {
-    if !kernel_ok() {
-        return;
-    }
-    let t = Tree::new();
+    let Some(t) = kernel_tree() else { return };
     let socket = t.outside.join("collector.sock");
     let listener = std::os::unix::net::UnixListener::bind(&socket).unwrap();
     let accepted = std::thread::spawn(move || listener.accept().map(|(conn, _)| conn));
@@ -402,10 +381,7 @@ fn a_misspelled_verb_names_the_verb_and_runs_nothing() {
         assert_eq!(o.status.code(), Some(2), "{word}: {}", stderr(&o));
         assert!(stderr(&o).contains(&format!("did you mean `{verb}`?")), "{}", stderr(&o));
     }
-    if !kernel_ok() {
-        return;
-    }
-    let t = Tree::new();
+    let Some(t) = kernel_tree() else { return };
     let o = t.command(&[], &["/bin/sh", "-c", "echo ran"]).output().unwrap();
     assert_eq!(stdout(&o), "ran\n", "{}", stderr(&o));
 }
@@ -417,10 +393,7 @@ fn a_misspelled_verb_names_the_verb_and_runs_nothing() {
 /// command's own output.
 #[test]
 fn refusals_are_counted_at_the_end_and_quiet_leaves_notices_out() {
-    if !kernel_ok() {
-        return;
-    }
-    let t = Tree::new();
+    let Some(t) = kernel_tree() else { return };
     let script = "cat $OUT/secret; cat $OUT/secret; touch /usr/interpose-x; echo end";
     let o = t.sh(script);
     let err = stderr(&o);
@@ -502,4 +475,27 @@ fn completions_and_the_manual_page_name_every_verb() {
     }
     let o = Command::new(interpose()).args(["completions", "tcsh"]).output().unwrap();
     assert_eq!(o.status.code(), Some(2), "an unknown shell is usage");
+}
+
+/// The README's synopsis and flag table name every flag `run` has (hidden
+/// ones aside), as clap defines them: a flag added without its line fails.
+#[test]
+fn the_readme_names_every_flag_of_run() {
+    use clap::CommandFactory;
+    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
+    let synopsis = readme.lines().find(|l| l.starts_with("interpose [run]")).expect("the synopsis line");
+    let table: Vec<&str> = readme.lines().filter(|l| l.starts_with("| `--")).collect();
+    let cli = interpose::cli::Cli::command();
+    let run = cli.find_subcommand("run").expect("the run verb");
+    let mut missing = Vec::new();
+    for arg in run.get_arguments().filter(|a| !a.is_hide_set()) {
+        let Some(long) = arg.get_long() else { continue };
+        let flag = format!("--{long}");
+        let in_synopsis = synopsis.split(|c: char| !(c.is_ascii_alphanumeric() || c == '-')).any(|w| w == flag);
+        let in_table = table.iter().any(|l| l.contains(&format!("`{flag}")));
+        if !in_synopsis || !in_table {
+            missing.push(format!("{flag} (synopsis: {in_synopsis}, table: {in_table})"));
+        }
+    }
+    assert!(missing.is_empty(), "README lacks: {missing:?}");
 }

@@ -112,7 +112,7 @@ fn ordinary_users_get_private_caches_too() {
     let root = nix::unistd::geteuid().is_root();
     if !root || !Path::new("/usr/bin/setpriv").exists() {
         assert!(std::env::var_os("INTERPOSE_REQUIRE_KERNEL").is_none(), "CI runs as root with setpriv");
-        eprintln!("SKIP: needs root to switch to nobody, and setpriv");
+        cannot_run("needs root to switch to nobody, and setpriv");
         return;
     }
     let d = dev();
@@ -310,7 +310,7 @@ fn directories_on_the_way_to_the_surface_can_be_opened_as_paths() {
     let o = d.interpose(&["run", "--rw", ".", "--", "rsync", "-a", "src/", "copy/"]).output().unwrap();
     if o.status.code() == Some(127) && stderr(&o).contains("rsync") {
         assert!(std::env::var_os("INTERPOSE_REQUIRE_KERNEL").is_none(), "CI installs rsync");
-        eprintln!("SKIP: rsync is not installed");
+        cannot_run("rsync is not installed");
         return;
     }
     assert!(o.status.success(), "{}", stderr(&o));

@@ -17,7 +17,7 @@ fn runtime_ok() -> bool {
         panic!("the OCI tests need root, /usr/sbin/runc and /bin/busybox (busybox-static): `cargo xtask tools`");
     }
     if !ok {
-        eprintln!("SKIP: no runc or busybox-static, or not root");
+        cannot_run("no runc or busybox-static, or not root");
     }
     ok
 }

@@ -331,7 +331,7 @@ fn agent_profiles_run_the_real_clis_without_denials() {
     let bin = agents.join("node_modules/.bin");
     if !bin.join("claude").exists() {
         assert!(std::env::var_os("INTERPOSE_REQUIRE_AGENTS").is_none(), "run `cargo xtask agents` first");
-        eprintln!("SKIP: no agent CLIs in {}; `cargo xtask agents` installs them", bin.display());
+        cannot_run(&format!("no agent CLIs in {}; `cargo xtask agents` installs them", bin.display()));
         return;
     }
     for (agent, banner) in [("claude", "Claude Code"), ("gemini", "Usage: gemini"), ("codex", "Codex CLI")] {
@@ -379,10 +379,7 @@ fn the_examples_are_valid_policies() {
 /// nothing else of the home is granted by it.
 #[test]
 fn a_wildcard_directory_pattern_grants_a_tools_scratch_directories_and_nothing_else() {
-    if !kernel_ok() {
-        return;
-    }
-    let t = Tree::new();
+    let Some(t) = kernel_tree() else { return };
     let home = t.outside.join("home");
     std::fs::create_dir_all(home.join(".ssh")).unwrap();
     std::fs::write(home.join(".ssh/id_rsa"), "PRIVATE-KEY-MARKER\n").unwrap();
@@ -409,10 +406,7 @@ fn a_wildcard_directory_pattern_grants_a_tools_scratch_directories_and_nothing_e
 /// variable that is not set says so (a typo keeps nothing).
 #[test]
 fn removed_credentials_are_named_and_a_keep_of_nothing_is_said() {
-    if !kernel_ok() {
-        return;
-    }
-    let t = Tree::new();
+    let Some(t) = kernel_tree() else { return };
     let o = t
         .command(
             &["--env-keep", "ANTHROPIC_API_KEY", "--env-keep", "ANTHROPIC_APY_KEY"],
@@ -437,10 +431,7 @@ fn removed_credentials_are_named_and_a_keep_of_nothing_is_said() {
 /// is neither a file nor a profile says both and lists the profiles.
 #[test]
 fn a_builtin_profile_is_a_policy_by_name() {
-    if !kernel_ok() {
-        return;
-    }
-    let t = Tree::new();
+    let Some(t) = kernel_tree() else { return };
     let home = t.outside.join("home");
     std::fs::create_dir_all(home.join(".claude")).unwrap();
     std::fs::create_dir_all(home.join(".ssh")).unwrap();

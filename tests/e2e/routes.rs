@@ -48,7 +48,7 @@ fn root() -> bool {
     let root = nix::unistd::geteuid().is_root();
     if !root {
         assert!(std::env::var_os("INTERPOSE_REQUIRE_KERNEL").is_none(), "CI runs these as root");
-        eprintln!("SKIP: the attack needs root natively");
+        cannot_run("the attack needs root natively");
     }
     root
 }
@@ -60,10 +60,7 @@ fn root() -> bool {
 /// unchecked by design and says so in the session record.
 #[test]
 fn a_stat_with_at_empty_path_and_a_path_is_decided() {
-    if !kernel_ok() {
-        return;
-    }
-    let t = Tree::new();
+    let Some(t) = kernel_tree() else { return };
     let secret = t.outside.join("secret");
     for route in ["stat-empty-path", "statx-empty-path"] {
         assert!(escaped(&native(&t, &[route, secret.to_str().unwrap()])));
@@ -83,10 +80,7 @@ fn a_stat_with_at_empty_path_and_a_path_is_decided() {
 
 #[test]
 fn sendmmsg_to_a_socket_outside_is_refused() {
-    if !kernel_ok() {
-        return;
-    }
-    let t = Tree::new();
+    let Some(t) = kernel_tree() else { return };
     let path = t.outside.join("dgram.sock");
     let server = std::os::unix::net::UnixDatagram::bind(&path).unwrap();
     server.set_nonblocking(true).unwrap();
@@ -101,10 +95,7 @@ fn sendmmsg_to_a_socket_outside_is_refused() {
 /// user's shell would read it as typed (CVE-2017-5226 in bubblewrap).
 #[test]
 fn terminal_injection_ioctls_are_refused() {
-    if !kernel_ok() {
-        return;
-    }
-    let t = Tree::new();
+    let Some(t) = kernel_tree() else { return };
     let pty = nix::pty::openpty(None, None).unwrap();
     // Raw mode: a pushed character is readable at once, without a newline.
     let mut raw = nix::sys::termios::tcgetattr(&pty.slave).unwrap();
@@ -140,10 +131,7 @@ fn terminal_injection_ioctls_are_refused() {
 
 #[test]
 fn the_inherited_keyring_is_out_of_reach() {
-    if !kernel_ok() {
-        return;
-    }
-    let t = Tree::new();
+    let Some(t) = kernel_tree() else { return };
     const KEY_SPEC_SESSION_KEYRING: i32 = -3;
     // SAFETY: add_key reads the NUL-terminated type and description and
     // `len` bytes of payload.
@@ -334,10 +322,7 @@ fn fanotify_is_refused() {
 /// session's is refused (open and stat), in full and in fast mode.
 #[test]
 fn only_the_commands_own_terminals_can_be_opened() {
-    if !kernel_ok() {
-        return;
-    }
-    let t = Tree::new();
+    let Some(t) = kernel_tree() else { return };
     let victim = nix::pty::openpty(None, None).unwrap();
     let victim_name = nix::unistd::ttyname(&victim.slave).unwrap();
     let own = nix::pty::openpty(None, None).unwrap();
