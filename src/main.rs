@@ -52,7 +52,10 @@ fn main() -> ExitCode {
         }
         Command::Debug(DebugCommand::Landlock { surface, command }) => cli::run::landlock_only(&surface, &command),
         Command::Debug(DebugCommand::SeccompAllow { command }) => cli::run::seccomp_allow_only(&command),
-        Command::Debug(DebugCommand::Workload { kind, count, path }) => interpose::bench::workload(kind, count, &path),
+        Command::Debug(DebugCommand::Workload { kind, count, path, summary }) => {
+            interpose::bench::workload(kind, count, &path, summary)
+        }
+        Command::Debug(DebugCommand::Floor { floor, command }) => interpose::bench::floor::run(floor, &command),
         Command::Debug(DebugCommand::Container { listener, bind, command }) => {
             interpose::bench::container::run(listener.as_deref(), &bind, &command)
         }

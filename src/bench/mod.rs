@@ -3,11 +3,14 @@
 //!
 //! Modes (each a command prefix put in front of the same workloads):
 //! - `native`: no sandbox;
-//! - the C floors of `benches/floors/` (`floors.rs`): a BPF filter alone,
-//!   Landlock alone, a minimal supervisor answering CONTINUE, one emulating
-//!   opens the TOCTOU-safe way;
-//! - `notify-floor`: interpose's filter with a supervisor that answers
-//!   CONTINUE at once, reading and deciding nothing;
+//! - interpose's own floors: its filter with every action ALLOW, a
+//!   Landlock ruleset granting everything, its filter with a minimal
+//!   single-threaded supervisor answering CONTINUE, and one performing
+//!   opens the TOCTOU-safe way with no policy (`floor.rs`);
+//! - with `--floors DIR`, the shared C floors built from DIR, written
+//!   independently, to compare the own ones with (`floors.rs`);
+//! - `notify-floor`: a whole `interpose run` session whose supervisor
+//!   answers CONTINUE at once, reading and deciding nothing;
 //! - `interpose`, `interpose --fast`, `interpose+audit`: the real thing;
 //! - `--compare NAME|PREFIX`: a reference sandbox by name or any prefix.
 //!
@@ -22,6 +25,7 @@
 
 pub mod container;
 mod fixture;
+pub mod floor;
 mod floors;
 mod memory;
 mod modes;
@@ -50,6 +54,8 @@ pub struct Options {
     pub rounds: Option<usize>,
     /// Where `results.json` and `table.txt` are saved.
     pub save: Option<PathBuf>,
+    /// The shared C floors' sources, built and measured too.
+    pub floors: Option<PathBuf>,
 }
 
 /// The start-up row: `/bin/true`.
@@ -151,7 +157,7 @@ pub fn run(args: &Options) -> anyhow::Result<i32> {
     let exe = std::env::current_exe()?;
     let rounds = args.rounds.unwrap_or(if args.quick { 1 } else { 5 }).max(1);
     let fx = fixture(args.quick)?;
-    let floors = floors::build(&fx.work.join("floors"));
+    let floors = args.floors.as_ref().map(|src| floors::build(src, &fx.work.join("floors")));
     // The containers' agent, outside the workspace (a container whose
     // mounts showed its files would be refused).
     let bin_dir = exe.parent().unwrap_or(Path::new("/")).to_path_buf();
@@ -161,7 +167,8 @@ pub fn run(args: &Options) -> anyhow::Result<i32> {
         Some(why) => Err(why),
     };
     let socket = agent.as_ref().map(|a| a.socket.as_path()).map_err(String::as_str);
-    let (modes, missing) = modes(&exe, &fx.work, floors.as_ref().map_err(String::as_str), socket, &args.compare);
+    let floors = floors.as_ref().map(|f| f.as_ref().map_err(String::as_str));
+    let (modes, missing) = modes(&exe, &fx.work, floors, socket, &args.compare);
     let os = |s: &str| OsString::from(s);
     let (open_n, fork_n) = if args.quick { (300, 5) } else { (3_000, 40) };
     let micro: Vec<(Workload, usize, &Path)> = vec![
@@ -247,7 +254,9 @@ pub fn run(args: &Options) -> anyhow::Result<i32> {
     let mut parallel = Vec::new();
     let n = if args.quick { 300 } else { 5_000 };
     let one = format!("{} debug workload open {n} {}", exe.display(), fx.file.display());
-    for m in modes.iter().filter(|m| [modes::C_CONTINUE, modes::NOTIFY_FLOOR, modes::FULL].contains(&m.name.as_str())) {
+    for m in
+        modes.iter().filter(|m| [modes::CONTINUE_FLOOR, modes::NOTIFY_FLOOR, modes::FULL].contains(&m.name.as_str()))
+    {
         let single = run_one(m, &[os("sh"), os("-c"), os(&one)], &fx.work)
             .and_then(|(out, _)| parse_samples(&out))
             .map(|(_, e)| n as f64 / e);
@@ -261,15 +270,20 @@ pub fn run(args: &Options) -> anyhow::Result<i32> {
             parallel.push((m.name.clone(), p / s));
         }
     }
-    let memory = match &floors {
-        // The C workload keeps no samples: only the supervisor grows.
-        Ok(f) => {
-            let calls = if args.quick { 50_000 } else { 10_000_000 };
-            let mode = modes.iter().find(|m| m.name == modes::FULL).expect("interpose's own mode");
-            let cmd = [f.wl.clone().into_os_string(), os("stat"), os(&calls.to_string()), fx.file.clone().into()];
-            Some(memory::measure(mode, &cmd, &fx.work, calls))
-        }
-        Err(_) => None,
+    // The workload keeps no samples (`--summary`): only the supervisor grows.
+    let memory = {
+        let calls = if args.quick { 50_000 } else { 10_000_000 };
+        let mode = modes.iter().find(|m| m.name == modes::FULL).expect("interpose's own mode");
+        let cmd = [
+            exe.clone().into_os_string(),
+            os("debug"),
+            os("workload"),
+            os("stat"),
+            os(&calls.to_string()),
+            fx.file.clone().into(),
+            os("--summary"),
+        ];
+        Some(memory::measure(mode, &cmd, &fx.work, calls))
     };
     let (trie_ns, trie_bytes) = trie_figures();
     let (machine, kernel) = uname();

@@ -20,10 +20,16 @@ pub(super) struct BenchMode {
 
 /// Mode names the targets refer to.
 pub(super) const NATIVE: &str = "native";
-/// The C floor that answers every trapped call with CONTINUE.
-pub(super) const C_CONTINUE: &str = "C continue floor";
-/// The C floor that emulates opens the TOCTOU-safe way.
-pub(super) const C_EMULATE: &str = "C emulate floor";
+/// interpose's filter, every action ALLOW: the BPF cost alone.
+pub(super) const BPF_FLOOR: &str = "bpf-allow floor";
+/// A Landlock ruleset granting everything: Landlock's cost alone.
+pub(super) const LANDLOCK_FLOOR: &str = "landlock floor";
+/// interpose's filter and a minimal supervisor answering CONTINUE
+/// (`interpose debug floor continue`).
+pub(super) const CONTINUE_FLOOR: &str = "continue floor";
+/// As [`CONTINUE_FLOOR`], opens performed the TOCTOU-safe way with no
+/// policy (`interpose debug floor emulate`).
+pub(super) const EMULATE_FLOOR: &str = "emulate floor";
 /// interpose's own supervisor answering CONTINUE at once.
 pub(super) const NOTIFY_FLOOR: &str = "notify-floor";
 /// interpose, full mode.
@@ -45,14 +51,14 @@ pub(super) const REFERENCES: [(&str, &str); 3] = [
     ("nono", "nono run --allow {work} --"),
 ];
 
-/// Every mode of a run: native, the C floors (when built), interpose's own
-/// notification floor, interpose in each mode, and what `compare` names (a
-/// reference sandbox by name, or any prefix). Also returns what could not
-/// be run, in words.
+/// Every mode of a run: native, interpose's own floors, the shared C floors
+/// (with `--floors DIR`), interpose's session floor, interpose in each
+/// mode, and what `compare` names (a reference sandbox by name, or any
+/// prefix). Also returns what could not be run, in words.
 pub(super) fn modes(
     exe: &Path,
     work: &Path,
-    floors: Result<&Floors, &str>,
+    floors: Option<Result<&Floors, &str>>,
     agent: Result<&Path, &str>,
     compare: &[String],
 ) -> (Vec<BenchMode>, Vec<String>) {
@@ -67,15 +73,22 @@ pub(super) fn modes(
     let key = work.parent().unwrap_or(work).join("audit.key");
     let mode = |name: &str, prefix: Vec<OsString>| BenchMode { name: name.into(), prefix, trail: None };
     let mut missing = Vec::new();
-    let mut out = vec![mode(NATIVE, vec![])];
+    let mut out = vec![
+        mode(NATIVE, vec![]),
+        mode(BPF_FLOOR, vec![exe.clone(), os("debug"), os("seccomp-allow"), os("--")]),
+        mode(LANDLOCK_FLOOR, vec![exe.clone(), os("debug"), os("landlock"), os("--rw"), os("/"), os("--")]),
+        mode(CONTINUE_FLOOR, vec![exe.clone(), os("debug"), os("floor"), os("continue"), os("--")]),
+        mode(EMULATE_FLOOR, vec![exe.clone(), os("debug"), os("floor"), os("emulate"), os("--")]),
+    ];
     match floors {
-        Ok(f) => out.extend([
-            mode("C bpf-allow floor", vec![f.bpf_allow.clone().into(), os("--")]),
-            mode("C landlock floor", vec![f.landlock.clone().into(), work.as_os_str().to_owned(), os("--")]),
-            mode(C_CONTINUE, vec![f.unotify_continue.clone().into(), os("--")]),
-            mode(C_EMULATE, vec![f.unotify_emulate.clone().into(), os("--")]),
+        Some(Ok(f)) => out.extend([
+            mode("shared bpf-allow floor", vec![f.bpf_allow.clone().into(), os("--")]),
+            mode("shared landlock floor", vec![f.landlock.clone().into(), work.as_os_str().to_owned(), os("--")]),
+            mode("shared continue floor", vec![f.unotify_continue.clone().into(), os("--")]),
+            mode("shared emulate floor", vec![f.unotify_emulate.clone().into(), os("--")]),
         ]),
-        Err(why) => missing.push(format!("the C floors: {why}")),
+        Some(Err(why)) => missing.push(format!("the shared C floors: {why}")),
+        None => {}
     }
     out.extend([
         mode(NOTIFY_FLOOR, vec![exe.clone(), os("run"), os("--bench-floor"), os("--")]),

@@ -24,6 +24,10 @@ pub struct BenchArgs {
     /// Save `results.json` and `table.txt` in DIR (created).
     #[arg(long, value_name = "DIR")]
     pub save: Option<PathBuf>,
+    /// Also build the shared C floors from DIR (their Makefile, `make
+    /// OUT=...`) and measure them beside interpose's own, to compare.
+    #[arg(long, value_name = "DIR")]
+    pub floors: Option<PathBuf>,
 }
 
 impl BenchArgs {
@@ -35,6 +39,7 @@ impl BenchArgs {
             compare: self.compare.clone(),
             rounds: self.rounds,
             save: self.save.clone(),
+            floors: self.floors.clone(),
         }
     }
 }

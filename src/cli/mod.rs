@@ -193,6 +193,22 @@ pub enum DebugCommand {
         count: usize,
         /// The file to open or stat.
         path: PathBuf,
+        /// Print only the count and the elapsed time, keeping no samples
+        /// (the supervisor's memory run makes ten million calls).
+        #[arg(long)]
+        summary: bool,
+    },
+    /// Run COMMAND under one of interpose's own notification floors: its
+    /// full-mode filter and a single-threaded supervisor that answers
+    /// CONTINUE (`continue`) or performs absolute-path opens with ADDFD
+    /// (`emulate`); no namespace, no Landlock, no policy.
+    Floor {
+        /// What the supervisor does.
+        #[arg(value_enum)]
+        floor: crate::bench::floor::Floor,
+        /// The command and its arguments.
+        #[arg(required = true, trailing_var_arg = true, value_name = "COMMAND")]
+        command: Vec<std::ffi::OsString>,
     },
     /// Run COMMAND with runc in a container of the host's system
     /// directories (read-only), the current directory and each `--bind`

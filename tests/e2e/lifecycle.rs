@@ -184,10 +184,21 @@ fn the_quick_benchmark_runs_every_mode_of_its_own() {
         }
     }
     // Fourteen rows (nine per-call, five commands) by every mode: native,
-    // the four C floors (built here with cc), interpose's own floor and its
-    // three modes, and a runc container without and with the oci-agent.
+    // interpose's own four floors (no copy of anyone's), its session floor
+    // and its three modes, and a runc container without and with the
+    // oci-agent.
     let modes: Vec<&str> = r["modes"].as_array().unwrap().iter().map(|m| m.as_str().unwrap()).collect();
-    let ours = ["native", "C continue floor", "C emulate floor", "interpose", "interpose --fast", "interpose+audit"];
+    let ours = [
+        "native",
+        "bpf-allow floor",
+        "landlock floor",
+        "continue floor",
+        "emulate floor",
+        "notify-floor",
+        "interpose",
+        "interpose --fast",
+        "interpose+audit",
+    ];
     for m in ours.into_iter().chain(["runc", "runc+oci-agent"]) {
         assert!(modes.contains(&m), "{m} missing from {modes:?}");
     }
@@ -197,8 +208,8 @@ fn the_quick_benchmark_runs_every_mode_of_its_own() {
     let targets = r["targets"].as_array().unwrap();
     let judged = |what: &str| targets.iter().any(|t| t["what"].as_str().unwrap().contains(what) && !t["met"].is_null());
     for what in [
-        "C emulate floor's",
-        "C continue floor's",
+        "emulate floor's",
+        "continue floor's",
         "every command's wall",
         "peak memory",
         "flat",
@@ -206,6 +217,7 @@ fn the_quick_benchmark_runs_every_mode_of_its_own() {
         "/dev/null added",
         "unix connect+accept+close added",
         "unix sendto+recv added",
+        "fstat (newfstatat AT_EMPTY_PATH) added",
         "runc+oci-agent: openat+close added",
         "runc+oci-agent -- /bin/true",
     ] {
@@ -498,4 +510,25 @@ fn the_readme_names_every_flag_of_run() {
         }
     }
     assert!(missing.is_empty(), "README lacks: {missing:?}");
+}
+
+/// interpose's own floors run a command as it runs natively (output and
+/// exit status), under its filter: the emulate floor makes the command's
+/// opens itself, relative ones included.
+#[test]
+fn the_own_floors_run_commands_as_they_run_natively() {
+    let Some(t) = kernel_tree() else { return };
+    std::fs::write(t.ws.join("rel.txt"), "relative\n").unwrap();
+    for floor in ["continue", "emulate"] {
+        let o = Command::new(interpose())
+            .args(["debug", "floor", floor, "--", "/bin/sh", "-c", "cat rel.txt; cat $RO/data.txt; exit 7"])
+            .current_dir(&t.ws)
+            .env("RO", &t.ro)
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(7), "{floor}: {}", stderr(&o));
+        assert_eq!(stdout(&o), "relative\nread-only data\n", "{floor}: {}", stderr(&o));
+    }
+    let o = Command::new(interpose()).args(["debug", "floor", "emulate", "--", "no-such-program"]).output().unwrap();
+    assert_ne!(o.status.code(), Some(0), "{}", stderr(&o));
 }

@@ -1,0 +1,159 @@
+//! interpose's own floors: the least a notification supervisor does,
+//! measured with interpose's own filter so that the difference to
+//! interpose is interpose's work and nothing else.
+//!
+//! `interpose debug floor continue -- CMD` runs CMD under interpose's
+//! full-mode filter with a single-threaded supervisor that answers every
+//! notification with CONTINUE (RECV, SEND, nothing read). `... emulate`
+//! performs every `openat` the TOCTOU-safe way with no policy: the path
+//! read with `process_vm_readv`, a relative one from the caller's cwd or
+//! descriptor through `/proc`, `ID_VALID`, `openat` with the caller's
+//! flags, the descriptor installed with `ADDFD_FLAG_SEND`; everything else
+//! is continued. Both ask for
+//! synchronous wake-ups on the listener, as `run` does, so the handshake
+//! costs what it costs interpose. No namespace, no Landlock, no trail.
+//!
+//! The shared C floors (`interpose bench --floors DIR`) are the same
+//! measurements written independently, to compare against.
+
+use crate::sandbox::filter;
+use crate::sys::{mem, process, seccomp, Errno};
+use std::ffi::{CString, OsString};
+use std::os::fd::{AsFd, AsRawFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
+
+/// What the floor's supervisor does with a notification.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Floor {
+    /// Answer every notification with CONTINUE.
+    Continue,
+    /// Perform `openat` of an absolute path (read, validate, open, ADDFD);
+    /// continue the rest.
+    Emulate,
+}
+
+/// Runs `command` under the floor; its exit status.
+pub fn run(floor: Floor, command: &[OsString]) -> anyhow::Result<i32> {
+    let program = filter::program()?;
+    let path = crate::session::find_program(&command[0], std::env::var_os("PATH").as_deref())
+        .ok_or_else(|| anyhow::anyhow!("{}: command not found", command[0].to_string_lossy()))?;
+    let path = CString::new(path.as_os_str().as_bytes())?;
+    let argv: Vec<CString> = command.iter().map(|a| CString::new(a.as_bytes())).collect::<Result<_, _>>()?;
+    let envp: Vec<CString> = std::env::vars_os()
+        .map(|(k, v)| CString::new([k.as_bytes(), b"=", v.as_bytes()].concat()))
+        .collect::<Result<_, _>>()?;
+    let (argv, envp) = (process::ExecArgs::new(&argv), process::ExecArgs::new(&envp));
+    let (ours, theirs) = nix::sys::socket::socketpair(
+        nix::sys::socket::AddressFamily::Unix,
+        nix::sys::socket::SockType::SeqPacket,
+        None,
+        nix::sys::socket::SockFlag::SOCK_CLOEXEC,
+    )?;
+    // SAFETY: the child makes only raw syscalls on memory prepared before
+    // the fork (the filter, argv, envp) until it execs or exits.
+    #[allow(unsafe_code)]
+    let forked = unsafe { process::fork() }?;
+    let pid = match forked {
+        process::Fork::Child => {
+            drop(ours);
+            if process::set_no_new_privs().is_err() {
+                process::exit_now(126);
+            }
+            let flags = seccomp::FILTER_FLAG_NEW_LISTENER | seccomp::FILTER_FLAG_WAIT_KILLABLE_RECV;
+            let Ok(listener) = seccomp::install_filter(&program, flags) else { process::exit_now(126) };
+            // Only untrapped calls until the parent holds the listener.
+            if process::write_all(theirs.as_fd(), &listener.as_raw_fd().to_ne_bytes()).is_err() {
+                process::exit_now(126);
+            }
+            if !matches!(process::read_byte(theirs.as_fd()), Ok(Some(b'G'))) {
+                process::exit_now(126);
+            }
+            drop(listener);
+            drop(theirs);
+            let errno = process::execve(&path, &argv, &envp);
+            process::exit_now(if errno == Errno::ENOENT { 127 } else { 126 })
+        }
+        process::Fork::Parent(pid) => pid,
+    };
+    drop(theirs);
+    let mut number = [0u8; 4];
+    let (n, _, _) = process::recv_with_fds(ours.as_fd(), &mut number)?;
+    anyhow::ensure!(n == 4, "the floor's child did not hand over its listener");
+    let pidfd = process::pidfd_open(pid)?;
+    let listener = process::pidfd_getfd(pidfd.as_fd(), i32::from_ne_bytes(number))?;
+    let _ = seccomp::set_listener_flags(listener.as_fd(), seccomp::USER_NOTIF_FD_SYNC_WAKE_UP);
+    process::write_all(ours.as_fd(), b"G")?;
+    drop(ours);
+    serve(floor, &listener);
+    let status = nix::sys::wait::waitpid(nix::unistd::Pid::from_raw(pid), None)?;
+    Ok(match status {
+        nix::sys::wait::WaitStatus::Exited(_, code) => code,
+        nix::sys::wait::WaitStatus::Signaled(_, sig, _) => 128 + sig as i32,
+        _ => 125,
+    })
+}
+
+/// Answers notifications until no task uses the filter.
+fn serve(floor: Floor, listener: &OwnedFd) {
+    let continued = |id| seccomp::NotifResp { id, val: 0, error: 0, flags: seccomp::USER_NOTIF_FLAG_CONTINUE };
+    loop {
+        let notif = match seccomp::recv(listener.as_fd()) {
+            Ok(n) => n,
+            Err(Errno::EINTR) => continue,
+            // ENOENT: the caller died; anything else once every task is
+            // gone (a hang-up makes RECV fail at once).
+            Err(Errno::ENOENT) if !hung_up(listener) => continue,
+            Err(_) => return,
+        };
+        if floor == Floor::Emulate && notif.data.nr == libc::SYS_openat as i32 {
+            if let Some(fd) = opened(listener, &notif) {
+                let _ = seccomp::addfd_send(
+                    listener.as_fd(),
+                    notif.id,
+                    fd.as_fd(),
+                    notif.data.args[2] & libc::O_CLOEXEC as u64 != 0,
+                );
+                continue;
+            }
+        }
+        let _ = seccomp::send(listener.as_fd(), continued(notif.id));
+    }
+}
+
+/// The caller's `openat`, made here (a relative path from the caller's cwd
+/// or descriptor, through `/proc/<tid>/cwd` or `/proc/<tid>/fd/N`): `None`
+/// (continue it) on a failure.
+fn opened(listener: &OwnedFd, notif: &seccomp::Notif) -> Option<OwnedFd> {
+    use crate::sys::fs::{openat, Dir};
+    let mut buf = [0u8; mem::PATH_MAX];
+    let n = mem::read_path(notif.pid, notif.data.args[1], &mut buf).ok()?;
+    if n == 0 {
+        return None;
+    }
+    let path = CString::new(&buf[..n]).ok()?;
+    let base = match (buf[0] == b'/', notif.data.args[0] as i32) {
+        (true, _) => None,
+        (false, libc::AT_FDCWD) => Some(format!("/proc/{}/cwd", notif.pid)),
+        (false, fd) => Some(format!("/proc/{}/fd/{fd}", notif.pid)),
+    };
+    let base = match base {
+        Some(b) => Some(openat(Dir::Cwd, &CString::new(b).ok()?, libc::O_PATH | libc::O_DIRECTORY, 0).ok()?),
+        None => None,
+    };
+    if !seccomp::id_valid(listener.as_fd(), notif.id) {
+        return None;
+    }
+    let (flags, mode) = (notif.data.args[2] as i32 | libc::O_CLOEXEC, notif.data.args[3] as u32);
+    match &base {
+        Some(dir) => openat(Dir::Fd(dir.as_fd()), &path, flags, mode).ok(),
+        None => openat(Dir::Cwd, &path, flags, mode).ok(),
+    }
+}
+
+/// Whether no task uses the listener's filter any more.
+fn hung_up(listener: &OwnedFd) -> bool {
+    use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
+    let mut fds = [PollFd::new(listener.as_fd(), PollFlags::empty())];
+    poll(&mut fds, PollTimeout::ZERO).is_ok()
+        && fds[0].revents().is_some_and(|r| r.intersects(PollFlags::POLLHUP | PollFlags::POLLERR))
+}
