@@ -13,6 +13,7 @@
 //! start the command as its child, exec.
 
 pub mod caches;
+pub mod channel;
 pub mod explain;
 pub mod features;
 pub mod filter;
@@ -284,14 +285,7 @@ pub struct Started {
     pub forwards: Vec<OwnedFd>,
 }
 
-/// The most loopback services one session forwards.
-pub const MAX_FORWARDS: usize = 16;
-/// The child's report: tag, listener, proxy socket, forwarded sockets.
-const LISTENER_MSG: usize = 12 + 4 * MAX_FORWARDS;
-
-const TAG_LISTENER: u8 = b'L';
-const TAG_ERROR: u8 = b'E';
-const TAG_GO: u8 = b'G';
+pub use channel::MAX_FORWARDS;
 
 /// Forks and starts the command under `plan`. `child_mask` is the signal
 /// mask the command starts with (the parent keeps its signals blocked for
@@ -344,36 +338,28 @@ pub fn start(
                 reap(pid);
                 e
             };
-            let mut msg = [0u8; LISTENER_MSG];
-            match process::recv_with_fds(ours.as_fd(), &mut msg) {
-                Ok((LISTENER_MSG, _, _)) if msg[0] == TAG_LISTENER => {}
-                Ok((8, _, _)) if msg[0] == TAG_ERROR => {
-                    let error: &[u8; 8] = msg[..8].try_into().expect("8 bytes");
-                    return Err(fail(decode_error(error).unwrap_or(SpawnError::ChildVanished)));
+            let handover = match channel::receive(ours.as_fd()) {
+                Some(channel::FromChild::Ready(h)) if h.count == plan.forwards.len().min(MAX_FORWARDS) => h,
+                Some(channel::FromChild::Failed { stage, errno }) => {
+                    return Err(fail(SpawnError::Child { stage, errno }));
                 }
                 _ => return Err(fail(SpawnError::ChildVanished)),
-            }
-            // The child names its listener; we take a copy with
+            };
+            // The child names its descriptors; we take copies with
             // pidfd_getfd, then tell it to close its own and exec.
-            let number = i32::from_ne_bytes(msg[4..8].try_into().expect("4 bytes"));
             let pidfd = process::pidfd_open(pid)
                 .map_err(|errno| fail(SpawnError::Parent { what: "pidfd_open of the child", errno }))?;
-            let listener = process::pidfd_getfd(pidfd.as_fd(), number).map_err(|errno| {
-                fail(SpawnError::Parent { what: "taking the seccomp listener (pidfd_getfd)", errno })
-            })?;
-            let proxy = match i32::from_ne_bytes(msg[8..12].try_into().expect("4 bytes")) {
-                -1 => None,
-                number => Some(process::pidfd_getfd(pidfd.as_fd(), number).map_err(|errno| {
-                    fail(SpawnError::Parent { what: "taking the proxy's socket (pidfd_getfd)", errno })
-                })?),
+            let take = |number: i32, what: &'static str| {
+                process::pidfd_getfd(pidfd.as_fd(), number).map_err(|errno| SpawnError::Parent { what, errno })
+            };
+            let listener = take(handover.listener, "taking the seccomp listener (pidfd_getfd)").map_err(fail)?;
+            let proxy = match handover.proxy {
+                None => None,
+                Some(n) => Some(take(n, "taking the proxy's socket (pidfd_getfd)").map_err(fail)?),
             };
             let mut forwards = Vec::new();
-            for i in 0..plan.forwards.len().min(MAX_FORWARDS) {
-                let at = 12 + 4 * i;
-                let number = i32::from_ne_bytes(msg[at..at + 4].try_into().expect("4 bytes"));
-                forwards.push(process::pidfd_getfd(pidfd.as_fd(), number).map_err(|errno| {
-                    fail(SpawnError::Parent { what: "taking a forwarded port's socket (pidfd_getfd)", errno })
-                })?);
+            for n in &handover.forwards[..handover.count] {
+                forwards.push(take(*n, "taking a forwarded port's socket (pidfd_getfd)").map_err(fail)?);
             }
             // The child has made its mount namespace and /proc by now.
             let root = match plan.pid_namespace {
@@ -383,7 +369,7 @@ pub fn start(
                 false => None,
             };
             before_exec(pid).map_err(fail)?;
-            process::write_all(ours.as_fd(), &[TAG_GO])
+            channel::go(ours.as_fd())
                 .map_err(|errno| fail(SpawnError::Parent { what: "releasing the child", errno }))?;
             Ok(Started { pid, listener, channel: ours, root, proxy, forwards })
         }
@@ -408,20 +394,11 @@ fn reap(pid: libc::pid_t) {
     let _ = nix::sys::wait::waitpid(nix::unistd::Pid::from_raw(pid), None);
 }
 
-fn decode_error(msg: &[u8; 8]) -> Option<SpawnError> {
-    let stage = Stage::from_u8(msg[1])?;
-    let errno = Errno::from_raw(i32::from_ne_bytes(msg[4..8].try_into().ok()?));
-    Some(SpawnError::Child { stage, errno })
-}
-
 /// After the command is running under the supervisor: waits until it has
 /// exec'd (`Ok`) or reports why `execve` failed.
-pub fn exec_result(channel: &OwnedFd) -> Result<(), Errno> {
-    let mut msg = [0u8; 8];
-    match process::recv_with_fds(channel.as_fd(), &mut msg) {
-        Ok((8, _, _)) if msg[0] == TAG_ERROR && msg[1] == Stage::Exec as u8 => {
-            Err(Errno::from_raw(i32::from_ne_bytes(msg[4..8].try_into().expect("4 bytes"))))
-        }
+pub fn exec_result(ours: &OwnedFd) -> Result<(), Errno> {
+    match channel::receive(ours.as_fd()) {
+        Some(channel::FromChild::Failed { stage: Stage::Exec, errno }) => Err(errno),
         _ => Ok(()),
     }
 }
@@ -436,11 +413,7 @@ fn child(
     envp: &process::ExecArgs<'_>,
 ) -> ! {
     let report = |stage: Stage, errno: Errno| -> ! {
-        let mut msg = [0u8; 8];
-        msg[0] = TAG_ERROR;
-        msg[1] = stage as u8;
-        msg[4..8].copy_from_slice(&(errno as i32).to_ne_bytes());
-        let _ = process::write_all(channel.as_fd(), &msg);
+        let _ = channel::send(channel.as_fd(), &channel::FromChild::Failed { stage, errno });
         let code = match (stage, errno) {
             (Stage::Exec, Errno::ENOENT) => 127,
             (Stage::Exec, _) => 126,
@@ -555,21 +528,20 @@ fn child(
     // does not hold the listener yet, so until the parent has taken it only
     // untrapped calls are made: write the listener's number, wait for the
     // parent's go (it copies the listener with pidfd_getfd), close ours.
-    let mut msg = [0u8; LISTENER_MSG];
-    msg[0] = TAG_LISTENER;
-    msg[4..8].copy_from_slice(&listener.as_raw_fd().to_ne_bytes());
-    msg[8..12].copy_from_slice(&proxy.as_ref().map_or(-1, |p| p.as_raw_fd()).to_ne_bytes());
-    for (i, sock) in forwards.iter().enumerate() {
-        let at = 12 + 4 * i;
-        msg[at..at + 4].copy_from_slice(&sock.as_ref().map_or(-1, |s| s.as_raw_fd()).to_ne_bytes());
+    let mut handover = channel::Handover {
+        listener: listener.as_raw_fd(),
+        proxy: proxy.as_ref().map(|p| p.as_raw_fd()),
+        forwards: [-1; MAX_FORWARDS],
+        count: plan.forwards.len().min(MAX_FORWARDS),
+    };
+    for (slot, sock) in handover.forwards.iter_mut().zip(&forwards) {
+        *slot = sock.as_ref().map_or(-1, |s| s.as_raw_fd());
     }
-    if let Err(e) = process::write_all(channel.as_fd(), &msg) {
+    if let Err(e) = channel::send(channel.as_fd(), &channel::FromChild::Ready(handover)) {
         report(Stage::SendListener, e);
     }
-    match process::read_byte(channel.as_fd()) {
-        Ok(Some(TAG_GO)) => {}
-        Ok(_) => report(Stage::SendListener, Errno::EPIPE),
-        Err(e) => report(Stage::SendListener, e),
+    if let Err(e) = channel::await_go(channel.as_fd()) {
+        report(Stage::SendListener, e);
     }
     // The command must not hold its own listener: it could answer its own
     // notifications. Nor the proxy's socket: it could take connections
