@@ -356,7 +356,8 @@ async fn requests(
                     }
                     break;
                 }
-                input.copy(size + 2, to, up).await?;
+                let with_crlf = size.checked_add(2).ok_or_else(|| format!("a chunk size {hex:?}"))?;
+                input.copy(with_crlf, to, up).await?;
             },
         }
     }
@@ -367,6 +368,13 @@ async fn requests(
 /// the client sent them dropped, the credential added.
 fn rewrite(head: &[u8], ep: &Endpoint) -> Result<(Vec<u8>, Body), String> {
     let text = std::str::from_utf8(head).map_err(|_| "a request head that is not text")?;
+    // A bare CR or LF inside a line would be a line end to a lenient
+    // server: a header it hides (a second credential header, a second
+    // request) is refused, not passed on.
+    let body_start = text.len().saturating_sub(4);
+    if text[..body_start].split("\r\n").any(|l| l.contains(['\r', '\n'])) {
+        return Err("a bare CR or LF inside a request line".into());
+    }
     let mut lines = text.split("\r\n");
     let request = lines.next().unwrap_or_default();
     let mut parts = request.splitn(3, ' ');
@@ -446,6 +454,9 @@ mod tests {
         assert!(String::from_utf8(out).unwrap().contains("Host: api.example.org:8443\r\n"));
         assert_eq!(body, Body::Chunked);
         assert!(rewrite(b"GARBAGE\r\n\r\n", &endpoint(443)).is_err());
+        let smuggled = b"GET / HTTP/1.1\r\nX-Foo: a\nx-api-key: mine\r\n\r\n";
+        assert!(rewrite(smuggled, &endpoint(443)).is_err(), "a header hidden behind a bare LF");
+        assert!(rewrite(b"GET / HTTP/1.1\r\nX-Foo: a\rb\r\n\r\n", &endpoint(443)).is_err());
         assert!(rewrite(b"GET / HTTP/1.1\r\nContent-Length: x\r\n\r\n", &endpoint(443)).is_err());
         assert!(!format!("{:?}", endpoint(443)).contains("real-value"), "Debug never shows the value");
     }
