@@ -743,6 +743,18 @@ fn an_allowed_loopback_service_is_reached_by_a_plain_connect_and_no_other() {
         "the proxy's refusal of the other port is recorded"
     );
 
+    // By name: `localhost` listens on both loopback addresses inside and
+    // reaches the host's service on whichever it listens (here 127.0.0.1
+    // only, though a client asking for localhost may try ::1 first).
+    let by_name = format!("allow=localhost:{allowed}");
+    let o = t.command(&["--net", &by_name], &cmd).output().unwrap();
+    assert!(
+        stdout(&o).starts_with("allowed A:ping\nby-name A:ping\nother ECONNREFUSED\n"),
+        "{}{}",
+        stdout(&o),
+        stderr(&o)
+    );
+
     // On the host's own network (as nobody, no namespaces) there is no
     // namespace to forward into: refused at start, saying so.
     std::os::unix::fs::chown(&script, Some(65534), Some(65534)).unwrap();
