@@ -1,0 +1,90 @@
+//! Exec: decided on the resolved program, then made by the kernel (the
+//! caller's memory is replaced by it), under the backstop or verified before
+//! the new image runs; the argv of an allowed one for the trail.
+
+use super::*;
+
+impl Call<'_> {
+    /// `execve`, `execveat`.
+    pub(super) fn exec(&mut self) -> Result<Answer, Stop> {
+        let row = self.row;
+        let flags = self.arg(row.flags);
+        let arg = self.path_arg(row.dirfd, row.path, false)?;
+        self.still_valid()?;
+        let empty = row.flags.is_some() && flags & AT_EMPTY_PATH != 0;
+        let follow = flags & AT_SYMLINK_NOFOLLOW == 0;
+        let r = self.resolve(&arg, follow, empty, 0);
+        let r = self.check(&arg, r, Access::Exec)?;
+        match r.target {
+            // Allowed by a grant pattern only, in a place the kernel
+            // does not let programs run from (made after the start):
+            // the kernel would refuse the exec the trail calls
+            // allowed, so it is refused here, in words.
+            Target::Exists { .. }
+                if matches!(self.decided_by, Some(Reason::Glob(_))) && !self.sup.backstop_runs(&r.path) =>
+            {
+                if let Some(c) = self.checks.last_mut() {
+                    c.decision = Verdict::Deny;
+                    c.errno = Some(Errno::EACCES);
+                    c.reason = Why::Note(BACKSTOP_EXEC, RuleKind::Failure);
+                    c.resolved = Some(r.path.clone());
+                }
+                Err(Errno::EACCES.into())
+            }
+            Target::Exists { .. } => {
+                if self.sup.records() {
+                    let argv_at = if row.flags.is_some() { 2 } else { 1 };
+                    self.argv = Some(self.read_argv(self.notif.data.args[argv_at]));
+                }
+                // The caller's memory is replaced by the exec, so
+                // only the kernel can make it: with the backstop,
+                // whatever it finally executes (a path swapped in,
+                // a script's interpreter, the ELF interpreter) is
+                // one the surface lets run; without, the new image
+                // is checked before it runs an instruction.
+                Ok(match Cover::backstop(self.sup.sound(), Access::Exec) {
+                    Some(cover) => Answer::Continue(cover),
+                    None if self.sup.learns() => Answer::Continue(Cover::learning()),
+                    None => Answer::VerifiedExec(super::super::exec::Verify { tid: self.notif.pid }),
+                })
+            }
+            Target::Missing { .. } => Err(Errno::ENOENT.into()),
+            Target::Anonymous { .. } => Err(Errno::EACCES.into()),
+        }
+    }
+
+    /// Reads up to [`ARGV_MAX`] arguments of an exec, each cut at
+    /// [`ARG_MAX_LEN`] bytes; the flag says whether anything was left out.
+    /// Best effort: an unreadable vector gives what was read so far.
+    pub(super) fn read_argv(&self, addr: u64) -> (Vec<Vec<u8>>, bool) {
+        let mut argv = Vec::new();
+        let mut truncated = false;
+        let mut buf = [0u8; mem::PATH_MAX];
+        for i in 0..=ARGV_MAX {
+            let mut ptr = [0u8; 8];
+            if addr == 0 || mem::read(self.notif.pid, addr + 8 * i as u64, &mut ptr) != Ok(8) {
+                break;
+            }
+            let p = u64::from_ne_bytes(ptr);
+            if p == 0 {
+                break;
+            }
+            if i == ARGV_MAX {
+                truncated = true;
+                break;
+            }
+            match mem::read_path(self.notif.pid, p, &mut buf) {
+                Ok(n) => {
+                    truncated |= n > ARG_MAX_LEN;
+                    argv.push(buf[..n.min(ARG_MAX_LEN)].to_vec());
+                }
+                Err(Errno::ENAMETOOLONG) => {
+                    truncated = true;
+                    argv.push(buf[..ARG_MAX_LEN].to_vec());
+                }
+                Err(_) => break,
+            }
+        }
+        (argv, truncated)
+    }
+}

@@ -1,0 +1,229 @@
+//! Calls that make or remove names (`unlink`, `rmdir`, `mkdir`, `symlink`,
+//! `mknod`, `rename`, `link`): performed on the pinned parent directory
+//! the entry was decided in.
+
+use super::*;
+
+impl Call<'_> {
+    /// The directory holding `arg`'s last component, pinned, and the name;
+    /// or, for a last component that names no entry (`.`, `..`, `/`), which
+    /// one it is and the directory the kernel would have resolved, decided
+    /// as a lookup (`stat`) before the call refuses the name with its own
+    /// errno: nothing is done for it, so nothing a racing thread writes can
+    /// make it act.
+    pub(super) fn parent(&mut self, arg: &PathArg, access: Access) -> Result<Named, Stop> {
+        if let Some((dir, which)) = super::super::resolve::nameless(&arg.bytes) {
+            let base = match &arg.base {
+                Some((n, fd)) => Some((*n, fd.try_clone().map_err(|_| Errno::EMFILE)?)),
+                None => None,
+            };
+            let dir_arg = PathArg { bytes: dir.to_vec(), base };
+            let (fd, mode) = self.checked_object(&dir_arg, true, false, Access::Stat)?;
+            if mode & libc::S_IFMT != libc::S_IFDIR {
+                return Err(Errno::ENOTDIR.into());
+            }
+            return Ok(Named::Nameless(which, fd));
+        }
+        let root = self.root().map_err(|_| Stop::Gone)?;
+        let req = Request { path: &arg.bytes, follow: false, empty_path: false, resolve: 0 };
+        let caller = self.caller(arg, root.as_ref());
+        match self.sup.resolver().resolve_parent(&self.lookup(&caller), req) {
+            Ok(Some(p)) => Ok(Named::Entry(p)),
+            // An empty path: the kernel's lookup fails on it.
+            Ok(None) => Err(Errno::ENOENT.into()),
+            // Recorded (and refused) as any resolution failure is.
+            Err(e) => self.check(arg, Err(e), access).map(|_| unreachable!("a failed resolution is refused")),
+        }
+    }
+
+    /// Decides `access` to the entry `parent` names, failing first as the
+    /// kernel would when it exists and must not (a create) or is missing
+    /// and must be there (a removal).
+    pub(super) fn check_entry(
+        &mut self,
+        arg: &PathArg,
+        parent: &super::super::resolve::Parent,
+        access: Access,
+    ) -> Result<(), Stop> {
+        let path = parent.entry_path();
+        let exists = parent.entry()?.is_some();
+        let failure = match (access, exists) {
+            (Access::Create, true) => Some((Errno::EEXIST, "exists")),
+            (Access::Delete, false) => Some((Errno::ENOENT, "does not exist")),
+            _ => None,
+        };
+        if let Some((errno, why)) = failure {
+            let why = Why::Note(why, RuleKind::Failure);
+            self.push(arg, Some(&path), AccessKind::from(access), Verdict::Error, Some(errno), why);
+            return Err(errno.into());
+        }
+        self.decide(arg, &path, access)
+    }
+
+    /// unlink, rmdir, mkdir, symlink, mknod: decided on the entry's real
+    /// location and performed by the supervisor on its pinned handle of
+    /// the directory, so a path or directory swapped after the check
+    /// changes nothing.
+    pub(super) fn entry_op(&mut self) -> Result<Answer, Stop> {
+        let row = self.row;
+        let a = self.notif.data.args;
+        let (d, p) = if row.op == Op::Symlink { (row.dirfd2, row.path2) } else { (row.dirfd, row.path) };
+        let arg = self.path_arg(d, p, false)?;
+        let target = match row.op {
+            Op::Symlink => {
+                // The target (a string, never resolved here) is the first
+                // argument of symlink and symlinkat alike.
+                let mut buf = [0u8; mem::PATH_MAX];
+                let n = mem::read_path(self.notif.pid, a[0], &mut buf)?;
+                if n == 0 {
+                    return Err(Errno::ENOENT.into());
+                }
+                Some(std::ffi::CString::new(&buf[..n]).map_err(|_| Errno::EINVAL)?)
+            }
+            _ => None,
+        };
+        self.still_valid()?;
+        // What the kernel refuses before it looks anything up: an unknown
+        // flag, a file type mknod cannot make.
+        if row.op == Op::Unlink && row.flags.is_some() && self.arg(row.flags) & !(libc::AT_REMOVEDIR as u64) != 0 {
+            return Err(Errno::EINVAL.into());
+        }
+        if row.op == Op::Mknod {
+            match self.op_arg(0) as u32 & libc::S_IFMT {
+                0 | libc::S_IFREG | libc::S_IFCHR | libc::S_IFBLK | libc::S_IFIFO | libc::S_IFSOCK => {}
+                libc::S_IFDIR => return Err(Errno::EPERM.into()),
+                _ => return Err(Errno::EINVAL.into()),
+            }
+        }
+        let remove_dir =
+            row.op == Op::Rmdir || (row.op == Op::Unlink && self.arg(row.flags) & (libc::AT_REMOVEDIR as u64) != 0);
+        let creates = matches!(row.op, Op::Mkdir | Op::Symlink | Op::Mknod);
+        let access = if creates { Access::Create } else { Access::Delete };
+        let parent = match self.parent(&arg, access)? {
+            Named::Entry(p) => p,
+            // As the kernel's do_unlinkat, do_rmdir and filename_create.
+            Named::Nameless(which, _) => {
+                return Err(match (creates, remove_dir, which) {
+                    (true, _, _) => Errno::EEXIST,
+                    (false, false, _) => Errno::EISDIR,
+                    (false, true, Nameless::Dot) => Errno::EINVAL,
+                    (false, true, Nameless::DotDot) => Errno::ENOTEMPTY,
+                    (false, true, Nameless::Root) => Errno::EBUSY,
+                }
+                .into())
+            }
+        };
+        self.check_entry(&arg, &parent, access)?;
+        let (dir, name) = (parent.fd.as_fd(), parent.name.as_c_str());
+        let done = match row.op {
+            Op::Unlink | Op::Rmdir => {
+                if parent.trailing_slash && !remove_dir {
+                    let is_dir = parent.entry()?.is_some_and(|st| st.st_mode & libc::S_IFMT == libc::S_IFDIR);
+                    return Err(if is_dir { Errno::EISDIR } else { Errno::ENOTDIR }.into());
+                }
+                fs::unlinkat(dir, name, if remove_dir { libc::AT_REMOVEDIR } else { 0 })
+            }
+            Op::Mkdir => {
+                let mode = self.arg(row.extra) as u32;
+                fs::mkdirat(dir, name, self.creation_mode(dir, mode)?)
+            }
+            Op::Symlink => fs::symlinkat(target.as_deref().expect("read above"), dir, name),
+            _ => {
+                let mode = self.op_arg(0) as u32;
+                let kind = if mode & libc::S_IFMT == 0 { libc::S_IFREG } else { mode & libc::S_IFMT };
+                fs::mknodat(dir, name, kind | self.creation_mode(dir, mode)?, self.op_arg(1))
+            }
+        };
+        done.map(|()| Answer::Value(0)).map_err(Stop::Fail)
+    }
+
+    /// rename, link: both names decided on their real locations (a rename
+    /// removes one and creates the other; an exchange does both on each
+    /// side) and performed on the supervisor's pinned handles.
+    pub(super) fn rename_or_link(&mut self) -> Result<Answer, Stop> {
+        let row = self.row;
+        let flags = self.arg(row.flags);
+        // Flags the kernel refuses before it looks anything up.
+        let known = match row.op {
+            Op::Link => AT_SYMLINK_FOLLOW | AT_EMPTY_PATH,
+            _ => u64::from(libc::RENAME_NOREPLACE | libc::RENAME_EXCHANGE | libc::RENAME_WHITEOUT),
+        };
+        let exchange = flags & u64::from(libc::RENAME_EXCHANGE) != 0;
+        let noreplace = flags & u64::from(libc::RENAME_NOREPLACE) != 0;
+        let exchange_with = flags & u64::from(libc::RENAME_NOREPLACE | libc::RENAME_WHITEOUT) != 0;
+        if row.flags.is_some() && (flags & !known != 0 || (row.op == Op::Rename && exchange && exchange_with)) {
+            return Err(Errno::EINVAL.into());
+        }
+        let src = self.path_arg(row.dirfd, row.path, false)?;
+        let dst = self.path_arg(row.dirfd2, row.path2, false)?;
+        self.still_valid()?;
+        if row.op == Op::Link {
+            let follow = flags & AT_SYMLINK_FOLLOW != 0;
+            let empty = row.flags.is_some() && flags & AT_EMPTY_PATH != 0;
+            // As the kernel's do_linkat: two mounts are EXDEV before any
+            // permission is checked, said wherever the source's metadata
+            // may be known.
+            if let Ok(Resolved { target: Target::Exists { fd, .. }, path, .. }) = self.resolve(&src, follow, empty, 0) {
+                let root = self.root().map_err(|_| Stop::Gone)?;
+                let req = Request { path: &dst.bytes, follow: false, empty_path: false, resolve: 0 };
+                let caller = self.caller(&dst, root.as_ref());
+                let to = self.sup.resolver().resolve_parent(&self.lookup(&caller), req);
+                if let Ok(Some(to)) = to {
+                    let visible = self.sup.surface().decide(&path, Access::Stat, self.sup.procs()).allowed;
+                    if visible && fs::mount_id(fd.as_fd())? != fs::mount_id(to.fd.as_fd())? {
+                        return Err(Errno::EXDEV.into());
+                    }
+                }
+            }
+            let (object, _) = self.checked_object(&src, follow, empty, Access::LinkSource)?;
+            // The new name is made as filename_create makes it: `.`, `..`
+            // and `/` exist already.
+            let Named::Entry(to) = self.parent(&dst, Access::Create)? else { return Err(Errno::EEXIST.into()) };
+            self.check_entry(&dst, &to, Access::Create)?;
+            return fs::link_handle(object.as_fd(), to.fd.as_fd(), &to.name)
+                .map(|()| Answer::Value(0))
+                .map_err(Stop::Fail);
+        }
+        let from = self.parent(&src, Access::Delete)?;
+        let to = self.parent(&dst, Access::Create)?;
+        let (from, to) = match (from, to) {
+            (Named::Entry(from), Named::Entry(to)) => (from, to),
+            // As the kernel's do_renameat2: two mounts first, then the
+            // source's name, then the destination's.
+            (from, to) => {
+                if fs::mount_id(from.dir())? != fs::mount_id(to.dir())? {
+                    return Err(Errno::EXDEV.into());
+                }
+                return Err(match (from, to) {
+                    (Named::Nameless(..), _) => Errno::EBUSY,
+                    _ if noreplace => Errno::EEXIST,
+                    _ => Errno::EBUSY,
+                }
+                .into());
+            }
+        };
+        self.check_entry(&src, &from, Access::Delete)?;
+        if exchange {
+            // Both names exist and both move: each is removed and created.
+            self.check_entry(&dst, &to, Access::Delete)?;
+            self.decide(&src, &from.entry_path(), Access::Create)?;
+        } else if to.entry()?.is_some() {
+            // Replacing what is there removes it.
+            self.decide(&dst, &to.entry_path(), Access::Delete)?;
+        }
+        self.decide(&dst, &to.entry_path(), Access::Create)?;
+        // A trailing slash names a directory on either side.
+        for side in [&from, &to] {
+            if side.trailing_slash {
+                if let Some(st) = side.entry()? {
+                    if st.st_mode & libc::S_IFMT != libc::S_IFDIR {
+                        return Err(Errno::ENOTDIR.into());
+                    }
+                }
+            }
+        }
+        fs::renameat2(from.fd.as_fd(), &from.name, to.fd.as_fd(), &to.name, flags as u32)
+            .map(|()| Answer::Value(0))
+            .map_err(Stop::Fail)
+    }
+}

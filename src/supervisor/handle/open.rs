@@ -1,0 +1,390 @@
+//! Opens (`open`, `creat`, `openat`, `openat2`): continued under a cover, or
+//! performed on the checked object and installed with `ADDFD`, a wait the
+//! caller would make handed to the retry queue.
+
+use super::*;
+
+impl Call<'_> {
+    /// `open`, `creat`, `openat`, `openat2`: the supervisor opens the object
+    /// it checked and installs the descriptor in the caller.
+    pub(super) fn open(&mut self) -> Result<Answer, Stop> {
+        let row = self.row;
+        let a = &self.notif.data.args;
+        let (flags, mode, resolve) = match row.op {
+            Op::Creat => (libc::O_CREAT | libc::O_WRONLY | libc::O_TRUNC, a[1] as u32, 0),
+            Op::Openat2 => {
+                let how = self.read_open_how(a[2], a[3])?;
+                (how.flags as i32, how.mode as u32, how.resolve & !fs::RESOLVE_CACHED)
+            }
+            _ => {
+                let i = row.flags.expect("open rows name their flags") as usize;
+                (a[i] as i32, a[i + 1] as u32, 0)
+            }
+        };
+        let anchored = resolve & (fs::RESOLVE_BENEATH | fs::RESOLVE_IN_ROOT) != 0;
+        let arg = self.path_arg(row.dirfd, row.path, anchored)?;
+
+        let o_path = flags & libc::O_PATH != 0;
+        let tmpfile = flags & libc::O_TMPFILE == libc::O_TMPFILE;
+        let create = flags & libc::O_CREAT != 0 && !o_path && !tmpfile;
+        let exclusive = create && flags & libc::O_EXCL != 0;
+        let writes = flags & libc::O_ACCMODE != libc::O_RDONLY || flags & libc::O_TRUNC != 0;
+        let follow = flags & libc::O_NOFOLLOW == 0 && !exclusive;
+        let cloexec = flags & libc::O_CLOEXEC != 0;
+        let asked = match () {
+            _ if tmpfile || create => Access::Create,
+            _ if writes => Access::Write,
+            _ => Access::Read,
+        };
+        // What a continued open may do wherever the kernel's own lookup
+        // leads: create (O_CREAT, O_TMPFILE), or what was asked.
+        let sound = self.sup.sound();
+        let cover = |access: Access| {
+            let creates = (flags & libc::O_CREAT != 0 || tmpfile) && !o_path;
+            Cover::backstop(sound, access).filter(|_| !creates || Cover::backstop(sound, Access::Create).is_some())
+        };
+        if let Some(cover) = cover(asked).filter(|_| !o_path && resolve == 0) {
+            if self.continues_as_written(&arg, asked) {
+                return Ok(Answer::Continue(cover));
+            }
+        }
+        self.still_valid()?;
+
+        let r = self.resolve(&arg, follow, false, resolve);
+        let missing = matches!(r, Ok(Resolved { target: Target::Missing { .. }, .. }));
+        // An O_PATH handle reads nothing: it names the object (to stat it,
+        // make it the cwd, start further lookups from it, each checked on
+        // its own), so it is decided like `stat` and allowed on the
+        // directories that lead to the surface too (rsync opens `/` and
+        // every directory down to its target that way).
+        let access = if o_path {
+            Access::Stat
+        } else if tmpfile || (create && missing) || exclusive {
+            Access::Create
+        } else if writes {
+            Access::Write
+        } else {
+            Access::Read
+        };
+        // A runtime's own FIFO, reopened by the container's first process
+        // through its descriptor (runc's exec FIFO): the process holds it
+        // already, and it is opened here, on the object resolved.
+        let own_fifo = self.sup.sound().is_none()
+            && own_descriptor_path(&arg.bytes)
+            && matches!(&r, Ok(Resolved { target: Target::Exists { stat, .. }, .. }) if stat.st_mode & libc::S_IFMT == libc::S_IFIFO);
+        // What the kernel answers from the lookup alone, before any
+        // permission is checked: an existing name with O_CREAT|O_EXCL is
+        // EEXIST, a directory opened to write or create is EISDIR. Said as
+        // the kernel says it wherever the object's metadata may be known
+        // (existence and type are then no secret); refused otherwise.
+        if let Ok(Resolved { target: Target::Exists { stat, .. }, path, .. }) = &r {
+            let is_dir = stat.st_mode & libc::S_IFMT == libc::S_IFDIR;
+            let lookup_error = match () {
+                _ if exclusive => Some(Errno::EEXIST),
+                _ if is_dir && !o_path && !tmpfile && (writes || create) => Some(Errno::EISDIR),
+                _ => None,
+            };
+            if let Some(e) = lookup_error {
+                if self.sup.surface().decide(path, Access::Stat, self.sup.procs()).allowed {
+                    return Err(e.into());
+                }
+            }
+        }
+        let r = match r {
+            Ok(r) if own_fifo => {
+                let why = Why::Note("the caller's own descriptor (a FIFO its runtime gave it)", RuleKind::Held);
+                self.push(&arg, Some(&r.path), AccessKind::from(access), Verdict::Allow, None, why);
+                r
+            }
+            r => self.check(&arg, r, access)?,
+        };
+        // Where Landlock enforces exactly this rule's answer, the kernel may
+        // open the file itself: a path swapped in after the check reaches
+        // nothing the surface refuses, and CONTINUE costs far less than
+        // opening here and injecting the descriptor.
+        // Never in procfs: the command's /proc may be its PID namespace's,
+        // which the ruleset (built on the supervisor's) does not name.
+        let proc = self.proc_entry(&r.path);
+        let exact = matches!(self.decided_by, Some(Reason::Rule(i)) if self.sup.landlock_exact(i))
+            && proc == ProcEntry::NotProc;
+        if o_path {
+            // SECCOMP_IOCTL_NOTIF_ADDFD takes its descriptor with fget(),
+            // which refuses O_PATH files, so the kernel opens it again: a
+            // path swapped in meanwhile yields a handle on another object,
+            // which grants nothing by itself (docs/design.md, "O_PATH").
+            return match r.target {
+                Target::Missing { .. } => Err(Errno::ENOENT.into()),
+                _ => Ok(Answer::Continue(Cover::handle())),
+            };
+        }
+        // The kernel opens it itself where the backstop refuses whatever the
+        // surface refuses (wherever its second lookup leads) and, for a
+        // file or directory, grants what the rule allowed (else it would
+        // refuse what the supervisor allows): a device, FIFO or socket is
+        // then the caller's own to open (a FIFO waits for its peer in the
+        // caller, and /dev/tty is the caller's terminal), as is an object
+        // behind a sandboxed process's /proc/<pid>/fd/N.
+        let continued = match &r.target {
+            Target::Missing { .. } if create && exact => cover(access),
+            Target::Exists { stat, .. } => match stat.st_mode & libc::S_IFMT {
+                libc::S_IFREG | libc::S_IFDIR if exact && !exclusive => cover(access),
+                libc::S_IFREG | libc::S_IFDIR | libc::S_IFLNK => None,
+                // Opened here: terminals the command created (the ruleset
+                // grants none) and the multiplexer that makes them.
+                libc::S_IFCHR if self.ungranted_terminal(stat, &r.path) || stat.st_rdev == libc::makedev(5, 2) => None,
+                _ if exclusive => None,
+                _ => cover(access),
+            },
+            Target::Anonymous { .. } => cover(access),
+            Target::Missing { .. } => None,
+        };
+        if let Some(cover) = continued {
+            return Ok(Answer::Continue(cover));
+        }
+        // The caller's flags, for an object reopened here: never as a
+        // controlling terminal.
+        let reopen = flags & !(libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW | libc::O_CLOEXEC) | libc::O_NOCTTY;
+        let wait = Wait { blocking: flags & libc::O_NONBLOCK == 0, cloexec, fifo: false, reader: false };
+        match r.target {
+            Target::Missing { fd: parent, name } => {
+                if !create {
+                    return Err(Errno::ENOENT.into());
+                }
+                // O_NOFOLLOW: if a symlink appeared at the name since the
+                // check, fail instead of creating wherever it points.
+                let flags = (flags | libc::O_NOFOLLOW) & !libc::O_CLOEXEC;
+                let mode = self.creation_mode(parent.as_fd(), mode)?;
+                let first = fs::openat(Dir::Fd(parent.as_fd()), &name, flags | libc::O_NONBLOCK, mode);
+                self.install(first, wait, move || Ok(Opening { dir: parent, name, flags, mode, held: None }))
+            }
+            Target::Exists { .. } if exclusive => Err(Errno::EEXIST.into()),
+            Target::Exists { stat, fd } => {
+                let kind = stat.st_mode & libc::S_IFMT;
+                if kind == libc::S_IFLNK {
+                    return Err(Errno::ELOOP.into());
+                }
+                // The pseudo-terminal multiplexer: opened here, so that the
+                // terminal it makes is known to be the command's (its slave
+                // is granted to the command, no other).
+                if kind == libc::S_IFCHR && stat.st_rdev == libc::makedev(5, 2) {
+                    let master = self.sup.resolver().reopen(fd.as_fd(), reopen, 0)?;
+                    let n = fs::pty_number(master.as_fd())?;
+                    // Its slave as the command names it: in the command's
+                    // root (a container's `/dev/pts` is its own instance).
+                    let name = std::ffi::CString::new(format!("/dev/pts/{n}")).expect("no NUL in a number");
+                    let root = self.caller_root().ok_or(Errno::ESRCH)?;
+                    let how = fs::OpenHow {
+                        flags: (libc::O_PATH | libc::O_NOFOLLOW) as u64,
+                        mode: 0,
+                        resolve: fs::RESOLVE_IN_ROOT | fs::RESOLVE_NO_SYMLINKS,
+                    };
+                    let slave = fs::openat2(Dir::Fd(root.as_fd()), &name, how)?;
+                    self.sup.terminal_created(n, slave);
+                    return Ok(Answer::Install { fd: master, cloexec });
+                }
+                let mode = if tmpfile { self.creation_mode(fd.as_fd(), mode)? } else { 0 };
+                let fifo = kind == libc::S_IFIFO;
+                let wait = Wait { fifo, reader: fifo && flags & libc::O_ACCMODE == libc::O_RDONLY, ..wait };
+                let resolver = self.sup.resolver();
+                let first = self.on_behalf(proc, || resolver.reopen(fd.as_fd(), reopen | libc::O_NONBLOCK, mode));
+                self.install(first, wait, move || {
+                    let (dir, name) = resolver.reopening(fd.as_fd())?;
+                    Ok(Opening { dir, name, flags: reopen, mode, held: Some(fd) })
+                })
+            }
+            Target::Anonymous { fd } => {
+                Ok(Answer::Install { fd: self.sup.resolver().reopen(fd.as_fd(), reopen, 0)?, cloexec })
+            }
+        }
+    }
+
+    /// Installs in the caller the descriptor `first` opened without
+    /// blocking (`O_NONBLOCK`, cleared again unless the caller asked for
+    /// it). Where the caller would have waited (the open breaks a lease the
+    /// command holds: `EAGAIN`; a FIFO has no peer yet: `ENXIO` for a
+    /// writer, no writer yet for a reader) the wait is the retry queue's,
+    /// with the open `later` makes: a worker never waits on what the
+    /// sandbox controls. A FIFO's reader is answered once a writer has
+    /// written or come and gone (a writer that opens and waits before
+    /// writing delays the reader's open until it writes).
+    pub(super) fn install(
+        &self,
+        first: Result<OwnedFd, Errno>,
+        wait: Wait,
+        later: impl FnOnce() -> Result<Opening, Errno>,
+    ) -> Result<Answer, Stop> {
+        let waits = move |e: Errno| wait.blocking && (e == Errno::EAGAIN || (wait.fifo && e == Errno::ENXIO));
+        let mut reader = match first {
+            Ok(fd) if wait.reader && wait.blocking && !peer_ready(fd.as_fd()) => Some(fd),
+            Ok(fd) => return Ok(wait.done(fd)?),
+            Err(e) if waits(e) => None,
+            Err(e) => return Err(e.into()),
+        };
+        let opening = later()?;
+        let attempt = move || -> Result<Answer, Errno> {
+            let fd = match reader.take() {
+                Some(fd) => fd,
+                None => match opening.open() {
+                    Ok(fd) => fd,
+                    Err(e) if waits(e) => return Err(Errno::EAGAIN),
+                    Err(e) => return Err(e),
+                },
+            };
+            if wait.reader && !peer_ready(fd.as_fd()) {
+                reader = Some(fd);
+                return Err(Errno::EAGAIN);
+            }
+            wait.done(fd)
+        };
+        Ok(Answer::Later(later::Retry { tid: self.notif.pid, fds: 4, attempt: Box::new(attempt) }))
+    }
+
+    /// Whether an open may be continued on the path as written, without
+    /// resolving it: an absolute path with no `.` or `..` that the surface
+    /// allows by a rule the kernel also grants whole. The kernel then
+    /// resolves it under a backstop that refuses, wherever the path leads
+    /// (symlinks included), what the surface refuses (the caller checks the
+    /// backstop covers `access`), and allows the rule's own tree; where a
+    /// symlink leads somewhere it grants less (`/proc/<pid>` without a
+    /// procfs of the command's own, a grant pattern, a terminal the command
+    /// created), the open fails closed.
+    /// Not with a trail of allowed calls (their records name the resolved
+    /// object), not for paths in procfs or `/dev` (decided per process or
+    /// opened here). Nothing read from the caller is acted on, so the
+    /// notification need not be checked as still pending: a stale one
+    /// takes no answer.
+    pub(super) fn continues_as_written(&mut self, arg: &PathArg, access: Access) -> bool {
+        let path = arg.bytes.as_slice();
+        let plain = path.split(|&b| b == b'/').all(|c| c != b"." && c != b"..");
+        if arg.base.is_some() || !plain || self.sup.records_allowed() || self.sup.isolated() {
+            return false;
+        }
+        let surface = self.sup.surface();
+        if !matches!(surface.proc_place(path), ProcPlace::NotProc) || path.starts_with(b"/dev/") {
+            return false;
+        }
+        // Outside procfs: decided by the trie and the patterns.
+        match surface.decide(path, access, self.sup.procs()) {
+            v @ crate::policy::Verdict { allowed: true, reason: Reason::Rule(i) } if self.sup.landlock_exact(i) => {
+                self.decided_by = Some(v.reason);
+                self.push(arg, None, AccessKind::from(access), Verdict::Allow, None, Why::Verdict(v.reason));
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// Reads an extensible struct of `size` bytes from the caller, of which
+    /// this kernel interface knows the first `known`: as the kernel's
+    /// `copy_struct_from_user`, shorter is `EINVAL`, more than a page
+    /// `E2BIG`, and the bytes beyond `known` must be zeroes (`E2BIG`).
+    pub(super) fn read_extensible(&self, addr: u64, size: u64, known: usize) -> Result<Vec<u8>, Errno> {
+        if size < known as u64 {
+            return Err(Errno::EINVAL);
+        }
+        if size > 4096 {
+            return Err(Errno::E2BIG);
+        }
+        let mut buf = vec![0u8; size as usize];
+        if mem::read(self.notif.pid, addr, &mut buf)? != buf.len() {
+            return Err(Errno::EFAULT);
+        }
+        if buf[known..].iter().any(|&b| b != 0) {
+            return Err(Errno::E2BIG);
+        }
+        Ok(buf)
+    }
+
+    /// Reads and validates the caller's `struct open_how` as `openat2` would.
+    pub(super) fn read_open_how(&self, addr: u64, size: u64) -> Result<OpenHow, Errno> {
+        let buf = self.read_extensible(addr, size, std::mem::size_of::<OpenHow>())?;
+        let word = |i: usize| u64::from_ne_bytes(buf[i * 8..i * 8 + 8].try_into().expect("8 bytes"));
+        let how = OpenHow { flags: word(0), mode: word(1), resolve: word(2) };
+        let known = fs::RESOLVE_NO_XDEV
+            | fs::RESOLVE_NO_MAGICLINKS
+            | fs::RESOLVE_NO_SYMLINKS
+            | fs::RESOLVE_BENEATH
+            | fs::RESOLVE_IN_ROOT
+            | fs::RESOLVE_CACHED;
+        let creates =
+            how.flags & (libc::O_CREAT as u64) != 0 || how.flags & (libc::O_TMPFILE as u64) == libc::O_TMPFILE as u64;
+        if how.flags >> 32 != 0
+            || how.resolve & !known != 0
+            || how.resolve & (fs::RESOLVE_BENEATH | fs::RESOLVE_IN_ROOT) == fs::RESOLVE_BENEATH | fs::RESOLVE_IN_ROOT
+            || (how.mode != 0 && !creates)
+            || how.mode & !0o7777 != 0
+        {
+            return Err(Errno::EINVAL);
+        }
+        Ok(how)
+    }
+
+    /// The caller's umask, which the kernel would apply to a created file.
+    /// The mode a file made in `dir` gets from the caller's `mode`: less
+    /// its umask, unless `dir` has a default ACL, which the kernel applies
+    /// instead of the umask (the supervisor's own umask is 0, so the mode
+    /// passed on reaches the ACL whole).
+    pub(super) fn creation_mode(&self, dir: std::os::fd::BorrowedFd<'_>, mode: u32) -> Result<u32, Stop> {
+        let path = super::super::resolve::Resolver::proc_path(dir);
+        let default_acl = match fs::getxattr(&path, c"system.posix_acl_default", &mut []) {
+            Ok(_) | Err(Errno::ERANGE) => true,
+            Err(_) => false,
+        };
+        Ok(if default_acl { mode & 0o7777 } else { mode & !self.umask()? & 0o7777 })
+    }
+
+    pub(super) fn umask(&self) -> Result<u32, Stop> {
+        let v = super::super::resolve::proc_status_field(self.notif.pid, "Umask:").ok_or(Stop::Gone)?;
+        self.still_valid()?;
+        u32::from_str_radix(&v, 8).map_err(|_| Stop::Fail(Errno::EINVAL))
+    }
+}
+
+/// How a descriptor opened for the caller is handed over ([`Call::install`]).
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Wait {
+    /// The caller did not ask for `O_NONBLOCK`: it would have waited.
+    blocking: bool,
+    /// Whether to install it close-on-exec.
+    cloexec: bool,
+    /// A FIFO: `ENXIO` (no reader for a writer) means wait too.
+    fifo: bool,
+    /// A FIFO opened for reading, which waits for a writer.
+    reader: bool,
+}
+
+impl Wait {
+    /// The answer that installs `fd`, in the caller's blocking mode.
+    fn done(self, fd: OwnedFd) -> Result<Answer, Errno> {
+        if self.blocking {
+            fs::set_status_flags(fd.as_fd(), fs::status_flags(fd.as_fd())? & !libc::O_NONBLOCK)?;
+        }
+        Ok(Answer::Install { fd, cloexec: self.cloexec })
+    }
+}
+
+/// An open the supervisor makes again for a caller that waits: `name` in
+/// `dir` (a name to create, or `N` in `/proc/self/fd` for a handle it
+/// holds in `held`), always without blocking.
+pub(super) struct Opening {
+    dir: OwnedFd,
+    name: std::ffi::CString,
+    flags: i32,
+    mode: u32,
+    held: Option<OwnedFd>,
+}
+
+impl Opening {
+    fn open(&self) -> Result<OwnedFd, Errno> {
+        let _ = &self.held;
+        fs::openat(Dir::Fd(self.dir.as_fd()), &self.name, self.flags | libc::O_NONBLOCK, self.mode)
+    }
+}
+
+/// Whether a FIFO opened for reading has seen its writer: data to read,
+/// or a writer that came and went.
+pub(super) fn peer_ready(fd: std::os::fd::BorrowedFd<'_>) -> bool {
+    use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
+    let mut fds = [PollFd::new(fd, PollFlags::POLLIN)];
+    poll(&mut fds, PollTimeout::ZERO).is_ok_and(|n| n > 0)
+}
