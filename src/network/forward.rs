@@ -10,9 +10,9 @@
 //! host address reached, bytes each way and how long it lasted (the
 //! supervisor records which process connected). The waits a client can
 //! cause are bounded: at most [`CONNECTIONS_MAX`] are open at once, and
-//! the host's service must accept within [`super::proxy::CONNECT_TIMEOUT`].
+//! the host's service must accept within [`super::relay::CONNECT_TIMEOUT`].
 
-use super::proxy::{pump, CONNECT_TIMEOUT};
+use super::relay::{pump, CONNECT_TIMEOUT};
 use crate::audit::{self, AccessKind, ProxyProtocol, Record, RuleKind, Sink, Verdict};
 use crate::policy::hosts::Forward;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};

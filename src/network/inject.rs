@@ -17,7 +17,7 @@
 //! included) pass as they are. Every wait a client can cause is bounded
 //! like the proxy's.
 
-use super::proxy::{pump, Upstream, CONNECT_TIMEOUT, HANDSHAKE, HEAD_MAX};
+use super::relay::{pump, Upstream, CONNECT_TIMEOUT, HANDSHAKE, HEAD_MAX};
 use crate::audit::{self, AccessKind, ProxyProtocol, Record, RuleKind, Sink, Verdict};
 use crate::policy::hosts::CredentialRule;
 use std::collections::HashMap;
@@ -209,7 +209,7 @@ async fn relay(
         let mapped = reach.resolve.get(host).copied();
         match (&reach.upstream, mapped) {
             (Some(upstream), None) if !upstream.bypasses(host) => {
-                super::proxy::via_upstream(upstream, host, port).await
+                super::relay::via_upstream(upstream, host, port).await
             }
             (_, Some(ip)) => TcpStream::connect((ip, port)).await.map_err(|e| format!("{ip}:{port}: {e}")),
             _ => TcpStream::connect((host, port)).await.map_err(|e| format!("{host}:{port}: {e}")),

@@ -14,6 +14,7 @@
 pub mod forward;
 pub mod inject;
 pub mod proxy;
+pub mod relay;
 
 use std::collections::HashSet;
 use std::net::SocketAddr;

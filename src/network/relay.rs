@@ -1,0 +1,182 @@
+//! What the proxy, the forwarded loopback services and the credential
+//! endpoints share: the bounds on what a client can make them wait for,
+//! the byte pump that joins two connections, and the host's own proxy
+//! (`HTTPS_PROXY` of interpose's environment) that connections are
+//! tunnelled through.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+/// How long a client has to send its whole request.
+pub const HANDSHAKE: Duration = Duration::from_secs(10);
+/// The largest HTTP request head the proxy reads.
+pub const HEAD_MAX: usize = 16 << 10;
+/// How long a destination has to accept the connection.
+pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(15);
+/// A proxy the host itself must go through (interpose's own
+/// `HTTPS_PROXY`): connections to allowed hosts are tunnelled through it
+/// with `CONNECT`, except to hosts its `NO_PROXY` names.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Upstream {
+    /// Its `host:port`.
+    pub authority: String,
+    /// The `Proxy-Authorization` value, from the URL's user information.
+    pub authorization: Option<String>,
+    /// `NO_PROXY`: hosts and domains reached directly; `*` for all.
+    pub no_proxy: Vec<String>,
+}
+
+impl Upstream {
+    /// From an environment (`var` looks a name up): `HTTPS_PROXY` or
+    /// `https_proxy`, else `HTTP_PROXY` or `http_proxy`, and `NO_PROXY` or
+    /// `no_proxy`. Only `http://` proxies are chained; another scheme is an
+    /// error naming it.
+    pub fn from_env(var: impl Fn(&str) -> Option<String>) -> Result<Option<Upstream>, String> {
+        let pick = |names: &[&str]| names.iter().find_map(|n| var(n).filter(|v| !v.trim().is_empty()));
+        let Some(url) = pick(&["HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy"]) else { return Ok(None) };
+        let url = url.trim();
+        let rest = match url.split_once("://") {
+            Some((scheme, rest)) if scheme.eq_ignore_ascii_case("http") => rest,
+            Some((scheme, _)) => {
+                return Err(format!("{url:?}: only http:// upstream proxies are chained, not {scheme}://"))
+            }
+            None => url,
+        };
+        let rest = rest.split('/').next().unwrap_or_default();
+        let (userinfo, hostport) = match rest.rsplit_once('@') {
+            Some((u, h)) => (Some(u), h),
+            None => (None, rest),
+        };
+        if hostport.is_empty() {
+            return Err(format!("{url:?}: no host"));
+        }
+        let authority = if hostport.rsplit_once(':').is_some_and(|(h, p)| !h.ends_with(':') && p.parse::<u16>().is_ok())
+        {
+            hostport.to_string()
+        } else {
+            format!("{hostport}:80")
+        };
+        let no_proxy = pick(&["NO_PROXY", "no_proxy"])
+            .map(|v| {
+                v.split(',')
+                    .map(|e| e.trim().trim_start_matches('.').to_ascii_lowercase())
+                    .filter(|e| !e.is_empty())
+                    .collect()
+            })
+            .unwrap_or_default();
+        Ok(Some(Upstream { authority, authorization: userinfo.map(|u| base64(u.as_bytes())), no_proxy }))
+    }
+
+    /// Whether `host` is reached directly (its `NO_PROXY`).
+    pub fn bypasses(&self, host: &str) -> bool {
+        self.no_proxy.iter().any(|e| e == "*" || host == e || crate::policy::hosts::beneath(host, e))
+    }
+}
+
+/// Standard base64 with padding (RFC 4648), for `Proxy-Authorization`.
+fn base64(data: &[u8]) -> String {
+    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = String::with_capacity(data.len().div_ceil(3) * 4);
+    for chunk in data.chunks(3) {
+        let b = [chunk[0], *chunk.get(1).unwrap_or(&0), *chunk.get(2).unwrap_or(&0)];
+        let n = u32::from(b[0]) << 16 | u32::from(b[1]) << 8 | u32::from(b[2]);
+        for (i, shift) in [18, 12, 6, 0].into_iter().enumerate() {
+            if i <= chunk.len() {
+                out.push(ALPHABET[(n >> shift & 63) as usize] as char);
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    out
+}
+
+/// A tunnel to `host:port` through the upstream proxy.
+pub async fn via_upstream(up: &Upstream, host: &str, port: u16) -> Result<TcpStream, String> {
+    let fail = |e: std::io::Error| format!("the upstream proxy {}: {e}", up.authority);
+    let mut s = tokio::time::timeout(CONNECT_TIMEOUT, TcpStream::connect(up.authority.as_str()))
+        .await
+        .map_err(|_| {
+            format!("the upstream proxy {} did not answer within {} s", up.authority, CONNECT_TIMEOUT.as_secs())
+        })?
+        .map_err(fail)?;
+    let target = if host.contains(':') { format!("[{host}]:{port}") } else { format!("{host}:{port}") };
+    let mut req = format!("CONNECT {target} HTTP/1.1\r\nHost: {target}\r\n");
+    if let Some(auth) = &up.authorization {
+        req.push_str(&format!("Proxy-Authorization: Basic {auth}\r\n"));
+    }
+    req.push_str("\r\n");
+    s.write_all(req.as_bytes()).await.map_err(fail)?;
+    // The answer's head, a byte at a time: what follows it is the tunnel's.
+    let mut head = Vec::new();
+    let read = async {
+        while !head.ends_with(b"\r\n\r\n") {
+            if head.len() >= HEAD_MAX {
+                return Err(format!("the upstream proxy {} answered with an oversized head", up.authority));
+            }
+            let mut b = [0u8; 1];
+            if s.read(&mut b).await.map_err(fail)? == 0 {
+                return Err(format!("the upstream proxy {} closed the connection", up.authority));
+            }
+            head.push(b[0]);
+        }
+        Ok(())
+    };
+    tokio::time::timeout(HANDSHAKE, read).await.map_err(|_| {
+        format!("the upstream proxy {} did not answer within {} s", up.authority, HANDSHAKE.as_secs())
+    })??;
+    let status = String::from_utf8_lossy(&head);
+    let line = status.lines().next().unwrap_or_default();
+    match line.split(' ').nth(1) {
+        Some("200") => Ok(s),
+        _ => Err(format!("the upstream proxy {} answered {line:?}", up.authority)),
+    }
+}
+
+/// Copies `from` to `to` until either ends, counting the bytes; then ends
+/// `to`'s writing half, so the other direction can finish.
+pub async fn pump(mut from: impl AsyncRead + Unpin, mut to: impl AsyncWrite + Unpin, count: &AtomicU64) {
+    let mut buf = vec![0u8; 32 << 10];
+    loop {
+        let n = match from.read(&mut buf).await {
+            Ok(0) | Err(_) => break,
+            Ok(n) => n,
+        };
+        if to.write_all(&buf[..n]).await.is_err() {
+            break;
+        }
+        count.fetch_add(n as u64, Ordering::Relaxed);
+    }
+    let _ = to.shutdown().await;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_hosts_own_proxy_is_read_from_its_environment() {
+        let env = |pairs: &'static [(&'static str, &'static str)]| {
+            move |k: &str| pairs.iter().find(|(n, _)| *n == k).map(|(_, v)| v.to_string())
+        };
+        let up = Upstream::from_env(env(&[
+            ("https_proxy", "http://u:p@proxy.corp:3128/"),
+            ("NO_PROXY", ".internal,localhost"),
+        ]))
+        .unwrap()
+        .unwrap();
+        assert_eq!(up.authority, "proxy.corp:3128");
+        assert_eq!(up.authorization.as_deref(), Some("dTpw"));
+        assert!(up.bypasses("a.internal") && up.bypasses("localhost") && !up.bypasses("pypi.org"));
+        assert_eq!(
+            Upstream::from_env(env(&[("HTTP_PROXY", "proxy.corp")])).unwrap().unwrap().authority,
+            "proxy.corp:80"
+        );
+        assert_eq!(Upstream::from_env(env(&[])).unwrap(), None);
+        assert!(Upstream::from_env(env(&[("HTTPS_PROXY", "socks5://x:1")])).unwrap_err().contains("only http://"));
+        assert_eq!(base64(b"Aladdin:open sesame"), "QWxhZGRpbjpvcGVuIHNlc2FtZQ==");
+        assert_eq!(base64(b"ab"), "YWI=");
+    }
+}
