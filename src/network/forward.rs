@@ -12,7 +12,7 @@
 //! cause are bounded: at most [`CONNECTIONS_MAX`] are open at once, and
 //! the host's service must accept within [`super::relay::CONNECT_TIMEOUT`].
 
-use super::relay::{pump, CONNECT_TIMEOUT};
+use super::relay::{accept_each, pump, CONNECT_TIMEOUT};
 use crate::audit::{self, AccessKind, ProxyProtocol, Record, RuleKind, Sink, Verdict};
 use crate::policy::hosts::Forward;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
@@ -27,44 +27,14 @@ pub const CONNECTIONS_MAX: usize = 256;
 
 /// Accepts on `socket` until the session stops, forwarding each
 /// connection.
-pub async fn serve(
-    socket: std::net::TcpListener,
-    forward: Forward,
-    sink: Option<Sink>,
-    mut stop: watch::Receiver<bool>,
-) {
-    if socket.set_nonblocking(true).is_err() {
-        return;
-    }
-    let Ok(listener) = tokio::net::TcpListener::from_std(socket) else { return };
+pub async fn serve(socket: std::net::TcpListener, forward: Forward, sink: Option<Sink>, stop: watch::Receiver<bool>) {
     let forward = Arc::new(forward);
-    let slots = Arc::new(tokio::sync::Semaphore::new(CONNECTIONS_MAX));
-    let mut open = tokio::task::JoinSet::new();
-    loop {
-        let slot = tokio::select! {
-            slot = Arc::clone(&slots).acquire_owned() => slot.expect("the semaphore is never closed"),
-            _ = stop.changed() => break,
-        };
-        let client = tokio::select! {
-            accepted = listener.accept() => match accepted {
-                Ok((client, _)) => client,
-                Err(e) => {
-                    tracing::warn!("forwarding {}: accepting failed: {e}", forward.rule);
-                    tokio::time::sleep(std::time::Duration::from_millis(10)).await;
-                    continue;
-                }
-            },
-            _ = stop.changed() => break,
-        };
-        let (forward, sink, stop) = (Arc::clone(&forward), sink.clone(), stop.clone());
-        open.spawn(async move {
-            let _slot = slot;
-            connection(client, &forward, sink.as_ref(), stop).await;
-        });
-        while open.try_join_next().is_some() {}
-    }
-    drop(listener);
-    while open.join_next().await.is_some() {}
+    let what = format!("forwarding {}", forward.rule);
+    accept_each(socket, CONNECTIONS_MAX, &what, stop, |client, stop| {
+        let (forward, sink) = (Arc::clone(&forward), sink.clone());
+        async move { connection(client, &forward, sink.as_ref(), stop).await }
+    })
+    .await;
 }
 
 /// The host addresses tried for `forward`, in order: the one the command

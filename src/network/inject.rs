@@ -17,7 +17,7 @@
 //! included) pass as they are. Every wait a client can cause is bounded
 //! like the proxy's.
 
-use super::relay::{pump, Upstream, CONNECT_TIMEOUT, HANDSHAKE, HEAD_MAX};
+use super::relay::{accept_each, pump, Upstream, CONNECT_TIMEOUT, HANDSHAKE, HEAD_MAX};
 use crate::audit::{self, AccessKind, ProxyProtocol, Record, RuleKind, Sink, Verdict};
 use crate::policy::hosts::CredentialRule;
 use std::collections::HashMap;
@@ -119,39 +119,14 @@ pub async fn serve(
     endpoint: Arc<Endpoint>,
     reach: Arc<Reach>,
     sink: Option<Sink>,
-    mut stop: watch::Receiver<bool>,
+    stop: watch::Receiver<bool>,
 ) {
-    if socket.set_nonblocking(true).is_err() {
-        return;
-    }
-    let Ok(listener) = tokio::net::TcpListener::from_std(socket) else { return };
-    let slots = Arc::new(tokio::sync::Semaphore::new(CONNECTIONS_MAX));
-    let mut open = tokio::task::JoinSet::new();
-    loop {
-        let slot = tokio::select! {
-            slot = Arc::clone(&slots).acquire_owned() => slot.expect("the semaphore is never closed"),
-            _ = stop.changed() => break,
-        };
-        let client = tokio::select! {
-            accepted = listener.accept() => match accepted {
-                Ok((client, _)) => client,
-                Err(e) => {
-                    tracing::warn!("the endpoint for {} could not accept: {e}", endpoint.rule.host);
-                    tokio::time::sleep(std::time::Duration::from_millis(10)).await;
-                    continue;
-                }
-            },
-            _ = stop.changed() => break,
-        };
-        let (endpoint, reach, sink, stop) = (Arc::clone(&endpoint), Arc::clone(&reach), sink.clone(), stop.clone());
-        open.spawn(async move {
-            let _slot = slot;
-            connection(client, &endpoint, &reach, sink.as_ref(), stop).await;
-        });
-        while open.try_join_next().is_some() {}
-    }
-    drop(listener);
-    while open.join_next().await.is_some() {}
+    let what = format!("the endpoint for {}", endpoint.rule.host);
+    accept_each(socket, CONNECTIONS_MAX, &what, stop, |client, stop| {
+        let (endpoint, reach, sink) = (Arc::clone(&endpoint), Arc::clone(&reach), sink.clone());
+        async move { connection(client, &endpoint, &reach, sink.as_ref(), stop).await }
+    })
+    .await;
 }
 
 async fn connection(

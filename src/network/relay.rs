@@ -152,6 +152,55 @@ pub async fn pump(mut from: impl AsyncRead + Unpin, mut to: impl AsyncWrite + Un
     let _ = to.shutdown().await;
 }
 
+/// Accepts on `socket` until `stop` changes, at most `max` connections
+/// open at once (others wait in the backlog), each served by `serve` on a
+/// task of its own; waits for those still open to end. `what` names the
+/// listener in a warning.
+pub async fn accept_each<F, Fut>(
+    socket: std::net::TcpListener,
+    max: usize,
+    what: &str,
+    mut stop: tokio::sync::watch::Receiver<bool>,
+    serve: F,
+) where
+    F: Fn(TcpStream, tokio::sync::watch::Receiver<bool>) -> Fut,
+    Fut: std::future::Future<Output = ()> + Send + 'static,
+{
+    use std::sync::Arc;
+    if socket.set_nonblocking(true).is_err() {
+        return;
+    }
+    let Ok(listener) = tokio::net::TcpListener::from_std(socket) else { return };
+    let slots = Arc::new(tokio::sync::Semaphore::new(max));
+    let mut open = tokio::task::JoinSet::new();
+    loop {
+        let slot = tokio::select! {
+            slot = Arc::clone(&slots).acquire_owned() => slot.expect("the semaphore is never closed"),
+            _ = stop.changed() => break,
+        };
+        let client = tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok((client, _)) => client,
+                Err(e) => {
+                    // Out of descriptors, say: wait rather than spin.
+                    tracing::warn!("{what}: accepting failed: {e}");
+                    tokio::time::sleep(Duration::from_millis(10)).await;
+                    continue;
+                }
+            },
+            _ = stop.changed() => break,
+        };
+        let served = serve(client, stop.clone());
+        open.spawn(async move {
+            let _slot = slot;
+            served.await;
+        });
+        while open.try_join_next().is_some() {}
+    }
+    drop(listener);
+    while open.join_next().await.is_some() {}
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
