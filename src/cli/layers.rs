@@ -2,6 +2,7 @@
 //! layers, rendered from the same surface as `run` enforces.
 
 use super::{AgentConfigArgs, HookArgs, MountsArgs, SurfaceOnly};
+use crate::forensics::shell_quote;
 use crate::layers::{self, Agent, ConfigAgent, HookAnswer, Mount};
 use std::io::Read;
 use std::path::PathBuf;
@@ -241,12 +242,4 @@ fn surface_flags(args: &super::SurfaceArgs) -> Vec<String> {
         out.push("--no-tooling".into());
     }
     out
-}
-
-fn shell_quote(s: &str) -> String {
-    if !s.is_empty() && s.bytes().all(|b| b.is_ascii_alphanumeric() || b"/._-=:+,".contains(&b)) {
-        s.to_string()
-    } else {
-        format!("'{}'", s.replace('\'', "'\\''"))
-    }
 }

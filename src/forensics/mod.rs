@@ -65,6 +65,16 @@ pub fn allows(surface: &Surface, d: &audit::Decision) -> bool {
 
 pub use crate::policy::credentials::{credentials_beneath, is_credential};
 
+/// `s` as one shell word: as it is where it needs no quoting, else in
+/// single quotes.
+pub fn shell_quote(s: &str) -> String {
+    if !s.is_empty() && s.bytes().all(|b| b.is_ascii_alphanumeric() || b"/._-+=:,@%".contains(&b)) {
+        s.to_string()
+    } else {
+        format!("'{}'", s.replace('\'', "'\\''"))
+    }
+}
+
 /// Text from the sandbox (a process name, a path) made safe for a
 /// terminal, a comment in a generated file or a one-line message: control
 /// characters (newlines, escape sequences) are written as `\u{..}`.

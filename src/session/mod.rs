@@ -665,22 +665,13 @@ fn end_notes(args: &Config, supervisor: &Supervisor) -> Vec<String> {
     let next = match args.audit.as_ref().map(|a| a.to_string_lossy()) {
         None => "to see them, run again with --audit FILE, then: interpose report FILE".to_string(),
         Some(a) if a == "-" || a.starts_with("unix:") => "the trail has them".to_string(),
-        Some(a) => format!("see them with: interpose report {}", shell_word(&a)),
+        Some(a) => format!("see them with: interpose report {}", crate::forensics::shell_quote(&a)),
     };
     let mut notes: Vec<String> = supervisor.refusal_summary(&next).into_iter().collect();
     if supervisor.refused_writes() && args.surface.rw.is_empty() && args.surface.policy.is_none() {
         notes.push("nothing was writable in this run: --rw DIR makes a directory (your project, say) writable".into());
     }
     notes
-}
-
-/// `s` as one shell word, quoted only where it needs to be.
-fn shell_word(s: &str) -> String {
-    if !s.is_empty() && s.bytes().all(|b| b.is_ascii_alphanumeric() || b"/._-+=:,@%".contains(&b)) {
-        s.to_string()
-    } else {
-        format!("'{}'", s.replace('\'', "'\\''"))
-    }
 }
 
 /// A command that could not start, or one whose own execs were refused
