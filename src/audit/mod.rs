@@ -212,10 +212,10 @@ impl Sink {
 
     /// Waits until everything queued so far is written and flushed, or
     /// until the writer has been stuck in one write for [`STALL`]: then the
-    /// trail is given up ([`Sink::abandon`]) and `false` is returned.
-    pub fn flush(&self) -> bool {
+    /// trail is given up ([`Sink::abandon`]).
+    pub fn flush(&self) {
         if self.abandoned() {
-            return false;
+            return;
         }
         let (ack, done) = sync_channel(1);
         {
@@ -225,10 +225,9 @@ impl Sink {
         }
         loop {
             match done.recv_timeout(std::time::Duration::from_millis(100)) {
-                Ok(()) | Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => return true,
+                Ok(()) | Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => return,
                 Err(std::sync::mpsc::RecvTimeoutError::Timeout) if self.stalled().is_some() => {
-                    self.abandon();
-                    return false;
+                    return self.abandon();
                 }
                 Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
             }

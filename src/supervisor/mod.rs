@@ -71,11 +71,11 @@ pub struct Stats {
     pub would_deny: AtomicU64,
 }
 
-/// The refusals of a session, counted for its last line: calls, writes
-/// among them, and the distinct paths (hashed, up to [`Refused::PATHS`]).
+/// The refusals of a session beyond their count ([`Stats::denied`]), for
+/// its last line: how many were writes, and the distinct paths (hashed, up
+/// to [`Refused::PATHS`]).
 #[derive(Default)]
 struct Refused {
-    calls: u64,
     writes: u64,
     paths: std::collections::HashSet<u64>,
 }
@@ -87,7 +87,6 @@ impl Refused {
 
     fn count(&mut self, c: &handle::Check, hasher: &std::hash::RandomState) {
         use std::hash::BuildHasher;
-        self.calls += 1;
         if matches!(c.access, AccessKind::Write | AccessKind::Create | AccessKind::Delete) {
             self.writes += 1;
         }
@@ -963,16 +962,17 @@ impl Supervisor {
     /// refused, of how many paths, and `next`: what to run to see them.
     /// `None` when nothing was refused.
     pub fn refusal_summary(&self, next: &str) -> Option<String> {
-        let refused = self.refused.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        if refused.calls == 0 {
+        let calls = self.stats.denied.load(Ordering::Relaxed);
+        if calls == 0 {
             return None;
         }
+        let refused = self.refused.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         let paths = refused.paths.len();
         let more = if paths >= Refused::PATHS { " or more" } else { "" };
         Some(format!(
             "{} access{} refused, to {paths}{more} path{}; {next}",
-            refused.calls,
-            if refused.calls == 1 { " was" } else { "es were" },
+            calls,
+            if calls == 1 { " was" } else { "es were" },
             if paths == 1 && more.is_empty() { "" } else { "s" },
         ))
     }
