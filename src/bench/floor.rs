@@ -11,7 +11,9 @@
 //! flags, the descriptor installed with `ADDFD_FLAG_SEND`; everything else
 //! is continued. Both ask for
 //! synchronous wake-ups on the listener, as `run` does, so the handshake
-//! costs what it costs interpose. No namespace, no Landlock, no trail.
+//! costs what it costs interpose. No namespace, no Landlock, no trail:
+//! the floors enforce nothing (every CONTINUE here is unchecked by
+//! design, as `run --bench-floor`'s), and are hidden `debug` verbs.
 //!
 //! The shared C floors (`interpose bench --floors DIR`) are the same
 //! measurements written independently, to compare against.
