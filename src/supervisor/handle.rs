@@ -10,7 +10,7 @@ use crate::policy::{Access, ProcPlace, Reason};
 use crate::sys::fs::{self, Dir, OpenHow};
 use crate::sys::{mem, seccomp, Errno};
 use crate::syscalls::table;
-use crate::syscalls::{Follow, Op, Syscall};
+use crate::syscalls::{Args, Follow, Op, OpArgs, PathAt, Syscall};
 use std::os::fd::{AsFd, OwnedFd};
 
 mod exec;
@@ -86,6 +86,11 @@ pub(super) const BACKSTOP_EXEC: &str = "made after the start where only a grant 
     kernel's backstop (Landlock) runs programs only from places granted at the start";
 const ARG_MAX_LEN: usize = 512;
 
+/// What a call whose decoded arguments do not fit its op is refused with:
+/// a bug, and the safe answer to a bug is no (as for a call not in the
+/// table).
+const MISDECODED: Errno = Errno::ENOSYS;
+
 const AT_EMPTY_PATH: u64 = libc::AT_EMPTY_PATH as u64;
 const AT_SYMLINK_NOFOLLOW: u64 = libc::AT_SYMLINK_NOFOLLOW as u64;
 const AT_SYMLINK_FOLLOW: u64 = libc::AT_SYMLINK_FOLLOW as u64;
@@ -100,11 +105,9 @@ pub fn handle(sup: &Supervisor, notif: &seccomp::Notif) -> Outcome {
     // Fault injection for the test of panic containment, in debug builds
     // only: a path argument of exactly this text panics the worker.
     #[cfg(debug_assertions)]
-    if row.path.is_some() {
+    if let Some(addr) = Args::decode(row, &notif.data.args).path {
         let mut buf = [0u8; mem::PATH_MAX];
-        if mem::read_path(notif.pid, notif.data.args[row.path.unwrap_or(0) as usize], &mut buf)
-            .is_ok_and(|n| &buf[..n] == b"/interpose-test/panic-the-worker")
-        {
+        if mem::read_path(notif.pid, addr, &mut buf).is_ok_and(|n| &buf[..n] == b"/interpose-test/panic-the-worker") {
             panic!("fault injected for the test of panic containment");
         }
     }
@@ -129,6 +132,7 @@ pub fn handle(sup: &Supervisor, notif: &seccomp::Notif) -> Outcome {
         sup,
         notif,
         row,
+        args: Args::decode(row, &notif.data.args),
         checks: Vec::new(),
         tgid: std::cell::OnceCell::new(),
         own_ids: std::cell::OnceCell::new(),
@@ -237,6 +241,8 @@ struct Call<'a> {
     sup: &'a Supervisor,
     notif: &'a seccomp::Notif,
     row: &'static Syscall,
+    /// The call's arguments, decoded once through its row.
+    args: Args,
     checks: Vec<Check>,
     tgid: std::cell::OnceCell<u32>,
     /// The caller's ids in its own PID namespace.
@@ -251,31 +257,14 @@ struct Call<'a> {
 }
 
 impl Call<'_> {
-    fn arg(&self, i: Option<u8>) -> u64 {
-        i.map_or(0, |i| self.notif.data.args[i as usize])
-    }
-
-    /// The `k`-th op-specific argument (a mode, an owner, a times or xattr
-    /// pointer, a result buffer), counted from the row's `extra` index:
-    /// every row whose op reads one names where they start.
-    fn op_arg(&self, k: usize) -> u64 {
-        let first =
-            self.row.extra.unwrap_or_else(|| panic!("{}: the table names no op-specific argument", self.row.name));
-        self.notif.data.args[first as usize + k]
-    }
-
-    /// Reads path argument `path` and opens its starting directory `dirfd`
-    /// (the caller's cwd when there is no dirfd argument) if it is needed.
-    fn path_arg(&self, dirfd: Option<u8>, path: Option<u8>, anchored: bool) -> Result<PathArg, Stop> {
+    /// Reads the path at `at` and opens its starting directory (the
+    /// caller's cwd when there is no dirfd argument) if it is needed.
+    fn path_arg(&self, at: PathAt, anchored: bool) -> Result<PathArg, Stop> {
         let mut buf = [0u8; mem::PATH_MAX];
-        let n = mem::read_path(self.notif.pid, self.arg(path), &mut buf)?;
+        let n = mem::read_path(self.notif.pid, at.addr, &mut buf)?;
         let bytes = buf[..n].to_vec();
-        let base = if bytes.first() == Some(&b'/') && !anchored {
-            None
-        } else {
-            let dirfd = dirfd.map_or(libc::AT_FDCWD, |i| self.notif.data.args[i as usize] as i32);
-            Some((dirfd, self.open_dir(dirfd)?))
-        };
+        let base =
+            if bytes.first() == Some(&b'/') && !anchored { None } else { Some((at.dirfd, self.open_dir(at.dirfd)?)) };
         Ok(PathArg { bytes, base })
     }
 
@@ -582,8 +571,8 @@ impl Call<'_> {
             Op::Unlink | Op::Rmdir | Op::Mkdir | Op::Symlink | Op::Mknod => self.entry_op(),
             Op::Rename | Op::Link => self.rename_or_link(),
             Op::Truncate => {
-                let length = self.arg(row.extra) as i64;
-                let arg = self.path_arg(row.dirfd, row.path, false)?;
+                let OpArgs::Truncate { length } = self.args.op else { return Err(MISDECODED.into()) };
+                let arg = self.path_arg(self.args.first(), false)?;
                 self.still_valid()?;
                 let (fd, mode) = self.checked_object(&arg, true, false, Access::Write)?;
                 match mode & libc::S_IFMT {

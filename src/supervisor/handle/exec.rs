@@ -7,11 +7,11 @@ use super::*;
 impl Call<'_> {
     /// `execve`, `execveat`.
     pub(super) fn exec(&mut self) -> Result<Answer, Stop> {
-        let row = self.row;
-        let flags = self.arg(row.flags);
-        let arg = self.path_arg(row.dirfd, row.path, false)?;
+        let OpArgs::Exec { argv } = self.args.op else { return Err(MISDECODED.into()) };
+        let flags = self.args.flag_bits();
+        let arg = self.path_arg(self.args.first(), false)?;
         self.still_valid()?;
-        let empty = row.flags.is_some() && flags & AT_EMPTY_PATH != 0;
+        let empty = flags & AT_EMPTY_PATH != 0;
         let follow = flags & AT_SYMLINK_NOFOLLOW == 0;
         let r = self.resolve(&arg, follow, empty, 0);
         let r = self.check(&arg, r, Access::Exec)?;
@@ -33,8 +33,7 @@ impl Call<'_> {
             }
             Target::Exists { .. } => {
                 if self.sup.records() {
-                    let argv_at = if row.flags.is_some() { 2 } else { 1 };
-                    self.argv = Some(self.read_argv(self.notif.data.args[argv_at]));
+                    self.argv = Some(self.read_argv(argv));
                 }
                 // The caller's memory is replaced by the exec, so
                 // only the kernel can make it: with the backstop,

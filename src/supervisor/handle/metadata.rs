@@ -10,17 +10,17 @@ impl Call<'_> {
     /// without a path (fchmod, fsetxattr) and utimensat with a NULL path act
     /// on the descriptor.
     pub(super) fn target(&self) -> Result<(PathArg, bool, bool), Stop> {
-        let row = self.row;
-        let flags = self.arg(row.flags);
+        let (row, args) = (self.row, self.args);
+        let flags = args.flag_bits();
         let follow = match row.follow {
             Follow::No => false,
             Follow::UnlessNofollowFlag => flags & AT_SYMLINK_NOFOLLOW == 0,
             Follow::Yes | Follow::NotApplicable => true,
         };
-        let on_descriptor = row.path.is_none() || (row.op == Op::Utimensat && self.arg(row.path) == 0);
+        let on_descriptor = args.path.is_none() || (row.op == Op::Utimensat && args.path == Some(0));
         if on_descriptor {
-            let fd = self.arg(row.dirfd) as i32;
-            if row.path.is_some() {
+            let fd = args.first().dirfd;
+            if args.path.is_some() {
                 // utimensat(fd, NULL): the kernel reads a NULL name for the
                 // cwd (EFAULT), and takes no flags on a descriptor.
                 if fd == libc::AT_FDCWD {
@@ -46,46 +46,43 @@ impl Call<'_> {
         }
         // readlinkat takes an empty name for its descriptor (an O_PATH
         // handle on a symlink), without a flag to say so; never for the cwd.
-        let names_descriptor = row.op == Op::Readlink && row.dirfd.is_some_and(|_| self.arg(row.dirfd) as i32 >= 0);
-        let empty = (row.flags.is_some() && flags & AT_EMPTY_PATH != 0) || names_descriptor;
-        Ok((self.path_arg(row.dirfd, row.path, false)?, follow, empty))
+        let names_descriptor = row.op == Op::Readlink && args.dirfd.is_some_and(|fd| fd >= 0);
+        let empty = flags & AT_EMPTY_PATH != 0 || names_descriptor;
+        Ok((self.path_arg(args.first(), false)?, follow, empty))
     }
 
     /// The stat family, statfs, access, xattr reads and readlink: the
     /// supervisor reads what the call asks about the object it checked and
     /// writes it into the caller, so a swapped path reveals nothing.
     pub(super) fn metadata(&mut self) -> Result<Answer, Stop> {
-        let row = self.row;
-        let a = self.notif.data.args;
+        let (row, args) = (self.row, self.args);
+        let flags = args.flag_bits();
         // What the call's own arguments must be, before anything is looked up.
-        let request = match row.op {
-            Op::Access => {
-                let flags = if row.flags.is_some() { self.arg(row.flags) } else { 0 };
+        let request = match args.op {
+            OpArgs::Access { mode } => {
                 let known = (libc::AT_EACCESS | libc::AT_SYMLINK_NOFOLLOW) as u64 | AT_EMPTY_PATH;
-                if flags & !known != 0 || self.op_arg(0) & !0o7 != 0 {
+                if flags & !known != 0 || mode & !0o7 != 0 {
                     return Err(Errno::EINVAL.into());
                 }
-                Asked::Access { mode: self.op_arg(0) as u32, effective: flags & libc::AT_EACCESS as u64 != 0 }
+                Asked::Access { mode: mode as u32, effective: flags & libc::AT_EACCESS as u64 != 0 }
             }
-            Op::Getxattr => {
-                let name = self.read_xattr_name(self.op_arg(0))?;
-                let (value, size) = if row.flags.is_some() {
-                    self.xattr_args(self.op_arg(1), self.op_arg(2))?
-                } else {
-                    (self.op_arg(1), self.op_arg(2))
-                };
+            OpArgs::Getxattr { name, value, size } => {
+                let name = self.read_xattr_name(name)?;
                 Asked::Getxattr { name, value, size: size.min(XATTR_SIZE_MAX) as usize }
             }
-            Op::Listxattr => {
-                Asked::Listxattr { list: self.op_arg(0), size: self.op_arg(1).min(XATTR_SIZE_MAX) as usize }
+            OpArgs::GetxattrAt { name, args, size } => {
+                let name = self.read_xattr_name(name)?;
+                let (value, size) = self.xattr_args(args, size)?;
+                Asked::Getxattr { name, value, size: size.min(XATTR_SIZE_MAX) as usize }
             }
+            OpArgs::Listxattr { list, size } => Asked::Listxattr { list, size: size.min(XATTR_SIZE_MAX) as usize },
             // The buffer's size before the lookup, as the kernel checks it.
-            Op::Readlink if self.op_arg(1) as i64 <= 0 => return Err(Errno::EINVAL.into()),
+            OpArgs::Readlink { size, .. } if size <= 0 => return Err(Errno::EINVAL.into()),
             _ => Asked::Other,
         };
-        if row.flags.is_some() && row.op != Op::Statx && row.op != Op::Access {
+        if row.op != Op::Statx && row.op != Op::Access {
             // newfstatat, getxattrat, listxattrat take these two only.
-            if self.arg(row.flags) & !(AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) != 0 {
+            if flags & !(AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) != 0 {
                 return Err(Errno::EINVAL.into());
             }
         }
@@ -110,29 +107,29 @@ impl Call<'_> {
         let pid = self.notif.pid;
         let mode = stat.map_or(0, |s| s.st_mode);
         let is_link = mode & libc::S_IFMT == libc::S_IFLNK;
-        match (row.op, request) {
-            (Op::Statbuf, _) => {
+        match (row.op, args.op, request) {
+            (Op::Statbuf, OpArgs::Stat { buf }, _) => {
                 let st = match stat {
                     Some(st) => st,
                     None => fs::fstat(fd.as_fd())?,
                 };
-                mem::write(pid, self.op_arg(0), fs::bytes_of(&st))?;
+                mem::write(pid, buf, fs::bytes_of(&st))?;
                 Ok(Answer::Value(0))
             }
-            (Op::Statx, _) => {
+            (_, OpArgs::Statx { mask, buf }, _) => {
                 // Only the sync-type bits of the caller's flags still mean
                 // something once the object is resolved.
-                let sync = a[2] as i32 & libc::AT_STATX_SYNC_TYPE;
-                let stx = fs::statx_fd(fd.as_fd(), sync, a[3] as u32)?;
-                mem::write(pid, self.op_arg(0), fs::bytes_of(&stx))?;
+                let sync = flags as i32 & libc::AT_STATX_SYNC_TYPE;
+                let stx = fs::statx_fd(fd.as_fd(), sync, mask)?;
+                mem::write(pid, buf, fs::bytes_of(&stx))?;
                 Ok(Answer::Value(0))
             }
-            (Op::Statfs, _) => {
+            (Op::Statfs, OpArgs::Stat { buf }, _) => {
                 let st = fs::fstatfs(fd.as_fd())?;
-                mem::write(pid, self.op_arg(0), fs::bytes_of(&st))?;
+                mem::write(pid, buf, fs::bytes_of(&st))?;
                 Ok(Answer::Value(0))
             }
-            (_, Asked::Access { mode: bits, effective }) => {
+            (_, _, Asked::Access { mode: bits, effective }) => {
                 // With AT_EACCESS the worker's ids are the caller's already;
                 // without, the kernel checks with the real ids.
                 let check = || fs::access_fd(fd.as_fd(), bits);
@@ -161,7 +158,7 @@ impl Call<'_> {
                 }
                 Ok(Answer::Value(0))
             }
-            (_, Asked::Getxattr { name, value, size }) => {
+            (_, _, Asked::Getxattr { name, value, size }) => {
                 // The handle is O_PATH, which the xattr calls on descriptors
                 // refuse, so the value is read through its /proc name; that
                 // would follow a symlink, which then has no value here
@@ -177,7 +174,7 @@ impl Call<'_> {
                 }
                 Ok(Answer::Value(n as i64))
             }
-            (_, Asked::Listxattr { list, size }) => {
+            (_, _, Asked::Listxattr { list, size }) => {
                 if is_link {
                     return Ok(Answer::Value(0));
                 }
@@ -189,11 +186,10 @@ impl Call<'_> {
                 }
                 Ok(Answer::Value(n as i64))
             }
-            _ => {
+            (_, OpArgs::Readlink { buf: to, size }, _) => {
                 if !is_link {
                     return Err(Errno::EINVAL.into());
                 }
-                let size = self.op_arg(1) as i64;
                 if size <= 0 {
                     return Err(Errno::EINVAL.into());
                 }
@@ -201,9 +197,10 @@ impl Call<'_> {
                 let proc = path.as_deref().map_or(ProcEntry::NotProc, |p| self.proc_entry(p));
                 let n = self.on_behalf(proc, || fs::readlinkat(Dir::Fd(fd.as_fd()), c"", &mut buf))?;
                 let n = n.min(size as usize);
-                mem::write(pid, self.op_arg(0), &buf[..n])?;
+                mem::write(pid, to, &buf[..n])?;
                 Ok(Answer::Value(n as i64))
             }
+            _ => Err(MISDECODED.into()),
         }
     }
 
@@ -217,17 +214,17 @@ impl Call<'_> {
     /// descriptor is taken with `pidfd_getfd`, so its flags and the object
     /// answered about are one and the same open file.
     pub(super) fn held_descriptor(&self) -> Result<Option<OwnedFd>, Stop> {
-        let row = self.row;
-        if !matches!(row.op, Op::Statbuf | Op::Statx | Op::Statfs) {
+        let args = self.args;
+        if !matches!(self.row.op, Op::Statbuf | Op::Statx | Op::Statfs) {
             return Ok(None);
         }
-        let fd = self.arg(row.dirfd) as i32;
-        let named = row.path.is_none()
-            || (self.arg(row.flags) & AT_EMPTY_PATH != 0 && {
+        let PathAt { dirfd: fd, addr } = args.first();
+        let named = args.path.is_none()
+            || (args.flag_bits() & AT_EMPTY_PATH != 0 && {
                 let mut buf = [0u8; mem::PATH_MAX];
                 // Read once: what the kernel would look up is this answer's
                 // business only if it is empty now.
-                mem::read_path(self.notif.pid, self.arg(row.path), &mut buf)? == 0
+                mem::read_path(self.notif.pid, addr, &mut buf)? == 0
             });
         if !named || fd == libc::AT_FDCWD {
             return Ok(None);
@@ -258,10 +255,9 @@ impl Call<'_> {
     /// the supervisor to the caller's own inotify instance on the object it
     /// checked, with the caller's credentials.
     pub(super) fn watch(&mut self) -> Result<Answer, Stop> {
-        let a = self.notif.data.args;
-        let mask = a[self.row.extra.expect("the watch row names its mask") as usize] as u32;
-        let arg = self.path_arg(self.row.dirfd, self.row.path, false)?;
-        let instance = self.caller_fd(a[0] as i32)?;
+        let OpArgs::Watch { instance, mask } = self.args.op else { return Err(MISDECODED.into()) };
+        let arg = self.path_arg(self.args.first(), false)?;
+        let instance = self.caller_fd(instance)?;
         let (fd, _) = self.checked_object(&arg, mask & libc::IN_DONT_FOLLOW == 0, false, Access::Read)?;
         // The handle's /proc name leads to the checked object itself (a
         // symlink too, for IN_DONT_FOLLOW), never beyond it.
@@ -279,32 +275,32 @@ impl Call<'_> {
             SetXattr(std::ffi::CString, Vec<u8>, i32),
             RemoveXattr(std::ffi::CString),
         }
-        let row = self.row;
         // The flags first, as the kernel checks them: an unknown bit is
         // EINVAL, never ignored.
-        if row.flags.is_some() && self.arg(row.flags) & !(AT_SYMLINK_NOFOLLOW | AT_EMPTY_PATH) != 0 {
+        if self.args.flag_bits() & !(AT_SYMLINK_NOFOLLOW | AT_EMPTY_PATH) != 0 {
             return Err(Errno::EINVAL.into());
         }
         let (arg, follow, empty) = self.target()?;
-        let work = match row.op {
-            Op::Chmod => Work::Mode(self.op_arg(0) as u32 & 0o7777),
-            Op::Chown => Work::Owner(self.op_arg(0) as u32, self.op_arg(1) as u32),
-            Op::Utime => Work::Times(self.read_times(self.op_arg(0), TimeFormat::Utimbuf)?),
-            Op::Utimes => Work::Times(self.read_times(self.op_arg(0), TimeFormat::Timeval)?),
-            Op::Utimensat => Work::Times(self.read_times(self.op_arg(0), TimeFormat::Timespec)?),
-            Op::Setxattr => {
-                let name = self.read_xattr_name(self.op_arg(0))?;
-                let size = self.op_arg(2) as usize;
+        let work = match (self.row.op, self.args.op) {
+            (_, OpArgs::Chmod { mode }) => Work::Mode(mode & 0o7777),
+            (_, OpArgs::Chown { uid, gid }) => Work::Owner(uid, gid),
+            (Op::Utime, OpArgs::Times { at }) => Work::Times(self.read_times(at, TimeFormat::Utimbuf)?),
+            (Op::Utimes, OpArgs::Times { at }) => Work::Times(self.read_times(at, TimeFormat::Timeval)?),
+            (_, OpArgs::Times { at }) => Work::Times(self.read_times(at, TimeFormat::Timespec)?),
+            (_, OpArgs::Setxattr { name, value: at, size, flags }) => {
+                let name = self.read_xattr_name(name)?;
+                let size = size as usize;
                 if size > 65536 {
                     return Err(Errno::E2BIG.into());
                 }
                 let mut value = vec![0u8; size];
-                if size > 0 && mem::read(self.notif.pid, self.op_arg(1), &mut value)? != size {
+                if size > 0 && mem::read(self.notif.pid, at, &mut value)? != size {
                     return Err(Errno::EFAULT.into());
                 }
-                Work::SetXattr(name, value, self.op_arg(3) as i32)
+                Work::SetXattr(name, value, flags)
             }
-            _ => Work::RemoveXattr(self.read_xattr_name(self.op_arg(0))?),
+            (_, OpArgs::Removexattr { name }) => Work::RemoveXattr(self.read_xattr_name(name)?),
+            _ => return Err(MISDECODED.into()),
         };
         self.still_valid()?;
         let (fd, mode) = self.checked_object(&arg, follow, empty, Access::Write)?;

@@ -66,15 +66,14 @@ impl Call<'_> {
     /// changes nothing.
     pub(super) fn entry_op(&mut self) -> Result<Answer, Stop> {
         let row = self.row;
-        let a = self.notif.data.args;
-        let (d, p) = if row.op == Op::Symlink { (row.dirfd2, row.path2) } else { (row.dirfd, row.path) };
-        let arg = self.path_arg(d, p, false)?;
-        let target = match row.op {
-            Op::Symlink => {
-                // The target (a string, never resolved here) is the first
-                // argument of symlink and symlinkat alike.
+        let flags = self.args.flag_bits();
+        let at = if row.op == Op::Symlink { self.args.second() } else { self.args.first() };
+        let arg = self.path_arg(at, false)?;
+        let target = match self.args.op {
+            OpArgs::Symlink { target } => {
+                // The target: a string, never resolved here.
                 let mut buf = [0u8; mem::PATH_MAX];
-                let n = mem::read_path(self.notif.pid, a[0], &mut buf)?;
+                let n = mem::read_path(self.notif.pid, target, &mut buf)?;
                 if n == 0 {
                     return Err(Errno::ENOENT.into());
                 }
@@ -85,18 +84,17 @@ impl Call<'_> {
         self.still_valid()?;
         // What the kernel refuses before it looks anything up: an unknown
         // flag, a file type mknod cannot make.
-        if row.op == Op::Unlink && row.flags.is_some() && self.arg(row.flags) & !(libc::AT_REMOVEDIR as u64) != 0 {
+        if row.op == Op::Unlink && flags & !(libc::AT_REMOVEDIR as u64) != 0 {
             return Err(Errno::EINVAL.into());
         }
-        if row.op == Op::Mknod {
-            match self.op_arg(0) as u32 & libc::S_IFMT {
+        if let OpArgs::Mknod { mode, .. } = self.args.op {
+            match mode & libc::S_IFMT {
                 0 | libc::S_IFREG | libc::S_IFCHR | libc::S_IFBLK | libc::S_IFIFO | libc::S_IFSOCK => {}
                 libc::S_IFDIR => return Err(Errno::EPERM.into()),
                 _ => return Err(Errno::EINVAL.into()),
             }
         }
-        let remove_dir =
-            row.op == Op::Rmdir || (row.op == Op::Unlink && self.arg(row.flags) & (libc::AT_REMOVEDIR as u64) != 0);
+        let remove_dir = row.op == Op::Rmdir || (row.op == Op::Unlink && flags & (libc::AT_REMOVEDIR as u64) != 0);
         let creates = matches!(row.op, Op::Mkdir | Op::Symlink | Op::Mknod);
         let access = if creates { Access::Create } else { Access::Delete };
         let parent = match self.parent(&arg, access)? {
@@ -115,24 +113,21 @@ impl Call<'_> {
         };
         self.check_entry(&arg, &parent, access)?;
         let (dir, name) = (parent.fd.as_fd(), parent.name.as_c_str());
-        let done = match row.op {
-            Op::Unlink | Op::Rmdir => {
+        let done = match (row.op, self.args.op) {
+            (Op::Unlink | Op::Rmdir, _) => {
                 if parent.trailing_slash && !remove_dir {
                     let is_dir = parent.entry()?.is_some_and(|st| st.st_mode & libc::S_IFMT == libc::S_IFDIR);
                     return Err(if is_dir { Errno::EISDIR } else { Errno::ENOTDIR }.into());
                 }
                 fs::unlinkat(dir, name, if remove_dir { libc::AT_REMOVEDIR } else { 0 })
             }
-            Op::Mkdir => {
-                let mode = self.arg(row.extra) as u32;
-                fs::mkdirat(dir, name, self.creation_mode(dir, mode)?)
-            }
-            Op::Symlink => fs::symlinkat(target.as_deref().expect("read above"), dir, name),
-            _ => {
-                let mode = self.op_arg(0) as u32;
+            (_, OpArgs::Mkdir { mode }) => fs::mkdirat(dir, name, self.creation_mode(dir, mode)?),
+            (_, OpArgs::Symlink { .. }) => fs::symlinkat(target.as_deref().expect("read above"), dir, name),
+            (_, OpArgs::Mknod { mode, dev }) => {
                 let kind = if mode & libc::S_IFMT == 0 { libc::S_IFREG } else { mode & libc::S_IFMT };
-                fs::mknodat(dir, name, kind | self.creation_mode(dir, mode)?, self.op_arg(1))
+                fs::mknodat(dir, name, kind | self.creation_mode(dir, mode)?, dev)
             }
+            _ => Err(MISDECODED),
         };
         done.map(|()| Answer::Value(0)).map_err(Stop::Fail)
     }
@@ -142,7 +137,7 @@ impl Call<'_> {
     /// side) and performed on the supervisor's pinned handles.
     pub(super) fn rename_or_link(&mut self) -> Result<Answer, Stop> {
         let row = self.row;
-        let flags = self.arg(row.flags);
+        let flags = self.args.flag_bits();
         // Flags the kernel refuses before it looks anything up.
         let known = match row.op {
             Op::Link => AT_SYMLINK_FOLLOW | AT_EMPTY_PATH,
@@ -151,15 +146,15 @@ impl Call<'_> {
         let exchange = flags & u64::from(libc::RENAME_EXCHANGE) != 0;
         let noreplace = flags & u64::from(libc::RENAME_NOREPLACE) != 0;
         let exchange_with = flags & u64::from(libc::RENAME_NOREPLACE | libc::RENAME_WHITEOUT) != 0;
-        if row.flags.is_some() && (flags & !known != 0 || (row.op == Op::Rename && exchange && exchange_with)) {
+        if flags & !known != 0 || (row.op == Op::Rename && exchange && exchange_with) {
             return Err(Errno::EINVAL.into());
         }
-        let src = self.path_arg(row.dirfd, row.path, false)?;
-        let dst = self.path_arg(row.dirfd2, row.path2, false)?;
+        let src = self.path_arg(self.args.first(), false)?;
+        let dst = self.path_arg(self.args.second(), false)?;
         self.still_valid()?;
         if row.op == Op::Link {
             let follow = flags & AT_SYMLINK_FOLLOW != 0;
-            let empty = row.flags.is_some() && flags & AT_EMPTY_PATH != 0;
+            let empty = flags & AT_EMPTY_PATH != 0;
             // As the kernel's do_linkat: two mounts are EXDEV before any
             // permission is checked, said wherever the source's metadata
             // may be known.

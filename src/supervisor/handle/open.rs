@@ -8,21 +8,16 @@ impl Call<'_> {
     /// `open`, `creat`, `openat`, `openat2`: the supervisor opens the object
     /// it checked and installs the descriptor in the caller.
     pub(super) fn open(&mut self) -> Result<Answer, Stop> {
-        let row = self.row;
-        let a = &self.notif.data.args;
-        let (flags, mode, resolve) = match row.op {
-            Op::Creat => (libc::O_CREAT | libc::O_WRONLY | libc::O_TRUNC, a[1] as u32, 0),
-            Op::Openat2 => {
-                let how = self.read_open_how(a[2], a[3])?;
+        let (flags, mode, resolve) = match self.args.op {
+            OpArgs::Open { flags, mode } => (flags, mode, 0),
+            OpArgs::Openat2 { how, size } => {
+                let how = self.read_open_how(how, size)?;
                 (how.flags as i32, how.mode as u32, how.resolve & !fs::RESOLVE_CACHED)
             }
-            _ => {
-                let i = row.flags.expect("open rows name their flags") as usize;
-                (a[i] as i32, a[i + 1] as u32, 0)
-            }
+            _ => return Err(MISDECODED.into()),
         };
         let anchored = resolve & (fs::RESOLVE_BENEATH | fs::RESOLVE_IN_ROOT) != 0;
-        let arg = self.path_arg(row.dirfd, row.path, anchored)?;
+        let arg = self.path_arg(self.args.first(), anchored)?;
 
         let o_path = flags & libc::O_PATH != 0;
         let tmpfile = flags & libc::O_TMPFILE == libc::O_TMPFILE;

@@ -26,7 +26,7 @@
 //! without blocking. What the other side sees of its peer is the caller's
 //! effective uid and gid; its pid is interpose's.
 
-use super::{Call, PathArg, Stop, Why};
+use super::{Call, PathArg, Stop, Why, MISDECODED};
 use crate::audit::{AccessKind, RuleKind, Verdict};
 use crate::policy::Access;
 use crate::supervisor::identity;
@@ -35,7 +35,7 @@ use crate::supervisor::resolve::{Resolver, Target};
 use crate::supervisor::{Answer, NetRule};
 use crate::sys::socket::ADDRESS_MAX;
 use crate::sys::{fs, mem, socket, Errno};
-use crate::syscalls::Op;
+use crate::syscalls::{Op, OpArgs};
 use std::net::SocketAddr;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 
@@ -93,11 +93,9 @@ struct Message {
 impl Call<'_> {
     /// connect, bind, sendto, sendmsg, sendmmsg.
     pub(super) fn socket(&mut self) -> Result<Answer, Stop> {
-        let a = self.notif.data.args;
-        let x = self.row.extra.expect("socket rows name their address argument") as usize;
-        match self.row.op {
-            Op::Connect => self.connect(a[x], a[x + 1]),
-            Op::Bind => self.bind(a[x], a[x + 1]),
+        match (self.row.op, self.args.op) {
+            (Op::Connect, OpArgs::Address { socket, addr, len }) => self.connect(socket, addr, len),
+            (Op::Bind, OpArgs::Address { socket, addr, len }) => self.bind(socket, addr, len),
             _ => self.send(),
         }
     }
@@ -195,8 +193,7 @@ impl Call<'_> {
         Ok(self.sup.bound_by_sandbox(bytes))
     }
 
-    fn connect(&mut self, addr: u64, len: u64) -> Result<Answer, Stop> {
-        let sockfd = self.notif.data.args[0] as i32;
+    fn connect(&mut self, sockfd: i32, addr: u64, len: u64) -> Result<Answer, Stop> {
         let address = self.address(addr, len)?;
         let sock = self.caller_fd(sockfd)?;
         let stream = is_stream(&sock);
@@ -255,8 +252,8 @@ impl Call<'_> {
     /// in the checked directory; any other address is bound as read (an
     /// abstract name bound on the host's network namespace is remembered:
     /// the sandbox may reach it later).
-    fn bind(&mut self, addr: u64, len: u64) -> Result<Answer, Stop> {
-        let sock = self.caller_fd(self.notif.data.args[0] as i32)?;
+    fn bind(&mut self, sockfd: i32, addr: u64, len: u64) -> Result<Answer, Stop> {
+        let sock = self.caller_fd(sockfd)?;
         match self.address(addr, len)? {
             Address::Path(bytes) => {
                 let arg = self.socket_path(bytes)?;
@@ -316,24 +313,26 @@ impl Call<'_> {
     /// sendto (with an address: one without is not trapped), sendmsg,
     /// sendmmsg.
     fn send(&mut self) -> Result<Answer, Stop> {
-        let a = self.notif.data.args;
-        let x = self.row.extra.expect("send rows name their address argument") as usize;
-        let sock = self.caller_fd(a[0] as i32)?;
-        let stream = is_stream(&sock);
         // Each message's msghdr in the caller (none for sendto).
-        let (headers, flags): (Vec<Option<u64>>, u64) = match self.row.op {
-            Op::Sendto => (vec![None], a[3]),
-            Op::Sendmsg => (vec![Some(a[x])], a[2]),
-            _ => {
-                let count = (a[x + 1] & 0xffff_ffff).min(UIO_MAXIOV);
-                ((0..count).map(|i| Some(a[x].wrapping_add(i * MMSGHDR))).collect(), a[3])
+        let (socket, headers, flags): (i32, Vec<Option<u64>>, u64) = match self.args.op {
+            OpArgs::Sendto { socket, flags, .. } => (socket, vec![None], flags),
+            OpArgs::Sendmsg { socket, msg, flags } => (socket, vec![Some(msg)], flags),
+            OpArgs::Sendmmsg { socket, vec, vlen, flags } => {
+                let count = vlen.min(UIO_MAXIOV);
+                (socket, (0..count).map(|i| Some(vec.wrapping_add(i * MMSGHDR))).collect(), flags)
             }
+            _ => return Err(MISDECODED.into()),
         };
+        let sock = self.caller_fd(socket)?;
+        let stream = is_stream(&sock);
         let mut messages = Vec::with_capacity(headers.len());
         for h in headers {
-            let (name, namelen, data, control) = match h {
-                None => (a[x], a[x + 1], self.read_buffer(a[1], a[2])?, Vec::new()),
-                Some(h) => {
+            let (name, namelen, data, control) = match (h, self.args.op) {
+                (None, OpArgs::Sendto { buf, len, addr, addrlen, .. }) => {
+                    (addr, addrlen, self.read_buffer(buf, len)?, Vec::new())
+                }
+                (None, _) => return Err(MISDECODED.into()),
+                (Some(h), _) => {
                     let [name, namelen, iov, iovlen, control, controllen, _] = self.msghdr(h)?;
                     let data = self.gather(iov, iovlen)?;
                     let control = if controllen == 0 { Vec::new() } else { self.read_control(control, controllen)? };
