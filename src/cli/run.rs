@@ -3,14 +3,15 @@
 
 use super::RunArgs;
 use crate::sandbox::{self, filter};
-use crate::session::{self, errno, io, Config, RunError};
+use crate::session::{self, errno, io, Config, Enforcement, RunError};
 use crate::sys::{process, seccomp};
 use std::ffi::OsString;
 
 impl RunArgs {
-    /// The session these flags describe.
-    pub fn config(&self) -> Config {
-        Config {
+    /// The session these flags describe; flags that cannot be had together
+    /// are refused here, before anything is set up.
+    pub fn config(&self) -> Result<Config, RunError> {
+        Ok(Config {
             surface: self.surface.spec(),
             audit: self.audit.clone(),
             audit_level: self.audit_level,
@@ -18,25 +19,22 @@ impl RunArgs {
             audit_failure: self.audit_failure,
             user: self.user.clone(),
             max_procs: self.max_procs,
-            learn: self.learn,
+            enforcement: Enforcement::from_flags(self.fast, self.learn, self.no_landlock, self.bench_floor)?,
             env_keep: self.env_keep.clone(),
             keep_session: self.keep_session,
             quiet: self.quiet,
             isolate: self.isolate,
-            fast: self.fast,
             net: self.net.clone(),
             net_resolve: self.net_resolve.clone(),
-            bench_floor: self.bench_floor,
             no_namespace: self.no_namespace,
-            no_landlock: self.no_landlock,
             command: self.command.clone(),
-        }
+        })
     }
 }
 
 /// Runs `interpose run`; returns the command's exit status.
 pub fn run(args: &RunArgs) -> Result<i32, RunError> {
-    session::run(&args.config())
+    session::run(&args.config()?)
 }
 
 /// `interpose debug landlock`: applies the surface's Landlock ruleset to this

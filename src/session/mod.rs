@@ -4,6 +4,7 @@
 //! start a session the same way.
 
 mod dir;
+mod enforcement;
 mod net;
 mod record;
 pub mod surface;
@@ -15,6 +16,7 @@ use crate::sandbox::{self, filter, Plan};
 use crate::supervisor::{self, Supervisor};
 use crate::sys::{process, seccomp, Errno};
 use dir::{SessionDir, StagingDir};
+pub use enforcement::Enforcement;
 use nix::sys::signal::SigSet;
 use record::{mode_record, open_trail, session_start, with_namespace};
 use std::ffi::{CString, OsStr, OsString};
@@ -53,8 +55,8 @@ pub struct Config {
     pub user: Option<String>,
     /// The task limit of the pids cgroup.
     pub max_procs: Option<u32>,
-    /// Learning mode: nothing enforced, would-be refusals recorded.
-    pub learn: bool,
+    /// How the surface is enforced (settled with the policy's `mode`).
+    pub enforcement: Enforcement,
     /// Credential variables passed through anyway.
     pub env_keep: Vec<String>,
     /// Keep the session directory after the run.
@@ -63,18 +65,12 @@ pub struct Config {
     pub quiet: bool,
     /// An isolated root holding only the surface.
     pub isolate: bool,
-    /// Fast mode: leave to Landlock what it decides exactly.
-    pub fast: bool,
     /// The network the command gets.
     pub net: Net,
     /// Names the proxy resolves to these addresses without DNS (tests).
     pub net_resolve: Vec<(String, std::net::IpAddr)>,
-    /// `interpose bench`'s notification floor.
-    pub bench_floor: bool,
     /// Stay in the host's mount namespace.
     pub no_namespace: bool,
-    /// Run without the Landlock backstop.
-    pub no_landlock: bool,
     /// The command and its arguments.
     pub command: Vec<OsString>,
 }
@@ -226,6 +222,7 @@ pub fn run(args: &Config) -> Result<i32, RunError> {
     let t0 = std::time::Instant::now();
     let phase = |what: &str| tracing::debug!("start-up: {what} at {} us", t0.elapsed().as_micros());
     phase("session starts");
+    validate(args)?;
     let (handled, original) = block_handled_signals()?;
     // While interpose is single-threaded: the session's own mount namespace
     // (with a user namespace when not root), which the command inherits.
@@ -237,14 +234,17 @@ pub fn run(args: &Config) -> Result<i32, RunError> {
     let session = SessionDir::create(args.keep_session)?;
     phase("session directory");
     let mut parts = assemble(args, &session, &namespace, user)?;
+    let (enforcement, unused) = args.enforcement.with_policy(parts.loaded.0.mode)?;
+    parts.notes.extend(unused.map(String::from));
+    parts.notes.extend(namespace_note(&namespace, args.no_namespace));
     phase("surface, session home, caches");
     let trail = open_trail(args, &mut parts.surface)?;
     let policy_net = (&parts.loaded.0.net_allow[..], &parts.loaded.0.net_credentials[..]);
     let mut network = net::NetSetup::plan(args, policy_net, namespace.unprivileged())?;
-    if args.learn {
+    if enforcement.learns() {
         eprintln!("interpose: learning mode: nothing is enforced; what would be denied is recorded as would_deny");
     }
-    let (landlock, trapping) = backstop(args, &parts, (&namespace, &network))?;
+    let (landlock, trapping) = backstop(args, enforcement, &parts, (&namespace, &network))?;
     // The isolated root is built on an empty directory next to the session
     // directory (inside it, the session's own bind would contain it).
     let staging = match args.isolate {
@@ -296,7 +296,7 @@ pub fn run(args: &Config) -> Result<i32, RunError> {
     let pids = pids_cgroup(args, &plan)?;
     let sink = trail.map(|(out, key)| Sink::start(out, Some(key)));
     if let Some(sink) = &sink {
-        let mode = mode_record(trapping, args.learn);
+        let mode = mode_record(trapping, enforcement.learns());
         let record = session_start(args, &parts.surface, &parts.loaded, &dropped, mode, &parts.caches);
         let mut record = with_namespace(record, &namespace);
         if let audit::Record::SessionStart(start) = &mut record {
@@ -326,7 +326,7 @@ pub fn run(args: &Config) -> Result<i32, RunError> {
     // applied by hand; its own must not interfere.
     process::umask(0);
     let sandbox::Started { pid, listener, channel, root, proxy, forwards } = started;
-    let proxy = network.start_proxy(proxy, forwards, &args.net_resolve, args.learn, sink.clone())?;
+    let proxy = network.start_proxy(proxy, forwards, &args.net_resolve, enforcement.learns(), sink.clone())?;
     if let (Some(sink), audit::OnFailure::Stop) = (&sink, args.audit_failure) {
         sink.stop_on_failure(pid);
     }
@@ -342,8 +342,8 @@ pub fn run(args: &Config) -> Result<i32, RunError> {
         surface: parts.surface,
         audit: sink.clone().map(|s| (s, args.audit_level)),
         set_groups: !namespace.unprivileged(),
-        learn: args.learn,
-        floor: args.bench_floor,
+        learn: enforcement.learns(),
+        floor: enforcement.floor(),
         landlock_exact: continuable.unwrap_or_default(),
         exec_roots,
         backstop: sound,
@@ -387,6 +387,28 @@ pub fn run(args: &Config) -> Result<i32, RunError> {
     drop(session);
     phase("session directory removed");
     Ok(status)
+}
+
+/// Refuses, before anything is set up, what the flags ask for together
+/// but cannot be had together.
+fn validate(args: &Config) -> Result<(), RunError> {
+    let e = args.enforcement;
+    if matches!(args.net, Net::Connect(_)) && !e.backstop() && !e.learns() {
+        return Err(RunError::NetNeedsLandlock);
+    }
+    Ok(())
+}
+
+/// What the session could not have here, said before the command runs: a
+/// mount namespace the user did not turn off and the kernel did not give.
+fn namespace_note(namespace: &sandbox::namespace::Namespace, turned_off: bool) -> Option<String> {
+    match namespace {
+        sandbox::namespace::Namespace::Host(why) if !turned_off => Some(format!(
+            "no mount namespace of its own ({why}): the package caches are empty private directories, \
+             /dev/shm is refused, and no PID namespace bounds the command's processes"
+        )),
+        _ => None,
+    }
 }
 
 /// Blocks the signals interpose handles through a signalfd, first of all:
@@ -466,7 +488,11 @@ fn assemble(
             mode: Mode::Rw,
             origin: Origin::System("private shared memory"),
         }),
-        Err(e) => tracing::debug!("no private /dev/shm: {e}"),
+        // Without a namespace the note above says so already.
+        Err(e) if namespace.can_mount() => {
+            notes.push(format!("no private /dev/shm ({e}): POSIX shared memory is refused"))
+        }
+        Err(_) => {}
     }
     Ok(Parts { surface, loaded, caches, session_home, notes })
 }
@@ -475,12 +501,13 @@ fn assemble(
 /// bench's floor) and which calls the filter traps with it.
 fn backstop(
     args: &Config,
+    enforcement: Enforcement,
     parts: &Parts,
     (namespace, network): (&sandbox::namespace::Namespace, &net::NetSetup),
 ) -> Result<(Option<sandbox::landlock::Backstop>, crate::syscalls::Trapping), RunError> {
     use crate::syscalls::Trapping;
-    let landlock = if args.no_landlock || args.learn || args.bench_floor {
-        if !args.learn && !args.bench_floor {
+    let landlock = if !enforcement.backstop() {
+        if enforcement == Enforcement::Unbacked {
             eprintln!("interpose: warning: --no-landlock: running without the Landlock backstop; calls answered with CONTINUE can be raced");
         }
         None
@@ -503,16 +530,10 @@ fn backstop(
         }
         Some(backstop)
     };
-    if matches!(args.net, Net::Connect(_)) && landlock.is_none() && !args.learn {
-        return Err(RunError::NetNeedsLandlock);
-    }
-    let fast = args.fast || parts.loaded.0.mode == Some(crate::policy::file::RunMode::Fast);
+    let fast = enforcement.fast();
     let mut landlock = landlock;
     let Some(b) = &mut landlock else {
-        return match fast {
-            true => Err(RunError::FastNeedsLandlock),
-            false => Ok((None, Trapping::All)),
-        };
+        return Ok((None, Trapping::All));
     };
     // With a procfs of its own, the child grants it whole (its carve-outs
     // masked): an open continued on the path as written that a symlink
@@ -645,7 +666,9 @@ fn pids_cgroup(args: &Config, plan: &Plan) -> Result<Option<sandbox::pids::PidsC
         Ok(cgroup) => Ok(Some(cgroup)),
         Err(e) if args.max_procs.is_some() => Err(RunError::MaxProcs(e)),
         Err(e) => {
-            tracing::debug!("no default task limit: {e}");
+            if !args.quiet {
+                say(&format!("no task limit for the command: no pids cgroup could be made ({e})"));
+            }
             Ok(None)
         }
     }
@@ -693,6 +716,15 @@ fn explain_failed_start(supervisor: &Supervisor, program: &Path, status: i32, ex
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_namespace_not_given_is_said_unless_turned_off() {
+        use sandbox::namespace::Namespace;
+        let host = Namespace::Host("unshare(CLONE_NEWNS): EPERM".into());
+        assert!(namespace_note(&host, false).is_some_and(|n| n.contains("EPERM") && n.contains("/dev/shm")));
+        assert_eq!(namespace_note(&host, true), None);
+        assert_eq!(namespace_note(&Namespace::Mount, false), None);
+    }
 
     #[test]
     fn programs_are_found_like_execvp() {

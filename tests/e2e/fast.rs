@@ -141,3 +141,33 @@ fn without_a_pid_namespace_fast_mode_keeps_opens_trapped() {
     assert!(start["mode"].get("untrapped_read_only").is_none(), "{start}");
     assert!(trail.lines().any(|l| l.contains("\"decision\"") && l.contains("/mine\"")), "{trail}");
 }
+
+/// The mode is settled once, from the flags and the policy: a policy asking
+/// for fast mode makes a plain run fast (the trail's mode says so), a
+/// learning run learns and says the policy's mode is not used, and
+/// `--no-landlock` cannot be fast.
+#[test]
+fn a_policy_asking_for_fast_mode_is_settled_with_the_flags() {
+    let Some(t) = kernel_tree() else { return };
+    let policy = t.outside.join("fast.toml");
+    std::fs::write(&policy, "mode = \"fast\"\ncwd = \".\"\n").unwrap();
+    let p = policy.to_str().unwrap();
+    let mode_of = |trail: &std::path::Path| {
+        let text = std::fs::read_to_string(trail).unwrap();
+        let start: serde_json::Value = serde_json::from_str(text.lines().next().unwrap()).unwrap();
+        start["mode"]["name"].as_str().unwrap_or_default().to_string()
+    };
+    let trail = t.outside.join("fast.jsonl");
+    let o = t.command(&["--policy", p, "--audit", trail.to_str().unwrap()], &["/bin/true"]).output().unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(mode_of(&trail), "fast");
+    let trail = t.outside.join("learn.jsonl");
+    let o =
+        t.command(&["--policy", p, "--learn", "--audit", trail.to_str().unwrap()], &["/bin/true"]).output().unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(stderr(&o).contains("mode = \"fast\" is not used while learning"), "{}", stderr(&o));
+    assert_eq!(mode_of(&trail), "learn");
+    let o = t.command(&["--policy", p, "--no-landlock"], &["/bin/true"]).output().unwrap();
+    assert_eq!(o.status.code(), Some(125));
+    assert!(stderr(&o).contains("--fast leaves decisions to Landlock"), "{}", stderr(&o));
+}
