@@ -331,27 +331,18 @@ impl Sandbox {
         };
         let out = tail(Box::new(child.stdout.take().expect("piped")));
         let err = tail(Box::new(child.stderr.take().expect("piped")));
-        let deadline = std::time::Instant::now() + timeout;
-        let mut timed_out = false;
-        let status = loop {
-            if let Some(s) = child.try_wait()? {
-                break s;
-            }
-            if std::time::Instant::now() >= deadline && !timed_out {
-                // interpose passes SIGTERM on and kills what is left; a
-                // command that ignores it is killed after a grace period.
-                let _ = nix::sys::signal::kill(
-                    nix::unistd::Pid::from_raw(child.id() as i32),
-                    nix::sys::signal::Signal::SIGTERM,
-                );
-                timed_out = true;
-            }
-            if timed_out && std::time::Instant::now() >= deadline + KILL_GRACE {
+        // The session's end, woken by its pidfd (no polling): the command's
+        // time, then SIGTERM (interpose passes it on and kills what is
+        // left), then a grace period, then SIGKILL.
+        let pidfd = crate::sys::process::pidfd_open(child.id() as libc::pid_t).map_err(std::io::Error::from)?;
+        let timed_out = !exits_within(pidfd.as_fd(), timeout)?;
+        if timed_out {
+            let _ = crate::sys::process::kill(child.id() as libc::pid_t, libc::SIGTERM);
+            if !exits_within(pidfd.as_fd(), KILL_GRACE)? {
                 let _ = child.kill();
-                break child.wait()?;
             }
-            std::thread::sleep(std::time::Duration::from_millis(5));
-        };
+        }
+        let status = child.wait()?;
         let (stdout, stdout_dropped) = out.join().unwrap_or_default();
         let (stderr, stderr_dropped) = err.join().unwrap_or_default();
         use std::os::unix::process::ExitStatusExt;
@@ -362,6 +353,24 @@ impl Sandbox {
 
 /// How long a timed-out command has after SIGTERM before it is killed.
 const KILL_GRACE: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// Whether the process of `pidfd` exits within `within`: its pidfd turns
+/// readable when it does.
+fn exits_within(pidfd: std::os::fd::BorrowedFd<'_>, within: std::time::Duration) -> Result<bool, SandboxError> {
+    use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
+    let deadline = std::time::Instant::now() + within;
+    loop {
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        // poll takes at most i32::MAX ms; a longer wait goes round again.
+        let ms = PollTimeout::try_from(left.as_millis().min(i32::MAX as u128) as i32).unwrap_or(PollTimeout::MAX);
+        match poll(&mut [PollFd::new(pidfd, PollFlags::POLLIN)], ms) {
+            Ok(0) if left.is_zero() => return Ok(false),
+            Ok(0) | Err(Errno::EINTR) => continue,
+            Ok(_) => return Ok(true),
+            Err(e) => return Err(SandboxError::Io(e.into())),
+        }
+    }
+}
 
 #[cfg(test)]
 mod tests {
