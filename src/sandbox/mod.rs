@@ -14,7 +14,6 @@
 
 pub mod caches;
 pub mod channel;
-pub mod explain;
 pub mod features;
 pub mod filter;
 pub mod isolate;

@@ -5,6 +5,7 @@
 
 mod dir;
 mod enforcement;
+mod explain;
 mod net;
 mod record;
 pub mod surface;
@@ -702,10 +703,8 @@ fn end_notes(args: &Config, supervisor: &Supervisor) -> Vec<String> {
 /// surface, not only the errno.
 fn explain_failed_start(supervisor: &Supervisor, program: &Path, status: i32, exec_error: Option<Errno>) {
     let lines = match exec_error {
-        Some(e) => sandbox::explain::start_failure(program, e, &supervisor.exec_refusals(), supervisor.surface()),
-        None if matches!(status, 126 | 127) => {
-            supervisor.exec_refusals().iter().map(sandbox::explain::refusal).collect()
-        }
+        Some(e) => explain::start_failure(program, e, &supervisor.exec_refusals(), supervisor.surface()),
+        None if matches!(status, 126 | 127) => supervisor.exec_refusals().iter().map(explain::refusal).collect(),
         None => Vec::new(),
     };
     for line in lines {
