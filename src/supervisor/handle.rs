@@ -1,10 +1,11 @@
 //! Deciding one notification: read its paths, resolve, check, answer.
 
+use super::context::Context;
 use super::cover::Cover;
 use super::identity;
 use super::later;
 use super::resolve::{Caller, Lookup, Nameless, ProcEntry, Request, ResolveError, Resolved, Target};
-use super::{Answer, Supervisor};
+use super::Answer;
 use crate::audit::{AccessKind, RuleKind, Verdict};
 use crate::policy::{Access, ProcPlace, Reason};
 use crate::sys::fs::{self, Dir, OpenHow};
@@ -95,7 +96,7 @@ const AT_EMPTY_PATH: u64 = libc::AT_EMPTY_PATH as u64;
 const AT_SYMLINK_NOFOLLOW: u64 = libc::AT_SYMLINK_NOFOLLOW as u64;
 const AT_SYMLINK_FOLLOW: u64 = libc::AT_SYMLINK_FOLLOW as u64;
 
-pub fn handle(sup: &Supervisor, notif: &seccomp::Notif) -> Outcome {
+pub fn handle(cx: &Context<'_>, notif: &seccomp::Notif) -> Outcome {
     PIDFD.with(|c| c.borrow_mut().follow(notif.pid));
     let Some(row) = table::lookup(notif.data.nr) else {
         // The filter only traps table rows; anything else is a bug, and the
@@ -114,12 +115,12 @@ pub fn handle(sup: &Supervisor, notif: &seccomp::Notif) -> Outcome {
     if row.op == Op::Creds {
         // The caller is about to change its credentials: what was cached
         // about them goes stale before the change takes effect.
-        sup.credentials_change();
+        cx.memory.credentials_change();
         return Outcome { answer: Some(Answer::Continue(Cover::credentials())), checks: Vec::new(), argv: None };
     }
     // Everything below runs with the caller's own credentials: never grant
     // through the supervisor what the caller could not do itself.
-    match super::identity::act_as(notif.pid, sup.generation(), sup.sets_groups()) {
+    match super::identity::act_as(notif.pid, cx.memory.generation(), cx.ground.set_groups) {
         Ok(()) => {}
         // The caller is gone: nobody to answer.
         Err(Errno::ESRCH) => return Outcome { answer: None, checks: Vec::new(), argv: None },
@@ -128,8 +129,8 @@ pub fn handle(sup: &Supervisor, notif: &seccomp::Notif) -> Outcome {
             return Outcome { answer: Some(Answer::Fail(Errno::EPERM)), checks: Vec::new(), argv: None };
         }
     }
-    let mut cx = Call {
-        sup,
+    let mut call = Call {
+        cx: *cx,
         notif,
         row,
         args: Args::decode(row, &notif.data.args),
@@ -140,12 +141,12 @@ pub fn handle(sup: &Supervisor, notif: &seccomp::Notif) -> Outcome {
         decided_by: None,
         base_hint: None,
     };
-    let answer = match cx.run() {
+    let answer = match call.run() {
         Ok(a) => Some(a),
         Err(Stop::Fail(e)) => Some(Answer::Fail(e)),
         Err(Stop::Gone) => None,
     };
-    Outcome { answer, checks: cx.checks, argv: cx.argv }
+    Outcome { answer, checks: call.checks, argv: call.argv }
 }
 
 enum Stop {
@@ -238,7 +239,8 @@ thread_local! {
 }
 
 struct Call<'a> {
-    sup: &'a Supervisor,
+    /// What the handler is given of the supervisor.
+    cx: Context<'a>,
     notif: &'a seccomp::Notif,
     row: &'static Syscall,
     /// The call's arguments, decoded once through its row.
@@ -344,7 +346,7 @@ impl Call<'_> {
     /// notification is still pending: after the caller dies its tid can be
     /// reused by another process.
     fn still_valid(&self) -> Result<(), Stop> {
-        if self.sup.still_pending(self.notif.id) {
+        if self.cx.still_pending(self.notif.id) {
             Ok(())
         } else {
             Err(Stop::Gone)
@@ -357,10 +359,10 @@ impl Call<'_> {
     /// namespace's). Without it, resolving from the supervisor's root would
     /// decide on other objects: fails closed.
     fn root(&self) -> Result<Option<Root<'_>>, Errno> {
-        if self.sup.isolated() {
+        if self.cx.ground.isolated {
             return self.caller_root().map(|r| Some(Root::Own(r))).ok_or(Errno::ESRCH);
         }
-        Ok(self.sup.command_root().map(Root::Shared))
+        Ok(self.cx.ground.command_root().map(Root::Shared))
     }
 
     fn caller<'c>(&'c self, arg: &'c PathArg, root: Option<&'c Root<'c>>) -> Caller<'c> {
@@ -375,21 +377,21 @@ impl Call<'_> {
 
     /// A lookup for `caller` against the supervisor's surface.
     fn lookup<'c>(&'c self, caller: &'c Caller<'c>) -> Lookup<'c> {
-        Lookup { surface: self.sup.surface(), procs: self.sup.procs(), caller }
+        Lookup { surface: &self.cx.ground.surface, procs: &self.cx.ground.procs, caller }
     }
 
     fn resolve(&self, arg: &PathArg, follow: bool, empty_path: bool, resolve: u64) -> Result<Resolved, ResolveError> {
         let root = self.root()?;
         let req = Request { path: &arg.bytes, follow, empty_path, resolve };
         let caller = self.caller(arg, root.as_ref());
-        self.sup.resolver().resolve(&self.lookup(&caller), req)
+        self.cx.ground.resolver.resolve(&self.lookup(&caller), req)
     }
 
     /// Whose `/proc` the canonical `path` lies in, for this caller.
     fn proc_entry(&self, path: &[u8]) -> ProcEntry {
         let no_base = PathArg { bytes: Vec::new(), base: None };
         let caller = self.caller(&no_base, None);
-        self.sup.resolver().proc_entry(&self.lookup(&caller), path)
+        self.cx.ground.resolver.proc_entry(&self.lookup(&caller), path)
     }
 
     /// Runs `f`, which acts on an object in procfs for the caller: with the
@@ -452,7 +454,7 @@ impl Call<'_> {
                 // one interpose runs in) is one the command created, or
                 // someone else's, refused even when learning: another
                 // session's terminal would give its keystrokes away.
-                if !self.sup.created_terminal(&fs::fstat(fd.as_fd())?) {
+                if !self.cx.memory.created_terminal(&fs::fstat(fd.as_fd())?) {
                     let why = Why::Note("a terminal the command did not create", RuleKind::Terminal);
                     self.push(arg, Some(&r.path), name, Verdict::Deny, Some(Errno::EACCES), why);
                     return Err(Stop::Fail(Errno::EACCES));
@@ -461,7 +463,7 @@ impl Call<'_> {
                 self.push(arg, Some(&r.path), name, Verdict::Allow, None, why);
             }
             _ => {
-                if let (Some((number, _)), true) = (&arg.base, self.sup.records()) {
+                if let (Some((number, _)), true) = (&arg.base, self.cx.ground.records) {
                     self.base_hint = r.base_path(&arg.bytes).map(|base| (*number, arg.bytes.clone(), base.to_vec()));
                 }
                 self.decide(arg, &r.path, access)?
@@ -475,7 +477,7 @@ impl Call<'_> {
     fn ungranted_terminal(&self, stat: &libc::stat, path: &[u8]) -> bool {
         stat.st_mode & libc::S_IFMT == libc::S_IFCHR
             && crate::policy::system::is_pty_slave(stat.st_rdev)
-            && !self.sup.surface().decide(path, Access::Read, self.sup.procs()).allowed
+            && !self.cx.ground.surface.decide(path, Access::Read, &self.cx.ground.procs).allowed
     }
 
     /// Decides `access` to the canonical `path` against the surface and
@@ -483,12 +485,12 @@ impl Call<'_> {
     /// what enforcement would refuse and goes on, except for carve-outs).
     fn decide(&mut self, arg: &PathArg, path: &[u8], access: Access) -> Result<(), Stop> {
         let name = AccessKind::from(access);
-        let v = self.sup.surface().decide(path, access, self.sup.procs());
+        let v = self.cx.ground.surface.decide(path, access, &self.cx.ground.procs);
         self.decided_by = Some(v.reason);
         let why = Why::Verdict(v.reason);
         // Learning allows what a wider surface could allow; carve-outs (host
         // secrets) no flag can allow, so even learning does not hand them out.
-        if !v.allowed && self.sup.learns() && !self.sup.surface().is_carve_out(v.reason) {
+        if !v.allowed && self.cx.ground.learn && !self.cx.ground.surface.is_carve_out(v.reason) {
             self.push(arg, Some(path), name, Verdict::WouldDeny, None, why);
             return Ok(());
         }
@@ -512,7 +514,7 @@ impl Call<'_> {
         errno: Option<Errno>,
         reason: Why,
     ) {
-        let audited = self.sup.records();
+        let audited = self.cx.ground.records;
         let dirfd = match &arg.base {
             Some((number, fd)) if audited => {
                 let hinted = self.base_hint.take().filter(|(n, written, _)| n == number && *written == arg.bytes);
@@ -520,7 +522,7 @@ impl Call<'_> {
                     Some((_, _, base)) => base,
                     None => {
                         let mut path = Vec::new();
-                        let _ = self.sup.resolver().fd_path(fd.as_fd(), &mut path);
+                        let _ = self.cx.ground.resolver.fd_path(fd.as_fd(), &mut path);
                         path
                     }
                 };
@@ -587,13 +589,13 @@ impl Call<'_> {
                 // on would hold the worker until the lease breaks (45 s by
                 // default, and every thread of the command can ask at
                 // once); the call then waits in the retry queue instead.
-                let (dir, name) = self.sup.resolver().reopening(fd.as_fd())?;
+                let (dir, name) = self.cx.ground.resolver.reopening(fd.as_fd())?;
                 // The caller's file size limit, not the supervisor's: growing
                 // a file past it is EFBIG and SIGXFSZ to the caller. Where a
                 // signal would interrupt the call (and have it restarted,
                 // again and again), EFBIG alone.
                 let tid = self.notif.pid;
-                let signal = !self.sup.signals_interrupt();
+                let signal = !self.cx.ground.signals_interrupt;
                 let limit = crate::sys::process::file_size_limit(tid)?;
                 let attempt = move || -> Result<Answer, Errno> {
                     let _checked = &fd;

@@ -9,6 +9,7 @@
 //! it over from a worker busy with one call for too long, so one slow
 //! answer never stalls the others; one is always waiting.
 
+mod context;
 pub mod cover;
 mod exec;
 mod handle;
@@ -23,6 +24,7 @@ use crate::policy::{Reason, Surface};
 use crate::sys::fs::{self, Dir};
 use crate::sys::seccomp::{self, NotifResp};
 use crate::sys::Errno;
+use context::{Context, Ground, Memory};
 use procs::Membership;
 use resolve::Resolver;
 use std::os::fd::{AsFd, OwnedFd};
@@ -113,9 +115,10 @@ fn rule_kind(surface: &Surface, reason: crate::policy::Reason) -> RuleKind {
 /// Everything the workers share.
 pub struct Supervisor {
     listener: OwnedFd,
-    surface: Surface,
-    procs: Membership,
-    resolver: Resolver,
+    /// The session as the handlers decide against it.
+    ground: Ground,
+    /// What the handlers' calls leave for later ones.
+    memory: Memory,
     audit: Option<Sink>,
     /// Counters.
     pub stats: Stats,
@@ -123,36 +126,13 @@ pub struct Supervisor {
     /// Which worker receives ([`turn`]).
     turn: turn::Turn,
     workers: AtomicUsize,
-    /// Whether workers can take the caller's supplementary groups (not in a
-    /// user namespace whose setgroups is denied, where they are the
-    /// command's already). Every call is handled with the caller's own
-    /// credentials ([`identity`]).
-    set_groups: bool,
     audit_level: AuditLevel,
-    /// Learning mode: decisions are recorded but nothing is refused.
-    learn: bool,
     /// `interpose bench`'s notification floor: every notification is
     /// answered CONTINUE at once, nothing read or decided.
     floor: bool,
-    /// Per surface rule: whether the kernel also grants what the rule
-    /// allows, so an allowed call beneath it can be continued without being
-    /// refused there ([`crate::sandbox::landlock::Layout::exact_rules`]).
-    exact: Vec<bool>,
-    /// Where the backstop lets programs run (with a backstop).
-    exec_roots: Vec<std::path::PathBuf>,
-    /// The backstop's proof, without which nothing path-based is continued
-    /// ([`cover::Cover::backstop`]).
-    backstop: Option<crate::sandbox::landlock::Sound>,
     /// Each surface rule in words, as trail records name it: formatted
     /// once, not for every recorded decision.
     rule_names: Vec<String>,
-    /// Bumped at every allowed exec: cached process names go stale then.
-    exec_generation: AtomicU64,
-    /// What IPv4 and IPv6 addresses may be reached.
-    net: NetRule,
-    /// With `--isolate`: paths are resolved from the caller's own root.
-    isolated: bool,
-    runtime_filter: bool,
     /// The first execs refused (denied, or failed before a decision), to
     /// explain a command that exits 126 or 127.
     exec_refusals: std::sync::Mutex<Vec<ExecRefusal>>,
@@ -170,29 +150,10 @@ pub struct Supervisor {
     repeats: std::sync::Mutex<std::collections::HashMap<u64, (u64, u64)>>,
     /// Keyed per session, so no command can make two objects collide.
     repeat_hasher: std::hash::RandomState,
-    /// The command's root, when it has a mount namespace of its own.
-    command_root: Option<OwnedFd>,
-    /// The terminals the command created through `/dev/ptmx`: number ->
-    /// an `O_PATH` handle on the slave's inode. When the terminal goes, that
-    /// inode loses its link (a later terminal of the same number gets
-    /// another), so a live handle names the terminal the command made.
-    terminals: std::sync::Mutex<std::collections::HashMap<u32, OwnedFd>>,
     /// Calls that would block on something the sandbox controls, retried
     /// by a thread of their own so that no worker waits on them.
     later: later::Later,
-    /// The inode of the supervisor's network namespace, the host's: an
-    /// abstract socket address there reaches only what the sandbox bound.
-    host_netns: u64,
-    /// The abstract addresses the sandbox bound in the host's network
-    /// namespace (`sockaddr_un` bytes), which it may reach again.
-    bound: std::sync::Mutex<std::collections::HashSet<Vec<u8>>>,
 }
-
-/// How many created terminals are remembered at once.
-const MAX_TERMINALS: usize = 1024;
-
-/// How many abstract addresses bound by the sandbox are remembered.
-const MAX_BOUND: usize = 4096;
 
 /// An exec the supervisor refused, kept to explain why a command did not run.
 #[derive(Debug, Clone)]
@@ -379,30 +340,39 @@ impl Supervisor {
             Some(_) => (0..surface.rules().len() as u32).map(|i| surface.describe(Reason::Rule(i))).collect(),
             None => Vec::new(),
         };
+        let records = audit.is_some();
+        let ground = Ground {
+            surface,
+            procs,
+            resolver: Resolver::new()?,
+            learn,
+            backstop,
+            exact: landlock_exact,
+            exec_roots,
+            net,
+            isolated,
+            signals_interrupt: runtime_filter,
+            command_root,
+            host_netns: fs::fstat(
+                fs::openat(Dir::Cwd, c"/proc/self/ns/net", libc::O_PATH | libc::O_CLOEXEC, 0)?.as_fd(),
+            )?
+            .st_ino,
+            set_groups,
+            records,
+            records_allowed: records && audit_level == AuditLevel::All,
+        };
         Ok(Arc::new(Self {
             rule_names,
             listener,
-            surface,
-            procs,
-            command_root,
-            terminals: std::sync::Mutex::default(),
-            resolver: Resolver::new()?,
+            ground,
+            memory: Memory::default(),
             audit,
             stats: Stats::default(),
             idle: AtomicUsize::new(0),
             turn: turn::Turn::default(),
             workers: AtomicUsize::new(0),
-            set_groups,
             audit_level,
-            learn,
             floor,
-            exact: landlock_exact,
-            exec_roots,
-            backstop,
-            exec_generation: AtomicU64::new(0),
-            net,
-            isolated,
-            runtime_filter,
             exec_refusals: std::sync::Mutex::new(Vec::new()),
             carve_out_refusals: std::sync::Mutex::new((0, Vec::new())),
             backstop_execs: std::sync::Mutex::new((0, Vec::new())),
@@ -412,37 +382,22 @@ impl Supervisor {
             // Waiting calls hold descriptors; the command was started
             // with its own limits already.
             later: later::Later::new(crate::sys::process::raise_descriptor_limit().unwrap_or(1024)),
-            host_netns: fs::fstat(
-                fs::openat(Dir::Cwd, c"/proc/self/ns/net", libc::O_PATH | libc::O_CLOEXEC, 0)?.as_fd(),
-            )?
-            .st_ino,
-            bound: std::sync::Mutex::default(),
         }))
     }
 
     /// The surface every call is decided against.
     pub fn surface(&self) -> &Surface {
-        &self.surface
-    }
-
-    /// The resolver every path goes through.
-    pub(crate) fn resolver(&self) -> &Resolver {
-        &self.resolver
+        &self.ground.surface
     }
 
     /// Which processes are inside the sandbox (`/proc/<pid>` decisions).
     pub(crate) fn procs(&self) -> &Membership {
-        &self.procs
+        &self.ground.procs
     }
 
     /// Learning mode: refusals are recorded, not enforced.
     pub fn learns(&self) -> bool {
-        self.learn
-    }
-
-    /// The backstop's proof, if there is one ([`cover::Cover::backstop`]).
-    pub fn sound(&self) -> Option<crate::sandbox::landlock::Sound> {
-        self.backstop
+        self.ground.learn
     }
 
     /// Whether decisions go to a trail.
@@ -455,110 +410,9 @@ impl Supervisor {
         self.audit.is_some() && self.audit_level == AuditLevel::All
     }
 
-    /// Whether notification `id` is still pending (its caller still waits).
-    pub fn still_pending(&self, id: u64) -> bool {
-        seccomp::id_valid(self.listener.as_fd(), id)
-    }
-
-    /// Whether workers set the caller's supplementary groups.
-    pub fn sets_groups(&self) -> bool {
-        self.set_groups
-    }
-
-    /// Bumped whenever cached process names and credentials go stale: an
-    /// exec, a change of credentials.
-    pub fn generation(&self) -> u64 {
-        self.exec_generation.load(Ordering::SeqCst)
-    }
-
-    /// Cached credentials may be stale from now on (a sandboxed thread is
-    /// about to change its own).
-    pub fn credentials_change(&self) {
-        self.exec_generation.fetch_add(1, Ordering::SeqCst);
-    }
-
-    /// Records that the command created terminal `n`, whose slave `slave`
-    /// is a handle on.
-    pub fn terminal_created(&self, n: u32, slave: OwnedFd) {
-        let mut t = self.terminals.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        if t.len() >= MAX_TERMINALS {
-            t.retain(|_, fd| fs::fstat(fd.as_fd()).is_ok_and(|st| st.st_nlink > 0));
-        }
-        if t.len() < MAX_TERMINALS {
-            // Beyond the bound, a terminal is not remembered: an open of its
-            // slave by name is then refused, never more allowed.
-            t.insert(n, slave);
-        }
-    }
-
-    /// Whether `slave` (the `/dev/pts/N` an open resolved to) is a terminal
-    /// the command created and that is still there.
-    pub fn created_terminal(&self, slave: &libc::stat) -> bool {
-        let n = (libc::major(slave.st_rdev) - 136) * 256 + libc::minor(slave.st_rdev);
-        let t = self.terminals.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        t.get(&n).and_then(|fd| fs::fstat(fd.as_fd()).ok()).is_some_and(|held| {
-            held.st_nlink > 0
-                && held.st_rdev == slave.st_rdev
-                && held.st_ino == slave.st_ino
-                && held.st_dev == slave.st_dev
-        })
-    }
-
-    /// The command's root, when it differs from the supervisor's.
-    pub fn command_root(&self) -> Option<std::os::fd::BorrowedFd<'_>> {
-        self.command_root.as_ref().map(AsFd::as_fd)
-    }
-
-    /// Whether paths are resolved from the caller's root.
-    pub fn isolated(&self) -> bool {
-        self.isolated
-    }
-
-    /// Whether a signal sent to a caller while its call is handled
-    /// interrupts that call: with a runtime's filter it does (the wait is
-    /// not killable only), and the call would be restarted.
-    pub fn signals_interrupt(&self) -> bool {
-        self.runtime_filter
-    }
-
-    /// What IPv4 and IPv6 addresses may be reached.
-    pub fn net(&self) -> &NetRule {
-        &self.net
-    }
-
-    /// The inode of the host's network namespace (the supervisor's).
-    pub fn host_netns(&self) -> u64 {
-        self.host_netns
-    }
-
-    /// Remembers an abstract address the sandbox bound in the host's
-    /// network namespace.
-    pub fn remember_bound(&self, address: Vec<u8>) {
-        let mut bound = self.bound.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        // Beyond the bound nothing more is remembered: a later connect to a
-        // name not remembered is refused, never more allowed.
-        if bound.len() < MAX_BOUND {
-            bound.insert(address);
-        }
-    }
-
-    /// Whether the sandbox bound the abstract address `address` in the
-    /// host's network namespace.
-    pub fn bound_by_sandbox(&self, address: &[u8]) -> bool {
-        self.bound.lock().unwrap_or_else(std::sync::PoisonError::into_inner).contains(address)
-    }
-
-    /// Whether the backstop lets the program at the canonical `path` run
-    /// (always, without one).
-    pub fn backstop_runs(&self, path: &[u8]) -> bool {
-        use std::os::unix::ffi::OsStrExt;
-        let path = std::path::Path::new(std::ffi::OsStr::from_bytes(path));
-        self.backstop.is_none() || self.exec_roots.iter().any(|root| path.starts_with(root))
-    }
-
-    /// Whether the kernel also grants what surface rule `rule` allows.
-    pub fn landlock_exact(&self, rule: u32) -> bool {
-        self.exact.get(rule as usize).copied().unwrap_or(false)
+    /// What a handler is given of this supervisor.
+    fn context(&self) -> Context<'_> {
+        Context::new(&self.ground, &self.memory, self.listener.as_fd())
     }
 
     /// Starts the first worker (it starts the one waiting to take over).
@@ -638,11 +492,12 @@ impl Supervisor {
             // A bug that panics while handling a call must not leave the
             // caller waiting or the worker gone: the call is refused, and
             // the worker goes on.
-            let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| handle::handle(&self, &notif)))
-                .unwrap_or_else(|_| {
-                    tracing::error!("handling syscall {} panicked; the call is refused", notif.data.nr);
-                    handle::Outcome::refused(Errno::EPERM)
-                });
+            let outcome =
+                std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| handle::handle(&self.context(), &notif)))
+                    .unwrap_or_else(|_| {
+                        tracing::error!("handling syscall {} panicked; the call is refused", notif.data.nr);
+                        handle::Outcome::refused(Errno::EPERM)
+                    });
             // Where a denied call came from is read while the caller still
             // waits for the answer, so it describes the moment of the call.
             let context = (self.audit.is_some() && outcome.checks.iter().any(|c| c.decision.refuses()))
@@ -659,7 +514,7 @@ impl Supervisor {
                 // An allowed exec: after it the caller has a new name (and a
                 // thread that execs becomes the process), so every cached
                 // name is re-read; bumped before the answer lets it happen.
-                self.exec_generation.fetch_add(1, Ordering::SeqCst);
+                self.memory.credentials_change();
             }
             // Kept before the answer: a command whose exec is refused may
             // exit at once, and the explanation is read when it has.
@@ -787,7 +642,7 @@ impl Supervisor {
             // A runtime's callers may not wait killable only: a signal could
             // end the call between two steps and leave the descriptor
             // behind, so it is installed and answered in one.
-            Answer::Install { fd, cloexec } if self.runtime_filter => {
+            Answer::Install { fd, cloexec } if self.ground.signals_interrupt => {
                 match seccomp::addfd_send(listener, id, fd.as_fd(), cloexec) {
                     Ok(_) | Err(Errno::ENOENT) => Ok(()),
                     Err(e) => seccomp::send(listener, NotifResp { id, val: 0, error: -(e as i32), flags: 0 }),
@@ -827,7 +682,7 @@ impl Supervisor {
         let me = std::process::id();
         let mut ancestors = Vec::new();
         let mut at = self.process_of(tid, None).0;
-        let init_shim = self.command_root.is_some();
+        let init_shim = self.ground.command_root.is_some();
         while at > 1 && at != me && ancestors.len() < 64 {
             // One read of /proc/<pid>/stat gives the name and the parent.
             let Some((name, parent)) = crate::sys::procfs::name_and_parent(at) else { break };
@@ -840,12 +695,7 @@ impl Supervisor {
             at = parent;
         }
         let ip = notif.data.instruction_pointer;
-        let code = code_location(
-            ancestors.first().map_or(tid, |a| a.0),
-            tid,
-            ip,
-            self.exec_generation.load(Ordering::Relaxed),
-        );
+        let code = code_location(ancestors.first().map_or(tid, |a| a.0), tid, ip, self.memory.generation());
         audit::DenialContext { cwd: audit::Bytes(cwd), ancestors, code }
     }
 
@@ -865,7 +715,7 @@ impl Supervisor {
         thread_local! {
             static NAMES: RefCell<Names> = RefCell::new((0, HashMap::new()));
         }
-        let generation = self.exec_generation.load(Ordering::SeqCst);
+        let generation = self.memory.generation();
         let cached = NAMES.with_borrow_mut(|(g, names)| {
             if *g != generation || names.len() > 4096 {
                 *g = generation;
@@ -898,7 +748,7 @@ impl Supervisor {
             handle::Why::Verdict(r) => {
                 let at = c.resolved.as_deref().unwrap_or(&c.path);
                 let at = std::path::Path::new(std::ffi::OsStr::from_bytes(at));
-                (self.surface.describe(r), Some(self.surface.remedy(at, crate::policy::Access::Exec, r)))
+                (self.ground.surface.describe(r), Some(self.ground.surface.remedy(at, crate::policy::Access::Exec, r)))
             }
             handle::Why::Note(n, _) => (n.to_string(), None),
         };
@@ -915,14 +765,14 @@ impl Supervisor {
             return;
         }
         let handle::Why::Verdict(r) = c.reason else { return };
-        if !self.surface.is_carve_out(r) {
+        if !self.ground.surface.is_carve_out(r) {
             return;
         }
         let mut kept = self.carve_out_refusals.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         kept.0 += 1;
         if kept.1.len() < 3 {
             let path = c.resolved.clone().unwrap_or_else(|| c.path.clone());
-            kept.1.push((c.access, path, self.surface.describe(r)));
+            kept.1.push((c.access, path, self.ground.surface.describe(r)));
         }
     }
 
@@ -1043,7 +893,7 @@ impl Supervisor {
                         Reason::Rule(i) => self.rule_names.get(i as usize).cloned(),
                         _ => None,
                     };
-                    (named.unwrap_or_else(|| self.surface.describe(r)), rule_kind(&self.surface, r))
+                    (named.unwrap_or_else(|| self.ground.surface.describe(r)), rule_kind(&self.ground.surface, r))
                 }
                 handle::Why::Note(n, kind) => (n.to_string(), kind),
             };

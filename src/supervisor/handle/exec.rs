@@ -21,7 +21,7 @@ impl Call<'_> {
             // the kernel would refuse the exec the trail calls
             // allowed, so it is refused here, in words.
             Target::Exists { .. }
-                if matches!(self.decided_by, Some(Reason::Glob(_))) && !self.sup.backstop_runs(&r.path) =>
+                if matches!(self.decided_by, Some(Reason::Glob(_))) && !self.cx.ground.backstop_runs(&r.path) =>
             {
                 if let Some(c) = self.checks.last_mut() {
                     c.decision = Verdict::Deny;
@@ -32,7 +32,7 @@ impl Call<'_> {
                 Err(Errno::EACCES.into())
             }
             Target::Exists { .. } => {
-                if self.sup.records() {
+                if self.cx.ground.records {
                     self.argv = Some(self.read_argv(argv));
                 }
                 // The caller's memory is replaced by the exec, so
@@ -41,9 +41,9 @@ impl Call<'_> {
                 // a script's interpreter, the ELF interpreter) is
                 // one the surface lets run; without, the new image
                 // is checked before it runs an instruction.
-                Ok(match Cover::backstop(self.sup.sound(), Access::Exec) {
+                Ok(match Cover::backstop(self.cx.ground.backstop, Access::Exec) {
                     Some(cover) => Answer::Continue(cover),
-                    None if self.sup.learns() => Answer::Continue(Cover::learning()),
+                    None if self.cx.ground.learn => Answer::Continue(Cover::learning()),
                     None => Answer::VerifiedExec(super::super::exec::Verify { tid: self.notif.pid }),
                 })
             }

@@ -139,7 +139,7 @@ impl Call<'_> {
                 // is not an attempt (--suggest must not grant what a
                 // program only asked about), and learning answers as the
                 // kernel does.
-                if let Some(path) = path.filter(|_| !self.sup.learns()) {
+                if let Some(path) = path.filter(|_| !self.cx.ground.learn) {
                     let is_dir = mode & libc::S_IFMT == libc::S_IFDIR;
                     let wanted = [
                         (libc::R_OK, Access::Read),
@@ -150,7 +150,8 @@ impl Call<'_> {
                         (libc::X_OK, if is_dir { Access::Stat } else { Access::Exec }),
                     ];
                     let refused = wanted.iter().any(|&(bit, access)| {
-                        bits & bit as u32 != 0 && !self.sup.surface().decide(&path, access, self.sup.procs()).allowed
+                        bits & bit as u32 != 0
+                            && !self.cx.ground.surface.decide(&path, access, &self.cx.ground.procs).allowed
                     });
                     if refused {
                         return Err(Errno::EACCES.into());

@@ -27,7 +27,7 @@ impl Call<'_> {
         let root = self.root().map_err(|_| Stop::Gone)?;
         let req = Request { path: &arg.bytes, follow: false, empty_path: false, resolve: 0 };
         let caller = self.caller(arg, root.as_ref());
-        match self.sup.resolver().resolve_parent(&self.lookup(&caller), req) {
+        match self.cx.ground.resolver.resolve_parent(&self.lookup(&caller), req) {
             Ok(Some(p)) => Ok(Named::Entry(p)),
             // An empty path: the kernel's lookup fails on it.
             Ok(None) => Err(Errno::ENOENT.into()),
@@ -162,9 +162,9 @@ impl Call<'_> {
                 let root = self.root().map_err(|_| Stop::Gone)?;
                 let req = Request { path: &dst.bytes, follow: false, empty_path: false, resolve: 0 };
                 let caller = self.caller(&dst, root.as_ref());
-                let to = self.sup.resolver().resolve_parent(&self.lookup(&caller), req);
+                let to = self.cx.ground.resolver.resolve_parent(&self.lookup(&caller), req);
                 if let Ok(Some(to)) = to {
-                    let visible = self.sup.surface().decide(&path, Access::Stat, self.sup.procs()).allowed;
+                    let visible = self.cx.ground.surface.decide(&path, Access::Stat, &self.cx.ground.procs).allowed;
                     if visible && fs::mount_id(fd.as_fd())? != fs::mount_id(to.fd.as_fd())? {
                         return Err(Errno::EXDEV.into());
                     }

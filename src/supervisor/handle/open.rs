@@ -33,7 +33,7 @@ impl Call<'_> {
         };
         // What a continued open may do wherever the kernel's own lookup
         // leads: create (O_CREAT, O_TMPFILE), or what was asked.
-        let sound = self.sup.sound();
+        let sound = self.cx.ground.backstop;
         let cover = |access: Access| {
             let creates = (flags & libc::O_CREAT != 0 || tmpfile) && !o_path;
             Cover::backstop(sound, access).filter(|_| !creates || Cover::backstop(sound, Access::Create).is_some())
@@ -64,7 +64,7 @@ impl Call<'_> {
         // A runtime's own FIFO, reopened by the container's first process
         // through its descriptor (runc's exec FIFO): the process holds it
         // already, and it is opened here, on the object resolved.
-        let own_fifo = self.sup.sound().is_none()
+        let own_fifo = self.cx.ground.backstop.is_none()
             && own_descriptor_path(&arg.bytes)
             && matches!(&r, Ok(Resolved { target: Target::Exists { stat, .. }, .. }) if stat.st_mode & libc::S_IFMT == libc::S_IFIFO);
         // What the kernel answers from the lookup alone, before any
@@ -80,7 +80,7 @@ impl Call<'_> {
                 _ => None,
             };
             if let Some(e) = lookup_error {
-                if self.sup.surface().decide(path, Access::Stat, self.sup.procs()).allowed {
+                if self.cx.ground.surface.decide(path, Access::Stat, &self.cx.ground.procs).allowed {
                     return Err(e.into());
                 }
             }
@@ -100,7 +100,7 @@ impl Call<'_> {
         // Never in procfs: the command's /proc may be its PID namespace's,
         // which the ruleset (built on the supervisor's) does not name.
         let proc = self.proc_entry(&r.path);
-        let exact = matches!(self.decided_by, Some(Reason::Rule(i)) if self.sup.landlock_exact(i))
+        let exact = matches!(self.decided_by, Some(Reason::Rule(i)) if self.cx.ground.landlock_exact(i))
             && proc == ProcEntry::NotProc;
         if o_path {
             // SECCOMP_IOCTL_NOTIF_ADDFD takes its descriptor with fget(),
@@ -162,7 +162,7 @@ impl Call<'_> {
                 // terminal it makes is known to be the command's (its slave
                 // is granted to the command, no other).
                 if kind == libc::S_IFCHR && stat.st_rdev == libc::makedev(5, 2) {
-                    let master = self.sup.resolver().reopen(fd.as_fd(), reopen, 0)?;
+                    let master = self.cx.ground.resolver.reopen(fd.as_fd(), reopen, 0)?;
                     let n = fs::pty_number(master.as_fd())?;
                     // Its slave as the command names it: in the command's
                     // root (a container's `/dev/pts` is its own instance).
@@ -174,13 +174,13 @@ impl Call<'_> {
                         resolve: fs::RESOLVE_IN_ROOT | fs::RESOLVE_NO_SYMLINKS,
                     };
                     let slave = fs::openat2(Dir::Fd(root.as_fd()), &name, how)?;
-                    self.sup.terminal_created(n, slave);
+                    self.cx.memory.terminal_created(n, slave);
                     return Ok(Answer::Install { fd: master, cloexec });
                 }
                 let mode = if tmpfile { self.creation_mode(fd.as_fd(), mode)? } else { 0 };
                 let fifo = kind == libc::S_IFIFO;
                 let wait = Wait { fifo, reader: fifo && flags & libc::O_ACCMODE == libc::O_RDONLY, ..wait };
-                let resolver = self.sup.resolver();
+                let resolver = &self.cx.ground.resolver;
                 let first = self.on_behalf(proc, || resolver.reopen(fd.as_fd(), reopen | libc::O_NONBLOCK, mode));
                 self.install(first, wait, move || {
                     let (dir, name) = resolver.reopening(fd.as_fd())?;
@@ -188,7 +188,7 @@ impl Call<'_> {
                 })
             }
             Target::Anonymous { fd } => {
-                Ok(Answer::Install { fd: self.sup.resolver().reopen(fd.as_fd(), reopen, 0)?, cloexec })
+                Ok(Answer::Install { fd: self.cx.ground.resolver.reopen(fd.as_fd(), reopen, 0)?, cloexec })
             }
         }
     }
@@ -251,16 +251,18 @@ impl Call<'_> {
     pub(super) fn continues_as_written(&mut self, arg: &PathArg, access: Access) -> bool {
         let path = arg.bytes.as_slice();
         let plain = path.split(|&b| b == b'/').all(|c| c != b"." && c != b"..");
-        if arg.base.is_some() || !plain || self.sup.records_allowed() || self.sup.isolated() {
+        if arg.base.is_some() || !plain || self.cx.ground.records_allowed || self.cx.ground.isolated {
             return false;
         }
-        let surface = self.sup.surface();
+        let surface = &self.cx.ground.surface;
         if !matches!(surface.proc_place(path), ProcPlace::NotProc) || path.starts_with(b"/dev/") {
             return false;
         }
         // Outside procfs: decided by the trie and the patterns.
-        match surface.decide(path, access, self.sup.procs()) {
-            v @ crate::policy::Verdict { allowed: true, reason: Reason::Rule(i) } if self.sup.landlock_exact(i) => {
+        match surface.decide(path, access, &self.cx.ground.procs) {
+            v @ crate::policy::Verdict { allowed: true, reason: Reason::Rule(i) }
+                if self.cx.ground.landlock_exact(i) =>
+            {
                 self.decided_by = Some(v.reason);
                 self.push(arg, None, AccessKind::from(access), Verdict::Allow, None, Why::Verdict(v.reason));
                 true

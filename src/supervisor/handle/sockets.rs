@@ -162,7 +162,7 @@ impl Call<'_> {
                     let name = String::from_utf8_lossy(&bytes[3..]).into_owned();
                     let arg = PathArg { bytes: format!("unix:@{name}").into_bytes(), base: None };
                     let why = Why::Note("an abstract socket of the host's, not the sandbox's", RuleKind::Network);
-                    if self.sup.learns() {
+                    if self.cx.ground.learn {
                         self.push(&arg, None, AccessKind::Connect, Verdict::WouldDeny, None, why);
                     } else {
                         self.push(&arg, None, AccessKind::Connect, Verdict::Deny, Some(Errno::EPERM), why);
@@ -187,17 +187,17 @@ impl Call<'_> {
     /// own: nothing else is there), else only a name the sandbox bound.
     fn abstract_reachable(&self, sock: BorrowedFd<'_>, bytes: &[u8]) -> Result<bool, Stop> {
         let ns = socket::namespace_of(sock)?;
-        if fs::fstat(ns.as_fd())?.st_ino != self.sup.host_netns() {
+        if fs::fstat(ns.as_fd())?.st_ino != self.cx.ground.host_netns {
             return Ok(true);
         }
-        Ok(self.sup.bound_by_sandbox(bytes))
+        Ok(self.cx.memory.bound_by_sandbox(bytes))
     }
 
     fn connect(&mut self, sockfd: i32, addr: u64, len: u64) -> Result<Answer, Stop> {
         let address = self.address(addr, len)?;
         let sock = self.caller_fd(sockfd)?;
         let stream = is_stream(&sock);
-        if let (Address::Inet(bytes), NetRule::ProxyOnly(proxy, admission)) = (&address, self.sup.net()) {
+        if let (Address::Inet(bytes), NetRule::ProxyOnly(proxy, admission)) = (&address, &self.cx.ground.net) {
             if let Some(to) = inet_address(bytes).filter(|to| stream && canonical(*to) == SocketAddr::V4(*proxy)) {
                 let admission = std::sync::Arc::clone(admission);
                 return self.proxy_connect(to, sock, admission);
@@ -274,7 +274,7 @@ impl Call<'_> {
             Address::Abstract(bytes) => {
                 socket::bind(sock.as_fd(), &bytes)?;
                 let ns = socket::namespace_of(sock.as_fd())?;
-                if fs::fstat(ns.as_fd())?.st_ino == self.sup.host_netns() {
+                if fs::fstat(ns.as_fd())?.st_ino == self.cx.ground.host_netns {
                     // An autobind's name is the kernel's choice: read back.
                     let name: nix::sys::socket::UnixAddr =
                         nix::sys::socket::getsockname(sock.as_raw_fd()).map_err(Stop::Fail)?;
@@ -282,7 +282,7 @@ impl Call<'_> {
                         let mut bytes = (libc::AF_UNIX as u16).to_ne_bytes().to_vec();
                         bytes.push(0);
                         bytes.extend_from_slice(name);
-                        self.sup.remember_bound(bytes);
+                        self.cx.memory.remember_bound(bytes);
                     }
                 }
                 Ok(Answer::Value(0))
@@ -495,7 +495,7 @@ impl Call<'_> {
     /// deciding here records the refusals).
     fn inet_allowed(&mut self, bytes: &[u8], stream: bool) -> Result<(), Stop> {
         let (host, port) = inet_text(bytes);
-        match self.sup.net() {
+        match &self.cx.ground.net {
             NetRule::Open => Ok(()),
             NetRule::OwnNamespace(forwarded) => match inet_address(bytes) {
                 // A host loopback service the allowlist names, forwarded by
@@ -528,7 +528,7 @@ impl Call<'_> {
                 if ports.contains(&port) {
                     self.push(&arg, None, AccessKind::Connect, Verdict::Allow, None, why(true));
                     Ok(())
-                } else if self.sup.learns() {
+                } else if self.cx.ground.learn {
                     self.push(&arg, None, AccessKind::Connect, Verdict::WouldDeny, None, why(false));
                     Ok(())
                 } else {
@@ -589,7 +589,7 @@ impl Call<'_> {
     fn refuse_inet(&mut self, subject: &str) -> Result<(), Stop> {
         let arg = PathArg { bytes: subject.as_bytes().to_vec(), base: None };
         let note = Why::Note(crate::audit::DIRECT_REFUSED, RuleKind::Network);
-        if self.sup.learns() {
+        if self.cx.ground.learn {
             self.push(&arg, None, AccessKind::Connect, Verdict::WouldDeny, None, note);
             return Ok(());
         }
@@ -604,10 +604,10 @@ impl Call<'_> {
     /// is refused.
     fn other_family(&mut self, family: i32) -> Result<(), Stop> {
         let local = matches!(family, libc::AF_NETLINK | libc::AF_UNSPEC);
-        if self.sup.net().proxied() && !local {
+        if self.cx.ground.net.proxied() && !local {
             let arg = PathArg { bytes: format!("family {family}").into_bytes(), base: None };
             let note = Why::Note(crate::audit::DIRECT_REFUSED, RuleKind::Network);
-            if !self.sup.learns() {
+            if !self.cx.ground.learn {
                 self.push(&arg, None, AccessKind::Connect, Verdict::Deny, Some(Errno::EACCES), note);
                 return Err(Errno::EACCES.into());
             }
