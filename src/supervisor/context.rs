@@ -9,7 +9,6 @@
 
 use super::procs::Membership;
 use super::resolve::Resolver;
-use super::NetRule;
 use crate::policy::Surface;
 use crate::sys::{fs, seccomp};
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
@@ -20,6 +19,37 @@ const MAX_TERMINALS: usize = 1024;
 
 /// How many abstract addresses bound by the sandbox are remembered.
 const MAX_BOUND: usize = 4096;
+
+/// What the supervisor decides about IPv4 and IPv6 addresses.
+#[derive(Debug, Clone, Default)]
+pub enum NetRule {
+    /// Nothing: the host's network, or a network namespace of the
+    /// command's own (where only loopback, and the proxy, are).
+    #[default]
+    Open,
+    /// `--net connect=`: TCP connects to these ports only (Landlock
+    /// enforces the same list; deciding here records the refusals).
+    Ports(Vec<u16>),
+    /// Only interpose's proxy, at this address on the host's loopback:
+    /// the supervisor makes that connect itself, on the caller's socket;
+    /// every other IPv4 or IPv6 connect or datagram address is refused.
+    /// Each connection is admitted to the proxy by its local port first.
+    ProxyOnly(std::net::SocketAddrV4, std::sync::Arc<crate::network::Admission>),
+    /// The proxy in a network namespace of the command's own: loopback
+    /// addresses (the namespace's own, where the proxy listens) are
+    /// continued; any other IPv4 or IPv6 address is refused and recorded
+    /// (nothing else is routable there anyway). A connect to one of these
+    /// addresses (the host's loopback services the allowlist names, which
+    /// interpose forwards) is recorded with the process that made it.
+    OwnNamespace(std::sync::Arc<Vec<std::net::SocketAddr>>),
+}
+
+impl NetRule {
+    /// Whether the network is reached only through the proxy.
+    pub fn proxied(&self) -> bool {
+        matches!(self, NetRule::ProxyOnly(..) | NetRule::OwnNamespace(_))
+    }
+}
 
 /// The session as the handlers decide against it: built once, never
 /// changed.
