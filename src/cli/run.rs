@@ -3,7 +3,7 @@
 
 use super::RunArgs;
 use crate::sandbox::{self, filter};
-use crate::session::{self, errno, io, Config, Enforcement, RunError};
+use crate::session::{self, errno, io_at, Config, Enforcement, RunError};
 use crate::sys::{process, seccomp};
 use std::ffi::OsString;
 
@@ -48,7 +48,7 @@ pub fn landlock_only(args: &super::SurfaceArgs, command: &[OsString]) -> anyhow:
     crate::sys::landlock::restrict_self(std::os::fd::AsFd::as_fd(&backstop.ruleset))
         .map_err(errno("landlock_restrict_self"))?;
     let err = std::process::Command::new(&command[0]).args(&command[1..]).exec();
-    Err(io(format!("exec {}", command[0].to_string_lossy()))(err).into())
+    Err(io_at("exec", &command[0])(err).into())
 }
 
 /// `interpose debug seccomp-allow`: installs the allow-all variant of the
@@ -60,5 +60,5 @@ pub fn seccomp_allow_only(command: &[OsString]) -> anyhow::Result<i32> {
     process::default_signal(libc::SIGPIPE).map_err(errno("restoring SIGPIPE"))?;
     seccomp::install_filter_without_listener(&prog).map_err(errno("installing the filter"))?;
     let err = std::process::Command::new(&command[0]).args(&command[1..]).exec();
-    Err(io(format!("exec {}", command[0].to_string_lossy()))(err).into())
+    Err(io_at("exec", &command[0])(err).into())
 }

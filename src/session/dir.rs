@@ -1,7 +1,7 @@
 //! The session's own directories: the private `TMPDIR`, the session
 //! `HOME`, the caches' layers, and the isolated root's mount point.
 
-use super::{io, RunError};
+use super::{io, io_at, RunError};
 use crate::{audit, sandbox};
 use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
@@ -50,11 +50,12 @@ impl SessionDir {
                     return Ok(session);
                 }
                 Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
-                Err(e) => return Err(io(format!("creating a session directory in {}", base.display()))(e)),
+                Err(e) => return Err(io_at("creating a session directory in", base)(e)),
             }
         }
         Err(RunError::Io {
-            what: "creating a session directory".into(),
+            what: "creating a session directory",
+            path: None,
             source: std::io::ErrorKind::AlreadyExists.into(),
         })
     }
@@ -172,5 +173,22 @@ impl Drop for SessionDir {
         } else {
             let _ = std::fs::remove_dir_all(&self.root);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn io_errors_keep_the_path_and_read_as_before() {
+        let enoent = || std::io::Error::from_raw_os_error(libc::ENOENT);
+        let e = io_at("exec", "/bin/foo")(enoent());
+        assert!(matches!(&e, RunError::Io { what: "exec", path: Some(p), source }
+            if p == Path::new("/bin/foo") && source.raw_os_error() == Some(libc::ENOENT)));
+        assert_eq!(e.to_string(), "exec /bin/foo: No such file or directory (os error 2)");
+        let e = io("the session HOME")(enoent());
+        assert!(matches!(&e, RunError::Io { what: "the session HOME", path: None, .. }));
+        assert_eq!(e.to_string(), "the session HOME: No such file or directory (os error 2)");
     }
 }

@@ -95,10 +95,12 @@ pub enum RunError {
     #[error(transparent)]
     Spawn(#[from] sandbox::SpawnError),
     /// Another system call failed.
-    #[error("{what}: {source}")]
+    #[error("{what}{}: {source}", .path.as_ref().map(|p| format!(" {}", p.display())).unwrap_or_default())]
     Io {
         /// What was being done.
-        what: String,
+        what: &'static str,
+        /// The file it was done to, where there is one.
+        path: Option<PathBuf>,
         /// The error.
         source: std::io::Error,
     },
@@ -148,13 +150,18 @@ pub enum RunError {
     Nul,
 }
 
-pub(crate) fn io(what: impl Into<String>) -> impl FnOnce(std::io::Error) -> RunError {
-    let what = what.into();
-    move |source| RunError::Io { what, source }
+pub(crate) fn io(what: &'static str) -> impl FnOnce(std::io::Error) -> RunError {
+    move |source| RunError::Io { what, path: None, source }
+}
+
+/// As [`io`], for an operation on `path` (said after `what`).
+pub(crate) fn io_at(what: &'static str, path: impl Into<PathBuf>) -> impl FnOnce(std::io::Error) -> RunError {
+    let path = Some(path.into());
+    move |source| RunError::Io { what, path, source }
 }
 
 pub(crate) fn errno(what: &'static str) -> impl FnOnce(Errno) -> RunError {
-    move |e| RunError::Io { what: what.into(), source: std::io::Error::from(e) }
+    move |e| RunError::Io { what, path: None, source: std::io::Error::from(e) }
 }
 
 /// The task limit when `--max-procs` is not given: far above what a build

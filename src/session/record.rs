@@ -1,7 +1,7 @@
 //! The trail's start: where it is written, its key, and the session
 //! record that opens it.
 
-use super::{io, surface, Config, RunError};
+use super::{io, io_at, surface, Config, RunError};
 use crate::audit;
 use crate::policy::{Mode, Origin, Rule, Surface};
 use crate::sandbox;
@@ -50,8 +50,8 @@ pub(super) fn open_trail(
         audit::Output::Stream(Box::new(std::fs::File::from(own)))
     } else if let Some(socket) = p.as_os_str().as_bytes().strip_prefix(b"unix:") {
         let socket = Path::new(OsStr::from_bytes(socket));
-        let stream = std::os::unix::net::UnixStream::connect(socket)
-            .map_err(io(format!("--audit: connecting to {}", socket.display())))?;
+        let stream =
+            std::os::unix::net::UnixStream::connect(socket).map_err(io_at("--audit: connecting to", socket))?;
         audit::Output::Stream(Box::new(stream))
     } else {
         // A trail is never destroyed: an existing file (or a symlink
@@ -76,7 +76,7 @@ pub(super) fn open_trail(
             }
             other => other,
         }
-        .map_err(io(format!("--audit {}", p.display())))?;
+        .map_err(io_at("--audit", p))?;
         if f.metadata().is_ok_and(|m| m.is_file()) {
             carve(p, "the audit trail");
         }
