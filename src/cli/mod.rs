@@ -410,7 +410,8 @@ pub fn parse_net(s: &str) -> Result<Net, String> {
         _ if s.starts_with("allow=") => s["allow=".len()..]
             .split(',')
             .filter(|h| !h.trim().is_empty())
-            .map(|h| crate::policy::hosts::HostRule::parse(h, "--net allow"))
+            // clap shows the error: the typed one ends here, as its text.
+            .map(|h| crate::policy::hosts::HostRule::parse(h, "--net allow").map_err(|e| e.to_string()))
             .collect::<Result<Vec<_>, _>>()
             .map(Net::Proxy),
         _ => {

@@ -62,6 +62,12 @@ pub enum ErrorKind {
     /// `extends` names no built-in profile or policy file.
     #[error("unknown profile {0:?} in `extends` (see `interpose policy list`; a policy file is named by a path ending in .toml)")]
     UnknownProfile(String),
+    /// A `[net] allow` entry is not a host.
+    #[error("`[net] allow` entry {0}")]
+    NetAllow(crate::policy::hosts::HostError),
+    /// A `[[net.credentials]]` entry cannot be used.
+    #[error("`[[net.credentials]]` entry: {0}")]
+    Credential(crate::policy::hosts::CredentialError),
     /// Anything else, said in words.
     #[error("{0}")]
     Invalid(String),
@@ -682,8 +688,7 @@ impl Policy {
             let rule = match crate::policy::hosts::HostRule::parse(host.get_ref(), &origin) {
                 Ok(rule) => rule,
                 Err(why) => {
-                    let error = ErrorKind::Invalid(format!("`[net] allow` entry {why}"));
-                    self.errors.push(src.error(host.span().start, error));
+                    self.errors.push(src.error(host.span().start, ErrorKind::NetAllow(why)));
                     continue;
                 }
             };
@@ -701,10 +706,7 @@ impl Policy {
             );
             match parsed {
                 Ok(rule) => self.net_credentials.push(rule),
-                Err(why) => {
-                    let error = ErrorKind::Invalid(format!("`[[net.credentials]]` entry: {why}"));
-                    self.errors.push(src.error(c.span().start, error));
-                }
+                Err(why) => self.errors.push(src.error(c.span().start, ErrorKind::Credential(why))),
             }
         }
         Ok(())

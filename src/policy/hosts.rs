@@ -7,6 +7,96 @@ use std::net::IpAddr;
 /// The ports an entry without one allows: HTTPS and HTTP.
 pub const DEFAULT_PORTS: [u16; 2] = [443, 80];
 
+/// The form every allowlist entry takes, said after what is wrong with one.
+const EXPECTED: &str = "expected HOST[:PORT], *.DOMAIN[:PORT] or an IP address";
+
+/// Why [`HostRule::parse`] refused an entry; each names the entry as
+/// written (trimmed).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum HostError {
+    /// A URL given where a host belongs; `host` is what to write instead.
+    #[error("{text:?} is a URL; an allowlist entry is a host: write {host:?} (HOST[:PORT], *.DOMAIN[:PORT] or an IP address; the path and scheme are not part of it)")]
+    Url {
+        /// The entry.
+        text: String,
+        /// Its host (and port, if not the scheme's default).
+        host: String,
+    },
+    /// `[IPV6` without the closing bracket.
+    #[error("{text:?}: an IPv6 address needs its closing ] ({EXPECTED})")]
+    UnclosedBracket {
+        /// The entry.
+        text: String,
+    },
+    /// Something other than `:PORT` after `[IPV6]`.
+    #[error("{text:?}: text after the ] ({EXPECTED})")]
+    AfterBracket {
+        /// The entry.
+        text: String,
+    },
+    /// An IPv6 address without brackets (its colons would be taken for a
+    /// port).
+    #[error("{text:?}: an IPv6 address must be written in brackets ({EXPECTED})")]
+    UnbracketedIpv6 {
+        /// The entry.
+        text: String,
+    },
+    /// The port is not a number from 1 to 65535.
+    #[error("{text:?}: {port:?} is not a port ({EXPECTED})")]
+    BadPort {
+        /// The entry.
+        text: String,
+        /// The port as written.
+        port: String,
+    },
+    /// `*.` followed by less than a domain of two labels.
+    #[error("{text:?}: a wildcard stands for the leftmost labels of a domain with at least two ({EXPECTED})")]
+    BadWildcard {
+        /// The entry.
+        text: String,
+    },
+    /// Neither a host name, a wildcard nor an IP address.
+    #[error("{text:?}: not a host name ({EXPECTED})")]
+    NotAHostName {
+        /// The entry.
+        text: String,
+    },
+}
+
+/// A loopback entry without a port ([`HostRule::forwards`]): a service on
+/// the host's loopback has no default port.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{entry}: a service on the host's loopback is named with its port ({entry}:PORT), which is the only one reached ({origin})")]
+pub struct LoopbackWithoutPort {
+    /// The entry as written.
+    pub entry: String,
+    /// Where it came from.
+    pub origin: String,
+}
+
+/// Why [`CredentialRule::parse`] refused a `[[net.credentials]]` entry.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CredentialError {
+    /// `host` is not an allowlist entry.
+    #[error("host {0}")]
+    Host(#[source] HostError),
+    /// `host` is a pattern, an address or localhost.
+    #[error("host {0:?}: one host name (no pattern, address or localhost)")]
+    NotOneHost(String),
+    /// `header` is not a header name, or one HTTP framing uses.
+    #[error("header {0:?}: a header name of letters, digits and '-', not one HTTP framing uses")]
+    BadHeader(String),
+    /// `value` is neither `env:NAME` nor `file:PATH`.
+    #[error("value {0:?}: env:NAME or file:PATH (the value itself is never written in a policy)")]
+    BadValue(String),
+    /// `prefix` holds a control character.
+    #[error("prefix: no control characters")]
+    ControlInPrefix,
+    /// `base_url` or a placeholder is not a variable name.
+    #[error("{0:?} is not a variable name")]
+    NotAVariable(String),
+}
+
 /// What an entry names.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum HostPattern {
@@ -73,9 +163,9 @@ pub fn normalize_host(host: &str) -> Option<String> {
 impl HostRule {
     /// Parses `HOST[:PORT]`, `*.SUFFIX[:PORT]`, `IPV4[:PORT]` or
     /// `[IPV6][:PORT]`.
-    pub fn parse(text: &str, origin: &str) -> Result<HostRule, String> {
+    pub fn parse(text: &str, origin: &str) -> Result<HostRule, HostError> {
         let text = text.trim();
-        let bad = |why: &str| format!("{text:?}: {why} (expected HOST[:PORT], *.DOMAIN[:PORT] or an IP address)");
+        let entry = || text.to_string();
         // A URL: say what to write instead, its host (and its port, if the
         // URL names one other than the defaults).
         if let Some((scheme, rest)) = text.split_once("://") {
@@ -87,19 +177,17 @@ impl HostRule {
                 _ => None,
             };
             let host = port.unwrap_or(authority);
-            return Err(format!(
-                "{text:?} is a URL; an allowlist entry is a host: write {host:?} (HOST[:PORT], *.DOMAIN[:PORT] or an IP address; the path and scheme are not part of it)"
-            ));
+            return Err(HostError::Url { text: entry(), host: host.to_string() });
         }
         let (host, port) = if let Some(rest) = text.strip_prefix('[') {
-            let (ip, after) = rest.split_once(']').ok_or_else(|| bad("an IPv6 address needs its closing ]"))?;
+            let (ip, after) = rest.split_once(']').ok_or_else(|| HostError::UnclosedBracket { text: entry() })?;
             let port = match after {
                 "" => None,
-                p => Some(p.strip_prefix(':').ok_or_else(|| bad("text after the ]"))?),
+                p => Some(p.strip_prefix(':').ok_or_else(|| HostError::AfterBracket { text: entry() })?),
             };
             (ip, port)
         } else if text.matches(':').count() > 1 {
-            return Err(bad("an IPv6 address must be written in brackets"));
+            return Err(HostError::UnbracketedIpv6 { text: entry() });
         } else {
             match text.split_once(':') {
                 Some((h, p)) => (h, Some(p)),
@@ -107,20 +195,25 @@ impl HostRule {
             }
         };
         let port = port
-            .map(|p| p.parse::<u16>().ok().filter(|&p| p != 0).ok_or_else(|| bad(&format!("{p:?} is not a port"))))
+            .map(|p| {
+                p.parse::<u16>()
+                    .ok()
+                    .filter(|&p| p != 0)
+                    .ok_or_else(|| HostError::BadPort { text: entry(), port: p.into() })
+            })
             .transpose()?;
         let pattern = if let Ok(ip) = host.parse::<IpAddr>() {
             HostPattern::Ip(ip)
         } else if let Some(suffix) = host.strip_prefix("*.") {
             let suffix = suffix.to_ascii_lowercase();
             if !is_host_name(&suffix) || !suffix.contains('.') {
-                return Err(bad("a wildcard stands for the leftmost labels of a domain with at least two"));
+                return Err(HostError::BadWildcard { text: entry() });
             }
             HostPattern::Wildcard(suffix)
         } else {
             let name = host.strip_suffix('.').unwrap_or(host).to_ascii_lowercase();
             if !is_host_name(&name) {
-                return Err(bad("not a host name"));
+                return Err(HostError::NotAHostName { text: entry() });
             }
             HostPattern::Name(name)
         };
@@ -167,7 +260,7 @@ impl HostRule {
     /// The loopback services this entry names, one per address: `Ok(None)`
     /// for an entry that names none, an error for a loopback entry without
     /// a port (a service on the host's loopback has no default port).
-    pub fn forwards(&self) -> Result<Option<Vec<Forward>>, String> {
+    pub fn forwards(&self) -> Result<Option<Vec<Forward>>, LoopbackWithoutPort> {
         use std::net::{Ipv4Addr, Ipv6Addr};
         let (addresses, by_name): (Vec<IpAddr>, bool) = match &self.host {
             HostPattern::Ip(ip) if *ip == IpAddr::V4(Ipv4Addr::LOCALHOST) || *ip == IpAddr::V6(Ipv6Addr::LOCALHOST) => {
@@ -179,10 +272,7 @@ impl HostRule {
             _ => return Ok(None),
         };
         let Some(port) = self.port else {
-            return Err(format!(
-                "{self}: a service on the host's loopback is named with its port ({self}:PORT), which is the only one reached ({})",
-                self.origin
-            ));
+            return Err(LoopbackWithoutPort { entry: self.to_string(), origin: self.origin.clone() });
         };
         let rule = format!("{self} ({})", self.origin);
         Ok(Some(addresses.into_iter().map(|inside| Forward { inside, by_name, port, rule: rule.clone() }).collect()))
@@ -245,36 +335,30 @@ impl CredentialRule {
         (host, header, value, prefix): (&str, &str, &str, &str),
         (base_url, placeholders): (&str, &[String]),
         origin: &str,
-    ) -> Result<CredentialRule, String> {
-        let rule = HostRule::parse(host, origin).map_err(|e| format!("host {e}"))?;
+    ) -> Result<CredentialRule, CredentialError> {
+        let rule = HostRule::parse(host, origin).map_err(CredentialError::Host)?;
         let name = match &rule.host {
             HostPattern::Name(n) if n != "localhost" => n.clone(),
-            _ => return Err(format!("host {host:?}: one host name (no pattern, address or localhost)")),
+            _ => return Err(CredentialError::NotOneHost(host.into())),
         };
         let token = |h: &str| !h.is_empty() && h.bytes().all(|b| b.is_ascii_alphanumeric() || b"-_".contains(&b));
         if !token(header)
             || ["host", "connection", "content-length", "transfer-encoding"]
                 .contains(&header.to_ascii_lowercase().as_str())
         {
-            return Err(format!(
-                "header {header:?}: a header name of letters, digits and '-', not one HTTP framing uses"
-            ));
+            return Err(CredentialError::BadHeader(header.into()));
         }
         let source = match value.split_once(':') {
             Some(("env", n)) if variable_name(n) => CredentialSource::Env(n.to_string()),
             Some(("file", p)) if !p.is_empty() => CredentialSource::File(p.to_string()),
-            _ => {
-                return Err(format!(
-                    "value {value:?}: env:NAME or file:PATH (the value itself is never written in a policy)"
-                ))
-            }
+            _ => return Err(CredentialError::BadValue(value.into())),
         };
         if prefix.bytes().any(|b| b.is_ascii_control()) {
-            return Err("prefix: no control characters".into());
+            return Err(CredentialError::ControlInPrefix);
         }
         for v in std::iter::once(&base_url.to_string()).chain(placeholders) {
             if !variable_name(v) {
-                return Err(format!("{v:?} is not a variable name"));
+                return Err(CredentialError::NotAVariable(v.clone()));
             }
         }
         Ok(CredentialRule {
@@ -329,7 +413,7 @@ impl Allowlist {
 
     /// The loopback services the entries name, without repeats (an error
     /// for one without a port).
-    pub fn forwards(&self) -> Result<Vec<Forward>, String> {
+    pub fn forwards(&self) -> Result<Vec<Forward>, LoopbackWithoutPort> {
         let mut out: Vec<Forward> = Vec::new();
         for rule in &self.rules {
             for f in rule.forwards()?.unwrap_or_default() {
@@ -373,7 +457,11 @@ mod tests {
         assert_eq!(inside, ["127.0.0.1", "::1"]);
         assert!(f.iter().all(|f| f.by_name && f.port == 8080));
         let e = rule("localhost").forwards().unwrap_err();
-        assert!(e.contains("localhost:PORT"), "{e}");
+        assert_eq!(e, LoopbackWithoutPort { entry: "localhost".into(), origin: "test".into() });
+        assert_eq!(
+            e.to_string(),
+            "localhost: a service on the host's loopback is named with its port (localhost:PORT), which is the only one reached (test)"
+        );
         assert!(rule("127.0.0.2:80").forwards().unwrap().is_none(), "only 127.0.0.1, ::1 and localhost");
         assert!(rule("example.org:5432").forwards().unwrap().is_none());
         let mut list = Allowlist::default();
@@ -403,8 +491,43 @@ mod tests {
     fn bad_entries_are_named() {
         for bad in ["", "a b", "*.org", "*", "host:0", "host:x", "::1", "[::1", "-a.org", "a..org", "*.*.org"] {
             let e = HostRule::parse(bad, "test").unwrap_err();
-            assert!(e.contains("expected HOST[:PORT]"), "{bad}: {e}");
+            assert!(e.to_string().contains("expected HOST[:PORT]"), "{bad}: {e}");
         }
+    }
+
+    #[test]
+    fn a_url_is_answered_with_the_host_to_write() {
+        let e = HostRule::parse(" https://user@api.example.com:443/v1?x#y ", "test").unwrap_err();
+        assert_eq!(
+            e,
+            HostError::Url { text: "https://user@api.example.com:443/v1?x#y".into(), host: "api.example.com".into() }
+        );
+        assert_eq!(
+            e.to_string(),
+            "\"https://user@api.example.com:443/v1?x#y\" is a URL; an allowlist entry is a host: write \"api.example.com\" \
+             (HOST[:PORT], *.DOMAIN[:PORT] or an IP address; the path and scheme are not part of it)"
+        );
+        // A port other than the scheme's stays in what to write.
+        let e = HostRule::parse("http://localhost:8080", "test").unwrap_err();
+        assert!(matches!(&e, HostError::Url { host, .. } if host == "localhost:8080"), "{e}");
+    }
+
+    #[test]
+    fn a_bad_port_is_named() {
+        for (text, port) in [("host:x", "x"), ("host:0", "0"), ("[::1]:70000", "70000"), ("host:", "")] {
+            let e = HostRule::parse(text, "test").unwrap_err();
+            assert_eq!(e, HostError::BadPort { text: text.into(), port: port.into() });
+        }
+        assert_eq!(
+            HostRule::parse("host:x", "test").unwrap_err().to_string(),
+            "\"host:x\": \"x\" is not a port (expected HOST[:PORT], *.DOMAIN[:PORT] or an IP address)"
+        );
+        let e = CredentialRule::parse(("api.example.org:x", "x-api-key", "env:K", ""), ("B", &[]), "test").unwrap_err();
+        assert!(matches!(&e, CredentialError::Host(HostError::BadPort { port, .. }) if port == "x"), "{e}");
+        assert_eq!(
+            e.to_string(),
+            "host \"api.example.org:x\": \"x\" is not a port (expected HOST[:PORT], *.DOMAIN[:PORT] or an IP address)"
+        );
     }
 
     #[test]

@@ -98,7 +98,7 @@ impl NetSetup {
         // A namespace of its own as root, or in interpose's user namespace
         // (where interpose holds CAP_NET_ADMIN over the new one).
         let own_namespace = nix::unistd::geteuid().is_root() || unprivileged;
-        let forwards = allow.forwards().map_err(RunError::Net)?;
+        let forwards = allow.forwards().map_err(|e| RunError::Net(e.to_string()))?;
         if forwards.len() > crate::sandbox::MAX_FORWARDS {
             return Err(RunError::Net(format!(
                 "{} loopback services named; at most {} are forwarded",
