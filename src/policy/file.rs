@@ -62,6 +62,9 @@ pub enum ErrorKind {
     /// `extends` names no built-in profile or policy file.
     #[error("unknown profile {0:?} in `extends` (see `interpose policy list`; a policy file is named by a path ending in .toml)")]
     UnknownProfile(String),
+    /// A variable in the workspace's path (`cwd`) cannot be expanded.
+    #[error("{0}")]
+    Expand(ExpandError),
     /// A `[net] allow` entry is not a host.
     #[error("`[net] allow` entry {0}")]
     NetAllow(crate::policy::hosts::HostError),
@@ -811,7 +814,7 @@ impl Policy {
         let mut errors = Vec::new();
         let (workspace, origin) = match &self.cwd {
             Some((text, origin)) => {
-                let expanded = expand(text, vars).map_err(|why| self.error_at(origin, ErrorKind::Invalid(why)))?;
+                let expanded = expand(text, vars).map_err(|why| self.error_at(origin, ErrorKind::Expand(why)))?;
                 (cwd.join(expanded), origin.clone())
             }
             None => (cwd.to_path_buf(), Origin::Workspace),
@@ -843,7 +846,7 @@ impl Policy {
         for e in self.entries.iter().filter(|e| e.field == Field::HomeSeed) {
             let outcome = match expand(&e.text, vars) {
                 Ok(p) => EntryOutcome::Added(workspace.join(p)),
-                Err(why) => EntryOutcome::Skipped(why),
+                Err(why) => EntryOutcome::Skipped(why.to_string()),
             };
             outcomes.push((e.clone(), outcome));
         }
@@ -876,7 +879,7 @@ impl Policy {
     ) -> Result<EntryOutcome, PolicyError> {
         let expanded = match expand(&e.text, vars) {
             Ok(x) => x,
-            Err(why) => return Ok(EntryOutcome::Skipped(why)),
+            Err(why) => return Ok(EntryOutcome::Skipped(why.to_string())),
         };
         match e.field {
             Field::Writable | Field::Deny | Field::DenyWrites => self.restrict(e, &expanded, workspace, surface),
@@ -1012,14 +1015,31 @@ fn strip_templates(text: &str) -> String {
     out
 }
 
+/// Why [`expand`] could not expand an entry.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ExpandError {
+    /// The variable is not set (`~` is `$HOME`).
+    #[error("${0} is unset")]
+    Unset(String),
+    /// The variable is set to nothing.
+    #[error("${0} is empty")]
+    Empty(String),
+    /// `${` without its `}`, in this entry.
+    #[error("unclosed `${{` in {0:?}")]
+    Unclosed(String),
+    /// `$` followed by no name (or a digit), in this entry.
+    #[error("`$` without a variable name in {0:?}")]
+    NoName(String),
+}
+
 /// Expands a leading `~` and every `$NAME` / `${NAME}` from `vars`. An unset
 /// or empty variable is an error that says which, so that the entry is
 /// dropped, never turned into a literal path such as `/pkg/mod`.
-pub fn expand(text: &str, vars: &HashMap<String, String>) -> Result<String, String> {
+pub fn expand(text: &str, vars: &HashMap<String, String>) -> Result<String, ExpandError> {
     let lookup = |name: &str| match vars.get(name) {
         Some(v) if !v.is_empty() => Ok(v.clone()),
-        Some(_) => Err(format!("${name} is empty")),
-        None => Err(format!("${name} is unset")),
+        Some(_) => Err(ExpandError::Empty(name.into())),
+        None => Err(ExpandError::Unset(name.into())),
     };
     let mut out = String::with_capacity(text.len());
     let mut rest = text;
@@ -1031,14 +1051,14 @@ pub fn expand(text: &str, vars: &HashMap<String, String>) -> Result<String, Stri
         out.push_str(&rest[..at]);
         let after = &rest[at + 1..];
         let (name, next) = if let Some(braced) = after.strip_prefix('{') {
-            let end = braced.find('}').ok_or_else(|| format!("unclosed `${{` in {text:?}"))?;
+            let end = braced.find('}').ok_or_else(|| ExpandError::Unclosed(text.into()))?;
             (&braced[..end], &braced[end + 1..])
         } else {
             let end = after.find(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).unwrap_or(after.len());
             (&after[..end], &after[end..])
         };
         if name.is_empty() || name.starts_with(|c: char| c.is_ascii_digit()) {
-            return Err(format!("`$` without a variable name in {text:?}"));
+            return Err(ExpandError::NoName(text.into()));
         }
         out.push_str(&lookup(name)?);
         rest = next;
@@ -1067,9 +1087,25 @@ mod tests {
         assert_eq!(expand("$HOME/.gitconfig", &v).unwrap(), "/home/a/.gitconfig");
         assert_eq!(expand("${GOPATH}/pkg/mod", &v).unwrap(), "/go/pkg/mod");
         assert_eq!(expand("~/.cargo", &v).unwrap(), "/home/a/.cargo");
-        assert_eq!(expand("${GOROOT}/src", &v).unwrap_err(), "$GOROOT is unset");
-        assert_eq!(expand("$EMPTY/x", &v).unwrap_err(), "$EMPTY is empty");
-        assert!(expand("a$/b", &v).is_err());
+        assert_eq!(expand("$EMPTY/x", &v).unwrap_err(), ExpandError::Empty("EMPTY".into()));
+        assert_eq!(expand("$EMPTY/x", &v).unwrap_err().to_string(), "$EMPTY is empty");
+        assert_eq!(expand("a$/b", &v).unwrap_err(), ExpandError::NoName("a$/b".into()));
+        assert_eq!(expand("a$/b", &v).unwrap_err().to_string(), "`$` without a variable name in \"a$/b\"");
+        assert_eq!(expand("${HOME", &v).unwrap_err().to_string(), "unclosed `${` in \"${HOME\"");
+    }
+
+    #[test]
+    fn an_unknown_variable_is_named() {
+        let v = vars(&[("HOME", "/home/a")]);
+        let e = expand("${GOROOT}/src", &v).unwrap_err();
+        assert_eq!(e, ExpandError::Unset("GOROOT".into()));
+        assert_eq!(e.to_string(), "$GOROOT is unset");
+        assert_eq!(expand("~/x", &HashMap::new()).unwrap_err(), ExpandError::Unset("HOME".into()));
+        // As a policy's workspace it fails the policy, and keeps the error.
+        let p = parse("cwd = \"$GOROOT/w\"\n").unwrap();
+        let e = p.resolve_all(&v, Path::new("/"), &mut Surface::new(), Effects::None).unwrap_err();
+        assert_eq!(e.kind, ErrorKind::Expand(ExpandError::Unset("GOROOT".into())));
+        assert_eq!(e.to_string(), "agent.toml:1:1: $GOROOT is unset");
     }
 
     #[test]
