@@ -485,13 +485,27 @@ pub struct OwnProc {
     pub access: u64,
 }
 
+/// Why Landlock cannot decide the command's `/proc` with one grant
+/// ([`own_proc`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum OwnProcRefusal {
+    /// Another procfs, mounted here, shows the host's processes: the grant
+    /// made for the command's own would not hold there.
+    #[error("a procfs is mounted at {} too, numbered as the host's processes", .0.display())]
+    OtherProcfs(PathBuf),
+    /// A surface entry inside `/proc` (a grant, or a carve-out in a
+    /// process's directory) that one grant of the whole cannot say.
+    #[error("the surface's entry {} is more than Landlock can say about /proc", .0.display())]
+    EntryInProc(PathBuf),
+}
+
 /// The [`OwnProc`] grant for `surface`, or why Landlock cannot decide its
 /// `/proc` with it (then the command's procfs is granted nothing, and
 /// every open there is the supervisor's).
-pub fn own_proc(surface: &Surface, abi: i32) -> Result<OwnProc, String> {
+pub fn own_proc(surface: &Surface, abi: i32) -> Result<OwnProc, OwnProcRefusal> {
     let proc = Path::new("/proc");
     if let Some(other) = surface.proc_mounts().iter().find(|m| *m != proc) {
-        return Err(format!("a procfs is mounted at {} too, numbered as the host's processes", other.display()));
+        return Err(OwnProcRefusal::OtherProcfs(other.clone()));
     }
     for (_, rule) in surface.effective_rules() {
         let Ok(rest) = rule.path.strip_prefix(proc) else { continue };
@@ -505,12 +519,7 @@ pub fn own_proc(surface: &Surface, abi: i32) -> Result<OwnProc, String> {
             // Anything else (a grant inside /proc, a carve-out in a
             // process's directory) is beyond one grant and masks.
             _ if name.is_empty() => {}
-            _ => {
-                return Err(format!(
-                    "the surface's entry {} is more than Landlock can say about /proc",
-                    rule.path.display()
-                ))
-            }
+            _ => return Err(OwnProcRefusal::EntryInProc(rule.path.clone())),
         }
     }
     let readable =
@@ -585,6 +594,23 @@ mod tests {
 
     fn rule(s: &mut Surface, path: PathBuf, mode: Mode) {
         s.add(Rule { path, mode, origin: Origin::Flag("test".into()) });
+    }
+
+    #[test]
+    fn own_proc_refuses_what_one_grant_cannot_say() {
+        let mut s = Surface::new();
+        s.add_proc_mount("/proc".into());
+        rule(&mut s, "/proc".into(), Mode::Ro);
+        rule(&mut s, "/proc/kcore".into(), Mode::Deny);
+        assert!(own_proc(&s, 1).is_ok(), "a carve-out of a top-level entry is masked");
+        rule(&mut s, "/proc/sys".into(), Mode::Rw);
+        let e = own_proc(&s, 1).unwrap_err();
+        assert_eq!(e, OwnProcRefusal::EntryInProc("/proc/sys".into()));
+        assert_eq!(e.to_string(), "the surface's entry /proc/sys is more than Landlock can say about /proc");
+        s.add_proc_mount("/host/proc".into());
+        let e = own_proc(&s, 1).unwrap_err();
+        assert_eq!(e, OwnProcRefusal::OtherProcfs("/host/proc".into()));
+        assert_eq!(e.to_string(), "a procfs is mounted at /host/proc too, numbered as the host's processes");
     }
 
     #[test]

@@ -553,7 +553,7 @@ fn backstop(
             Err("the command has no PID namespace of its own (run as root, or with user namespaces)".to_string())
         }
         _ if args.isolate => Err("--isolate builds its own /proc".into()),
-        _ => sandbox::landlock::own_proc(&parts.surface, b.abi),
+        _ => sandbox::landlock::own_proc(&parts.surface, b.abi).map_err(|e| e.to_string()),
     };
     b.own_proc = own_proc.as_ref().ok().cloned();
     let exact = b.layout.names_exact;
