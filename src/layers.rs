@@ -64,10 +64,20 @@ enum Reach {
 const PATH_KEYS: &[&str] =
     &["file_path", "absolute_path", "notebook_path", "path", "paths", "dir_path", "directory", "include", "pattern"];
 
+/// A tool the hook does not know, with an argument that may name files
+/// ([`tool_reach`]): refused, since the hook cannot say what it touches.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("interpose: {tool} is not a tool the hook knows, and its `{key}` may name files; refused")]
+struct UnknownTool {
+    tool: String,
+    /// The argument that may name files.
+    key: String,
+}
+
 /// What the arguments of a tool call reach; `None` for a tool the hook
 /// does not judge (a shell command: the OS layer decides what it does), an
 /// error naming the argument for an unknown tool that carries a path.
-fn tool_reach(agent: Agent, tool: &str, input: &serde_json::Value) -> Result<Option<Vec<Reach>>, String> {
+fn tool_reach(agent: Agent, tool: &str, input: &serde_json::Value) -> Result<Option<Vec<Reach>>, UnknownTool> {
     let s = |k: &str| input.get(k).and_then(serde_json::Value::as_str).map(str::to_string);
     let first = |keys: &[&str]| keys.iter().find_map(|k| s(k));
     let path = |keys: &[&str], access| first(keys).map(|p| vec![Reach::Path(p, access)]).unwrap_or_default();
@@ -114,9 +124,7 @@ fn tool_reach(agent: Agent, tool: &str, input: &serde_json::Value) -> Result<Opt
             let carries =
                 keys.iter().find(|k| PATH_KEYS.contains(&k.as_str()) || k.ends_with("_path") || k.ends_with("_dir"));
             return match carries {
-                Some(k) => Err(format!(
-                    "interpose: {tool} is not a tool the hook knows, and its `{k}` may name files; refused"
-                )),
+                Some(k) => Err(UnknownTool { tool: tool.into(), key: k.clone() }),
                 None => Ok(None),
             };
         }
@@ -235,14 +243,41 @@ fn readable_here(path: &Path) -> bool {
     nix::unistd::access(path, nix::unistd::AccessFlags::R_OK).is_ok()
 }
 
+/// Why the hook refuses a search or a glob ([`check_walk`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+enum WalkRefusal {
+    /// The pattern climbs out of where it starts.
+    #[error("the pattern {0:?} climbs with `..`")]
+    Climbs(String),
+    /// The surface refuses the file or directory the walk starts from
+    /// (`rule` says which entry decided).
+    #[error("{} is refused ({rule})", .path.display())]
+    StartRefused { path: PathBuf, rule: String },
+    /// The pattern is not one the hook accepts.
+    #[error("the pattern {pattern:?}: {source}")]
+    Pattern { pattern: String, source: crate::policy::glob::GlobError },
+    /// A deny pattern of the surface does not compile.
+    #[error("a deny pattern: {0}")]
+    DenyPattern(crate::policy::glob::GlobError),
+    /// The walk may reach a carved-out entry (`rule` describes it).
+    #[error("it may reach {}, which is carved out ({rule}); search a narrower path or pattern", .path.display())]
+    MayReach { path: PathBuf, rule: String },
+    /// Too many entries under `root` to look for carved-out files.
+    #[error("{} holds more than {WALK_BUDGET} entries to check against carve-outs; search a narrower path", .0.display())]
+    TooLarge(PathBuf),
+    /// The walk would reach a file a deny pattern carves out.
+    #[error("it would reach {}, which is carved out ({}); search a narrower path or pattern", .path.display(), .pattern.display())]
+    WouldReach { path: PathBuf, pattern: PathBuf },
+}
+
 /// Checks a walk: no `..` in the pattern, the directory it starts from
 /// readable, and no carved-out file it would reach that can be read from
 /// here (a carve-out the OS layer enforces, or one that does not exist,
 /// leaves the search alone). `Err` is the refusal.
-fn check_walk(surface: &Surface, cwd: &Path, root: &str, pattern: &str) -> Result<(), String> {
+fn check_walk(surface: &Surface, cwd: &Path, root: &str, pattern: &str) -> Result<(), WalkRefusal> {
     use crate::policy::glob;
     if Path::new(pattern).components().any(|c| c == std::path::Component::ParentDir) {
-        return Err(format!("the pattern {pattern:?} climbs with `..`"));
+        return Err(WalkRefusal::Climbs(pattern.into()));
     }
     let root = resolve_like_kernel(cwd, Path::new(root));
     let absolute = root.join(pattern);
@@ -250,25 +285,23 @@ fn check_walk(surface: &Surface, cwd: &Path, root: &str, pattern: &str) -> Resul
         // A literal name: that file, or everything under that directory.
         let (allowed, resolved, rule) = check(surface, cwd, &absolute, Access::Read);
         if !allowed {
-            return Err(format!("{} is refused ({rule})", resolved.display()));
+            return Err(WalkRefusal::StartRefused { path: resolved, rule });
         }
         return if resolved.is_dir() { check_walk(surface, cwd, &resolved.to_string_lossy(), "**/*") } else { Ok(()) };
     }
-    glob::validate(pattern, glob::Anchor::Anywhere).map_err(|e| format!("the pattern {pattern:?}: {e}"))?;
+    let bad_pattern = |source| WalkRefusal::Pattern { pattern: pattern.into(), source };
+    glob::validate(pattern, glob::Anchor::Anywhere).map_err(bad_pattern)?;
     let start = glob::static_prefix(&absolute.join("x"));
     let (allowed, resolved, rule) = check(surface, cwd, &start, Access::Read);
     if !allowed {
-        return Err(format!("{} is refused ({rule})", resolved.display()));
+        return Err(WalkRefusal::StartRefused { path: resolved, rule });
     }
     let absolute = resolved.join(absolute.strip_prefix(&start).unwrap_or(Path::new("")));
     let mine = pattern_tokens(&absolute);
     for (i, r) in surface.effective_rules() {
         if r.mode == Mode::Deny && may_reach(&mine, &r.path) && readable_here(&r.path) {
-            return Err(format!(
-                "it may reach {}, which is carved out ({}); search a narrower path or pattern",
-                r.path.display(),
-                surface.describe(crate::policy::Reason::Rule(i))
-            ));
+            let rule = surface.describe(crate::policy::Reason::Rule(i));
+            return Err(WalkRefusal::MayReach { path: r.path.clone(), rule });
         }
     }
     // Deny patterns the walk's pattern overlaps: look for files both match.
@@ -278,22 +311,17 @@ fn check_walk(surface: &Surface, cwd: &Path, root: &str, pattern: &str) -> Resul
         .filter(|g| g.effect == GlobEffect::Deny && paths_intersect(&mine, &pattern_tokens(&g.pattern)))
         .map(|g| glob::compile(&g.pattern).map(|m| (g, m)))
         .collect::<Result<_, _>>()
-        .map_err(|e| format!("a deny pattern: {e}"))?;
+        .map_err(WalkRefusal::DenyPattern)?;
     if denied.is_empty() {
         return Ok(());
     }
-    let matcher = glob::compile(&absolute).map_err(|e| format!("the pattern {pattern:?}: {e}"))?;
+    let matcher = glob::compile(&absolute).map_err(bad_pattern)?;
     let mut budget = WALK_BUDGET;
     let mut dirs = vec![resolved.clone()];
     while let Some(dir) = dirs.pop() {
         let Ok(entries) = std::fs::read_dir(&dir) else { continue };
         for entry in entries.flatten() {
-            budget = budget.checked_sub(1).ok_or_else(|| {
-                format!(
-                    "{} holds more than {WALK_BUDGET} entries to check against carve-outs; search a narrower path",
-                    resolved.display()
-                )
-            })?;
+            budget = budget.checked_sub(1).ok_or_else(|| WalkRefusal::TooLarge(resolved.clone()))?;
             let path = entry.path();
             // Searches do not follow symlinks to directories.
             if entry.file_type().is_ok_and(|t| t.is_dir()) {
@@ -301,11 +329,7 @@ fn check_walk(surface: &Surface, cwd: &Path, root: &str, pattern: &str) -> Resul
             }
             if let Some((g, _)) = denied.iter().find(|(_, m)| m.is_match(&path)) {
                 if matcher.is_match(&path) && readable_here(&path) {
-                    return Err(format!(
-                        "it would reach {}, which is carved out ({}); search a narrower path or pattern",
-                        path.display(),
-                        g.pattern.display()
-                    ));
+                    return Err(WalkRefusal::WouldReach { path, pattern: g.pattern.clone() });
                 }
             }
         }
@@ -335,7 +359,7 @@ pub fn hook_decision(agent: Agent, surface: &Surface, input: &str) -> HookAnswer
     let reach = match tool_reach(agent, tool, &v["tool_input"]) {
         Ok(Some(reach)) => reach,
         Ok(None) => return HookAnswer::Allow,
-        Err(why) => return HookAnswer::Deny(why),
+        Err(why) => return HookAnswer::Deny(why.to_string()),
     };
     if reach.is_empty() {
         return HookAnswer::Deny(format!("interpose: {tool} without a path argument; refused"));
