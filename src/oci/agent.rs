@@ -82,6 +82,184 @@ pub enum AgentError {
     },
 }
 
+/// Why one container is not supervised (its connection is dropped, and
+/// its first process told why).
+#[derive(Debug, thiserror::Error)]
+pub enum ContainerError {
+    /// Bounding the wait for the state failed.
+    #[error("{0}")]
+    SetTimeout(std::io::Error),
+    /// Receiving the state and its descriptors failed.
+    #[error("receiving: {0}")]
+    Receive(crate::sys::Errno),
+    /// The state is too large, or its descriptors were cut.
+    #[error("the state message is too large or its descriptors were cut")]
+    StateTooLarge,
+    /// The message is not a `ContainerProcessState`.
+    #[error("not a container process state: {0}")]
+    NotAState(serde_json::Error),
+    /// The container id could name another file than its trail.
+    #[error("container id {0:?}: not a plain name")]
+    BadId(String),
+    /// The state names no listener, or no process.
+    #[error("container {id}: expected its seccompFd among {names} descriptor(s) and a pid, got {fds} and pid {pid} ({oci_version})")]
+    NoListener {
+        /// The container.
+        id: String,
+        /// The descriptors the state names.
+        names: usize,
+        /// The descriptors that came with it.
+        fds: usize,
+        /// The pid it gives.
+        pid: i32,
+        /// Its `ociVersion`.
+        oci_version: String,
+    },
+    /// `pidfd_open` of the container's first process failed.
+    #[error("container {id}: pid {pid}: {source}")]
+    PidfdOpen {
+        /// The container.
+        id: String,
+        /// Its first process.
+        pid: i32,
+        /// The error.
+        source: crate::sys::Errno,
+    },
+    /// Opening the container's root (`/proc/<pid>/root`) failed.
+    #[error("container {id}: its root: {source}")]
+    OpenRoot {
+        /// The container.
+        id: String,
+        /// The error.
+        source: crate::sys::Errno,
+    },
+    /// The first process was gone before it could be supervised.
+    #[error("container {id}: its first process (pid {pid}) exited before it was supervised")]
+    Exited {
+        /// The container.
+        id: String,
+        /// Its first process.
+        pid: i32,
+    },
+    /// A mount of the container shows the agent's own files.
+    #[error("container {id}: {exposure}; not supervised, so its trapped calls fail")]
+    Exposed {
+        /// The container.
+        id: String,
+        /// What it shows, and where.
+        exposure: Exposure,
+    },
+    /// The container's surface cannot be built.
+    #[error("container {id}: {source}")]
+    Surface {
+        /// The container.
+        id: String,
+        /// Why (boxed: a policy's error is large, and rare).
+        source: Box<ContainerPolicyError>,
+    },
+    /// Creating the container's trail failed.
+    #[error("trail {}: {source}", .path.display())]
+    CreateTrail {
+        /// The trail.
+        path: PathBuf,
+        /// The error.
+        source: std::io::Error,
+    },
+    /// Writing the trail's lease failed.
+    #[error("trail {}: its lease: {source}", .path.display())]
+    Lease {
+        /// The trail.
+        path: PathBuf,
+        /// The error.
+        source: std::io::Error,
+    },
+    /// Starting the container's supervisor failed.
+    #[error("container {id}: starting its supervisor: {source}")]
+    StartSupervisor {
+        /// The container.
+        id: String,
+        /// The error.
+        source: crate::sys::Errno,
+    },
+    /// The trail could not be ended.
+    #[error("container {id}: {why}")]
+    EndTrail {
+        /// The container.
+        id: String,
+        /// Why, as the trail's writer says it.
+        why: String,
+    },
+}
+
+/// How a container reaches the agent's own files ([`exposed`]).
+#[derive(Debug, thiserror::Error)]
+pub enum Exposure {
+    /// Its mounts cannot be read: taken to show them.
+    #[error("its mounts cannot be read ({0})")]
+    MountsUnreadable(std::io::Error),
+    /// Its mount at `at` shows the agent's `what` (at `path` on the host).
+    #[error("its mount at {} shows the agent's {what} ({})", .at.display(), .path.display())]
+    Shows {
+        /// The mount point in the container.
+        at: PathBuf,
+        /// Which of the agent's files.
+        what: &'static str,
+        /// Where that is on the host.
+        path: PathBuf,
+    },
+}
+
+/// Why a container's policy cannot be its surface.
+#[derive(Debug, thiserror::Error)]
+pub enum ContainerPolicyError {
+    /// A policy is named, but the agent has no directory of them.
+    #[error("policy {0:?}: the agent has no --policy-dir")]
+    NoPolicyDir(String),
+    /// The name is not a file name (a path, `.`, `..`).
+    #[error("policy {0:?}: not a file name in --policy-dir")]
+    NotAFileName(String),
+    /// The policy file cannot be loaded.
+    #[error(transparent)]
+    Policy(#[from] crate::policy::file::PolicyError),
+    /// An entry with variables or patterns.
+    #[error("{origin} {text:?}: containers take plain paths (no variables or patterns)")]
+    NotPlain {
+        /// Where it was written.
+        origin: Origin,
+        /// The entry.
+        text: String,
+    },
+    /// An entry of a field containers do not take.
+    #[error("{origin} `{field}` {text:?}: not supported for containers")]
+    Unsupported {
+        /// Where it was written.
+        origin: Origin,
+        /// The field.
+        field: &'static str,
+        /// The entry.
+        text: String,
+    },
+    /// A path with a NUL byte.
+    #[error("{}: NUL in a path", .0.display())]
+    Nul(PathBuf),
+    /// Resolving a path in the container's root failed.
+    #[error("{}: {source}", .path.display())]
+    Resolve {
+        /// The path.
+        path: PathBuf,
+        /// The error.
+        source: crate::sys::Errno,
+    },
+    /// Reading back where a resolved path leads failed.
+    #[error("{}: {source}", .path.display())]
+    ReadLink {
+        /// The path.
+        path: PathBuf,
+        /// The error.
+        source: std::io::Error,
+    },
+}
+
 /// The state a runtime sends (OCI runtime spec, `ContainerProcessState`).
 #[derive(Debug, Deserialize)]
 struct ProcessState {
@@ -198,47 +376,51 @@ fn own_state(opts: &Options) -> OwnState {
 /// remove trails, change policies or register fake containers. Checked
 /// before it is supervised; a container whose mounts cannot be read is
 /// taken to show them.
-fn exposed(own: &OwnState, pid: i32) -> Option<String> {
+fn exposed(own: &OwnState, pid: i32) -> Option<Exposure> {
     let mounts = match crate::sys::procfs::mounts_of(pid as u32) {
         Ok(m) => m,
-        Err(e) => return Some(format!("its mounts cannot be read ({e})")),
+        Err(e) => return Some(Exposure::MountsUnreadable(e)),
     };
     own.iter().find_map(|(what, path, place)| {
         let at = crate::sys::procfs::shows(&mounts, place)?;
-        Some(format!("its mount at {} shows the agent's {what} ({})", at.display(), path.display()))
+        Some(Exposure::Shows { at, what, path: path.clone() })
     })
 }
 
 /// Takes one container's state and listener and supervises it until its
 /// last process has exited.
-fn container(opts: &Options, key: Option<audit::TrailKey>, own: &OwnState, conn: &UnixStream) -> Result<(), String> {
-    conn.set_read_timeout(Some(STATE_TIMEOUT)).map_err(|e| e.to_string())?;
+fn container(
+    opts: &Options,
+    key: Option<audit::TrailKey>,
+    own: &OwnState,
+    conn: &UnixStream,
+) -> Result<(), ContainerError> {
+    conn.set_read_timeout(Some(STATE_TIMEOUT)).map_err(ContainerError::SetTimeout)?;
     let mut buf = vec![0u8; MAX_STATE];
-    let (n, mut fds, cut) = process::recv_with_fds(conn.as_fd(), &mut buf).map_err(|e| format!("receiving: {e}"))?;
+    let (n, mut fds, cut) = process::recv_with_fds(conn.as_fd(), &mut buf).map_err(ContainerError::Receive)?;
     if cut || n == MAX_STATE {
-        return Err("the state message is too large or its descriptors were cut".into());
+        return Err(ContainerError::StateTooLarge);
     }
-    let state: ProcessState =
-        serde_json::from_slice(&buf[..n]).map_err(|e| format!("not a container process state: {e}"))?;
+    let state: ProcessState = serde_json::from_slice(&buf[..n]).map_err(ContainerError::NotAState)?;
     let id = &state.state.id;
     let valid_id = !id.is_empty()
         && id.len() <= 255
         && id.bytes().all(|c| c.is_ascii_alphanumeric() || b"_.-".contains(&c))
         && !id.starts_with('.');
     if !valid_id {
-        return Err(format!("container id {id:?}: not a plain name"));
+        return Err(ContainerError::BadId(id.clone()));
     }
     let at = state.fds.iter().position(|f| f == "seccompFd");
     let listener = match at {
         Some(i) if fds.len() == state.fds.len() && state.pid > 0 => fds.swap_remove(i),
         _ => {
-            return Err(format!(
-                "container {id}: expected its seccompFd among {} descriptor(s) and a pid, got {} and pid {} ({})",
-                state.fds.len(),
-                fds.len(),
-                state.pid,
-                state.oci_version
-            ))
+            return Err(ContainerError::NoListener {
+                id: id.clone(),
+                names: state.fds.len(),
+                fds: fds.len(),
+                pid: state.pid,
+                oci_version: state.oci_version.clone(),
+            })
         }
     };
     drop(fds);
@@ -256,7 +438,7 @@ fn container(opts: &Options, key: Option<audit::TrailKey>, own: &OwnState, conn:
 /// first process's stderr (the runtime passes it on), before the runtime
 /// reports the failure of the call that then finds no listener. Taken with
 /// `pidfd_getfd`, so it is that process's own, never a successor's.
-fn tell(pid: i32, why: &str) {
+fn tell(pid: i32, why: &ContainerError) {
     let Ok(pidfd) = process::pidfd_open(pid) else { return };
     let Ok(stderr) = process::pidfd_getfd(pidfd.as_fd(), 2) else { return };
     // Never wait on a full pipe nobody reads: non-blocking for this one
@@ -279,7 +461,7 @@ fn supervise(
     own: &OwnState,
     state: &ProcessState,
     listener: std::os::fd::OwnedFd,
-) -> Result<(), String> {
+) -> Result<(), ContainerError> {
     let id = &state.state.id;
     let policy_name = state
         .state
@@ -291,18 +473,22 @@ fn supervise(
     // root opened through /proc/<pid>, and the pidfd then says the process
     // has not exited meanwhile (a pid is not reused while it lives), so the
     // root is that process's, not a successor's.
-    let pidfd = process::pidfd_open(state.pid).map_err(|e| format!("container {id}: pid {}: {e}", state.pid))?;
+    let pidfd = process::pidfd_open(state.pid).map_err(|source| ContainerError::PidfdOpen {
+        id: id.clone(),
+        pid: state.pid,
+        source,
+    })?;
     let root_path = CString::new(format!("/proc/{}/root", state.pid)).expect("no NUL in a number");
     let root = fs::openat(Dir::Cwd, &root_path, libc::O_PATH | libc::O_DIRECTORY, 0)
-        .map_err(|e| format!("container {id}: its root: {e}"))?;
+        .map_err(|source| ContainerError::OpenRoot { id: id.clone(), source })?;
     if exited(pidfd.as_fd()) {
-        return Err(format!("container {id}: its first process (pid {}) exited before it was supervised", state.pid));
+        return Err(ContainerError::Exited { id: id.clone(), pid: state.pid });
     }
-    if let Some(why) = exposed(own, state.pid) {
-        return Err(format!("container {id}: {why}; not supervised, so its trapped calls fail"));
+    if let Some(exposure) = exposed(own, state.pid) {
+        return Err(ContainerError::Exposed { id: id.clone(), exposure });
     }
-    let (surface, policy_label) =
-        surface(opts, policy_name.as_deref(), root.as_fd()).map_err(|e| format!("container {id}: {e}"))?;
+    let (surface, policy_label) = surface(opts, policy_name.as_deref(), root.as_fd())
+        .map_err(|source| ContainerError::Surface { id: id.clone(), source: Box::new(source) })?;
     let start = start_record(state, &surface, &policy_label);
     let trail_path = opts.audit_dir.as_ref().map(|dir| dir.join(format!("{id}.jsonl")));
     let sink = match (&trail_path, key) {
@@ -336,14 +522,15 @@ fn supervise(
     if let Err(e) = sync {
         tracing::debug!("container {id}: no synchronous wake-up on its listener: {e}");
     }
-    let sup = Supervisor::new(listener, config).map_err(|e| format!("container {id}: starting its supervisor: {e}"))?;
+    let sup = Supervisor::new(listener, config)
+        .map_err(|source| ContainerError::StartSupervisor { id: id.clone(), source })?;
     sup.start();
     eprintln!("interpose oci-agent: container {id} (pid {}) under policy {policy_label}", state.pid);
     sup.wait_for_hang_up();
     sup.quiesce();
     // The runtime reaps the container; the agent does not see its status.
     if let Some(why) = sup.end_trail(-1) {
-        return Err(format!("container {id}: {why}"));
+        return Err(ContainerError::EndTrail { id: id.clone(), why });
     }
     // Ended: the trail says so itself.
     if let (Some(path), Some(_)) = (&trail_path, &sink) {
@@ -363,13 +550,13 @@ fn exited(pidfd: std::os::fd::BorrowedFd<'_>) -> bool {
 /// A new trail at `path` (never an existing one) that starts with `start`,
 /// and its lease: while the container runs, the trail is open, and a
 /// restarted agent closes it if this one dies ([`audit::close`]).
-fn trail(path: &Path, start: &audit::Record, key: audit::TrailKey) -> Result<Sink, String> {
+fn trail(path: &Path, start: &audit::Record, key: audit::TrailKey) -> Result<Sink, ContainerError> {
     let file = audit::trail_file_options()
         .create_new(true)
         .open(path)
-        .map_err(|e| format!("trail {}: {e}", path.display()))?;
+        .map_err(|source| ContainerError::CreateTrail { path: path.into(), source })?;
     audit::close::open_lease(path, &audit::close::session_hash(start), &key)
-        .map_err(|e| format!("trail {}: its lease: {e}", path.display()))?;
+        .map_err(|source| ContainerError::Lease { path: path.into(), source })?;
     Ok(Sink::start(audit::Output::File(file), Some(key)))
 }
 
@@ -408,7 +595,11 @@ fn start_record(state: &ProcessState, surface: &Surface, policy: &str) -> audit:
 /// (a file of `--policy-dir` named by the annotation, else the default:
 /// the container's system directories read-only, `/tmp` writable), each
 /// entry resolved in the container's root.
-fn surface(opts: &Options, name: Option<&str>, root: std::os::fd::BorrowedFd<'_>) -> Result<(Surface, String), String> {
+fn surface(
+    opts: &Options,
+    name: Option<&str>,
+    root: std::os::fd::BorrowedFd<'_>,
+) -> Result<(Surface, String), ContainerPolicyError> {
     let mut surface = Surface::new();
     surface.add_proc_mount("/proc".into());
     let Some(name) = name else {
@@ -421,11 +612,11 @@ fn surface(opts: &Options, name: Option<&str>, root: std::os::fd::BorrowedFd<'_>
         return Ok((surface, "default".into()));
     };
     let plain = !name.is_empty() && !name.contains('/') && name != "." && name != "..";
-    let dir = opts.policy_dir.as_ref().ok_or_else(|| format!("policy {name:?}: the agent has no --policy-dir"))?;
+    let dir = opts.policy_dir.as_ref().ok_or_else(|| ContainerPolicyError::NoPolicyDir(name.into()))?;
     if !plain {
-        return Err(format!("policy {name:?}: not a file name in --policy-dir"));
+        return Err(ContainerPolicyError::NotAFileName(name.into()));
     }
-    let mut policy = Policy::load(&dir.join(name)).map_err(|e| e.to_string())?;
+    let mut policy = Policy::load(&dir.join(name))?;
     // The host's toolchains and caches mean nothing in a container.
     policy.without_tooling();
     if policy.system {
@@ -433,7 +624,7 @@ fn surface(opts: &Options, name: Option<&str>, root: std::os::fd::BorrowedFd<'_>
     }
     // Containers take plain paths: no host variables, no patterns.
     let plain_path = |text: &str, origin: &Origin| match text.contains(['$', '*', '?', '[', '{', '~']) {
-        true => Err(format!("{origin} {text:?}: containers take plain paths (no variables or patterns)")),
+        true => Err(ContainerPolicyError::NotPlain { origin: origin.clone(), text: text.into() }),
         false => Ok(()),
     };
     if let Some((c, origin)) = &policy.cwd {
@@ -449,7 +640,10 @@ fn surface(opts: &Options, name: Option<&str>, root: std::os::fd::BorrowedFd<'_>
             f if f.reads() => Mode::Ro,
             Field::AdditionalWrites => Mode::Rw,
             Field::Deny => Mode::Deny,
-            f => return Err(format!("{} `{}` {:?}: not supported for containers", e.origin, f.key(), e.text)),
+            f => {
+                let (origin, text) = (e.origin.clone(), e.text.clone());
+                return Err(ContainerPolicyError::Unsupported { origin, field: f.key(), text });
+            }
         };
         plain_path(&e.text, &e.origin)?;
         let p = Path::new(&e.text);
@@ -465,19 +659,19 @@ fn surface(opts: &Options, name: Option<&str>, root: std::os::fd::BorrowedFd<'_>
 
 /// Where `path` leads in the container: resolved in its root (symlinks
 /// followed there), or as written when it does not exist.
-fn in_container(root: std::os::fd::BorrowedFd<'_>, path: &Path) -> Result<PathBuf, String> {
-    let c = CString::new(path.as_os_str().as_bytes()).map_err(|_| format!("{}: NUL in a path", path.display()))?;
+fn in_container(root: std::os::fd::BorrowedFd<'_>, path: &Path) -> Result<PathBuf, ContainerPolicyError> {
+    let c = CString::new(path.as_os_str().as_bytes()).map_err(|_| ContainerPolicyError::Nul(path.into()))?;
     let how = fs::OpenHow { flags: libc::O_PATH as u64, mode: 0, resolve: fs::RESOLVE_IN_ROOT };
     match fs::openat2(Dir::Fd(root), &c, how) {
         Ok(fd) => {
             // The container's root is the root of its own mount namespace,
             // so the name read back is the container's.
             let link = std::fs::read_link(format!("/proc/self/fd/{}", std::os::fd::AsRawFd::as_raw_fd(&fd)))
-                .map_err(|e| format!("{}: {e}", path.display()))?;
+                .map_err(|source| ContainerPolicyError::ReadLink { path: path.into(), source })?;
             Ok(link)
         }
         Err(crate::sys::Errno::ENOENT) => Ok(path.to_path_buf()),
-        Err(e) => Err(format!("{}: {e}", path.display())),
+        Err(source) => Err(ContainerPolicyError::Resolve { path: path.into(), source }),
     }
 }
 
@@ -520,9 +714,17 @@ mod tests {
         let root = fs::openat(Dir::Cwd, &CString::new(root.as_os_str().as_bytes()).unwrap(), libc::O_PATH, 0).unwrap();
         let opts = Options { socket: "/x".into(), policy_dir: Some(policies), audit_dir: None, audit_key: None };
         let err = |name: &str| surface(&opts, Some(name), root.as_fd()).map(|_| ()).unwrap_err();
-        assert!(err("vars.toml").contains("plain paths"), "{}", err("vars.toml"));
-        assert!(err("glob.toml").contains("plain paths"), "{}", err("glob.toml"));
-        assert!(err("../ok.toml").contains("not a file name"), "{}", err("../ok.toml"));
+        let e = err("vars.toml");
+        assert!(matches!(&e, ContainerPolicyError::NotPlain { text, .. } if text == "$HOME/work"), "{e}");
+        assert!(
+            e.to_string()
+                .ends_with("vars.toml:1 \"$HOME/work\": containers take plain paths (no variables or patterns)"),
+            "{e}"
+        );
+        assert!(matches!(err("glob.toml"), ContainerPolicyError::NotPlain { .. }), "{}", err("glob.toml"));
+        let e = err("../ok.toml");
+        assert!(matches!(&e, ContainerPolicyError::NotAFileName(n) if n == "../ok.toml"), "{e}");
+        assert_eq!(e.to_string(), "policy \"../ok.toml\": not a file name in --policy-dir");
         let (s, name) = surface(&opts, Some("ok.toml"), root.as_fd()).unwrap();
         assert_eq!(name, "ok.toml");
         // (Paths that exist are read back as the container names them only
