@@ -37,6 +37,106 @@ pub const PLACEHOLDER: &str = "interpose-placeholder-not-a-credential";
 /// The most requests one connection is open for at once, per endpoint.
 pub const CONNECTIONS_MAX: usize = 256;
 
+/// Why an endpoint cannot be set up ([`Endpoint::new`], [`tls_config`]);
+/// none shows the credential's value.
+#[derive(Debug, thiserror::Error)]
+pub enum EndpointError {
+    /// `env:NAME` names a variable interpose does not have.
+    #[error("{0} is not set")]
+    Unset(String),
+    /// `file:~/...` without a `HOME`.
+    #[error("{0}: HOME is unset")]
+    NoHome(String),
+    /// The value's file cannot be read.
+    #[error("{}: {source}", .path.display())]
+    Read {
+        /// The file.
+        path: std::path::PathBuf,
+        /// The error.
+        source: std::io::Error,
+    },
+    /// The value is empty, or more than one line.
+    #[error("{0}: empty, or not one line of text")]
+    NotOneLine(crate::policy::hosts::CredentialSource),
+    /// The system trusts no certificate.
+    #[error("no trusted certificates found (the system's store, SSL_CERT_FILE, SSL_CERT_DIR)")]
+    NoTrustedCertificates,
+    /// The TLS library refused its default protocol versions.
+    #[error("{0}")]
+    TlsVersions(rustls::Error),
+}
+
+/// Why one connection to the host was not made ([`relay`]).
+#[derive(Debug, thiserror::Error)]
+enum ConnectError {
+    /// Through the host's own proxy.
+    #[error(transparent)]
+    Upstream(#[from] super::relay::UpstreamError),
+    /// Connecting to `host:port` (or the address it is mapped to) failed.
+    #[error("{host}:{port}: {source}")]
+    Connect { host: String, port: u16, source: std::io::Error },
+    /// The host did not accept in time.
+    #[error("no answer within {} s", CONNECT_TIMEOUT.as_secs())]
+    ConnectTimeout,
+    /// The host is not a name TLS can check a certificate for.
+    #[error("{host}: {source}")]
+    ServerName { host: String, source: rustls::pki_types::InvalidDnsNameError },
+    /// The TLS handshake did not end in time.
+    #[error("no TLS handshake within {} s", CONNECT_TIMEOUT.as_secs())]
+    HandshakeTimeout,
+    /// The TLS handshake failed (a certificate refused, say).
+    #[error("TLS with {host}: {source}")]
+    Tls { host: String, source: std::io::Error },
+}
+
+/// Why the endpoint stopped passing a client's requests on ([`requests`]).
+#[derive(Debug, thiserror::Error)]
+enum RequestError {
+    /// Reading from the client failed.
+    #[error("{0}")]
+    ReadClient(std::io::Error),
+    /// Writing to the host failed.
+    #[error("{0}")]
+    WriteHost(std::io::Error),
+    /// No first request within [`HANDSHAKE`].
+    #[error("no request")]
+    NoRequest,
+    /// A line longer than [`HEAD_MAX`].
+    #[error("a line longer than the endpoint reads")]
+    LineTooLong,
+    /// A head larger than [`HEAD_MAX`].
+    #[error("a request head larger than the endpoint reads")]
+    HeadTooLarge,
+    /// The client ended its stream inside a request's head or chunk.
+    #[error("the client ended mid-request")]
+    EndedMidRequest,
+    /// The client ended its stream inside a body.
+    #[error("the client ended mid-body")]
+    EndedMidBody,
+    /// A chunk size line that is not UTF-8.
+    #[error("a chunk size that is not text")]
+    ChunkSizeNotText,
+    /// A chunk size that is not a hexadecimal number (or overflows).
+    #[error("a chunk size {0:?}")]
+    ChunkSize(String),
+    /// A head that is not UTF-8.
+    #[error("a request head that is not text")]
+    HeadNotText,
+    /// A bare CR or LF inside a line, which could hide a header.
+    #[error("a bare CR or LF inside a request line")]
+    BareCrLf,
+    /// The first line is not an HTTP/1 request line (its first 80
+    /// characters).
+    #[error("not an HTTP/1 request line: {0:?}")]
+    NotHttp1(String),
+    /// A header line without a colon.
+    #[error("a header line without a colon")]
+    NoColon,
+    /// A `Content-Length` that is not a number.
+    #[error("a Content-Length of {0:?}")]
+    ContentLength(String),
+}
+
 /// One endpoint: its rule and the header line it adds. The value is held
 /// here only; `Debug` never shows it.
 pub struct Endpoint {
@@ -61,22 +161,22 @@ impl Drop for Endpoint {
 impl Endpoint {
     /// The endpoint for `rule`, with the value read from its source: an
     /// error names the source, never the value.
-    pub fn new(rule: CredentialRule, home: Option<&std::path::Path>) -> Result<Endpoint, String> {
+    pub fn new(rule: CredentialRule, home: Option<&std::path::Path>) -> Result<Endpoint, EndpointError> {
         use crate::policy::hosts::CredentialSource;
         let value = match &rule.source {
-            CredentialSource::Env(name) => std::env::var(name).map_err(|_| format!("{name} is not set"))?,
+            CredentialSource::Env(name) => std::env::var(name).map_err(|_| EndpointError::Unset(name.clone()))?,
             CredentialSource::File(path) => {
                 let path = match (path.strip_prefix("~/"), home) {
                     (Some(rest), Some(h)) => h.join(rest),
-                    (Some(_), None) => return Err(format!("{path}: HOME is unset")),
+                    (Some(_), None) => return Err(EndpointError::NoHome(path.clone())),
                     (None, _) => std::path::PathBuf::from(path),
                 };
-                std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?
+                std::fs::read_to_string(&path).map_err(|source| EndpointError::Read { path, source })?
             }
         };
         let value = value.trim_end_matches(['\r', '\n']);
         if value.is_empty() || value.bytes().any(|b| b.is_ascii_control()) {
-            return Err(format!("{}: empty, or not one line of text", rule.source));
+            return Err(EndpointError::NotOneLine(rule.source.clone()));
         }
         let line = format!("{}: {}{}\r\n", rule.header, rule.prefix, value).into_bytes();
         Ok(Endpoint { rule, line })
@@ -95,19 +195,19 @@ pub struct Reach {
 
 /// A TLS client configuration trusting the system's certificates
 /// (`SSL_CERT_FILE` and `SSL_CERT_DIR` where set).
-pub fn tls_config() -> Result<Arc<rustls::ClientConfig>, String> {
+pub fn tls_config() -> Result<Arc<rustls::ClientConfig>, EndpointError> {
     let mut roots = rustls::RootCertStore::empty();
     let found = rustls_native_certs::load_native_certs();
     for cert in found.certs {
         let _ = roots.add(cert);
     }
     if roots.is_empty() {
-        return Err("no trusted certificates found (the system's store, SSL_CERT_FILE, SSL_CERT_DIR)".into());
+        return Err(EndpointError::NoTrustedCertificates);
     }
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let config = rustls::ClientConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()
-        .map_err(|e| e.to_string())?
+        .map_err(EndpointError::TlsVersions)?
         .with_root_certificates(roots)
         .with_no_client_auth();
     Ok(Arc::new(config))
@@ -178,29 +278,29 @@ async fn relay(
     reach: &Reach,
     (up, down): (&AtomicU64, &AtomicU64),
     mut stop: watch::Receiver<bool>,
-) -> Result<Option<String>, String> {
+) -> Result<Option<String>, ConnectError> {
     let (host, port) = (ep.rule.host.as_str(), ep.rule.port);
     let connect = async {
         let mapped = reach.resolve.get(host).copied();
+        let failed = |host: String| move |source| ConnectError::Connect { host, port, source };
         match (&reach.upstream, mapped) {
             (Some(upstream), None) if !upstream.bypasses(host) => {
-                super::relay::via_upstream(upstream, host, port).await
+                Ok(super::relay::via_upstream(upstream, host, port).await?)
             }
-            (_, Some(ip)) => TcpStream::connect((ip, port)).await.map_err(|e| format!("{ip}:{port}: {e}")),
-            _ => TcpStream::connect((host, port)).await.map_err(|e| format!("{host}:{port}: {e}")),
+            (_, Some(ip)) => TcpStream::connect((ip, port)).await.map_err(failed(ip.to_string())),
+            _ => TcpStream::connect((host, port)).await.map_err(failed(host.into())),
         }
     };
-    let tcp = tokio::time::timeout(CONNECT_TIMEOUT, connect)
-        .await
-        .map_err(|_| format!("no answer within {} s", CONNECT_TIMEOUT.as_secs()))??;
+    let tcp = tokio::time::timeout(CONNECT_TIMEOUT, connect).await.map_err(|_| ConnectError::ConnectTimeout)??;
     let address = tcp.peer_addr().ok().map(|a| a.to_string());
     let _ = tcp.set_nodelay(true);
-    let name = rustls::pki_types::ServerName::try_from(host.to_string()).map_err(|e| format!("{host}: {e}"))?;
+    let name = rustls::pki_types::ServerName::try_from(host.to_string())
+        .map_err(|source| ConnectError::ServerName { host: host.into(), source })?;
     let handshake = tokio_rustls::TlsConnector::from(Arc::clone(&reach.tls)).connect(name, tcp);
     let tls = tokio::time::timeout(CONNECT_TIMEOUT, handshake)
         .await
-        .map_err(|_| format!("no TLS handshake within {} s", CONNECT_TIMEOUT.as_secs()))?
-        .map_err(|e| format!("TLS with {host}: {e}"))?;
+        .map_err(|_| ConnectError::HandshakeTimeout)?
+        .map_err(|source| ConnectError::Tls { host: host.into(), source })?;
     let (mut tls_read, mut tls_write) = tokio::io::split(tls);
     let (mut client_read, mut client_write) = client.split();
     let requests = async {
@@ -228,36 +328,41 @@ struct Buffered<'a, R> {
 
 impl<R: AsyncRead + Unpin> Buffered<'_, R> {
     /// Reads more; `false` at the end of the client's stream.
-    async fn fill(&mut self) -> Result<bool, String> {
+    async fn fill(&mut self) -> Result<bool, RequestError> {
         let mut chunk = [0u8; 16 << 10];
-        let n = self.from.read(&mut chunk).await.map_err(|e| e.to_string())?;
+        let n = self.from.read(&mut chunk).await.map_err(RequestError::ReadClient)?;
         self.buf.extend_from_slice(&chunk[..n]);
         Ok(n > 0)
     }
 
     /// One line, CRLF included (at most [`HEAD_MAX`] bytes).
-    async fn line(&mut self) -> Result<Vec<u8>, String> {
+    async fn line(&mut self) -> Result<Vec<u8>, RequestError> {
         loop {
             if let Some(i) = self.buf.windows(2).position(|w| w == b"\r\n") {
                 return Ok(self.buf.drain(..i + 2).collect());
             }
             if self.buf.len() > HEAD_MAX {
-                return Err("a line longer than the endpoint reads".into());
+                return Err(RequestError::LineTooLong);
             }
             if !self.fill().await? {
-                return Err("the client ended mid-request".into());
+                return Err(RequestError::EndedMidRequest);
             }
         }
     }
 
     /// Passes `n` bytes on to `to`.
-    async fn copy(&mut self, mut n: u64, to: &mut (impl AsyncWrite + Unpin), count: &AtomicU64) -> Result<(), String> {
+    async fn copy(
+        &mut self,
+        mut n: u64,
+        to: &mut (impl AsyncWrite + Unpin),
+        count: &AtomicU64,
+    ) -> Result<(), RequestError> {
         while n > 0 {
             if self.buf.is_empty() && !self.fill().await? {
-                return Err("the client ended mid-body".into());
+                return Err(RequestError::EndedMidBody);
             }
             let take = (n as usize).min(self.buf.len());
-            to.write_all(&self.buf[..take]).await.map_err(|e| e.to_string())?;
+            to.write_all(&self.buf[..take]).await.map_err(RequestError::WriteHost)?;
             self.buf.drain(..take);
             count.fetch_add(take as u64, Ordering::Relaxed);
             n -= take as u64;
@@ -281,7 +386,7 @@ async fn requests(
     to: &mut (impl AsyncWrite + Unpin),
     ep: &Endpoint,
     up: &AtomicU64,
-) -> Result<(), String> {
+) -> Result<(), RequestError> {
     let mut input = Buffered { from, buf: Vec::new() };
     let mut first = true;
     loop {
@@ -290,13 +395,13 @@ async fn requests(
                 break i + 4;
             }
             if input.buf.len() > HEAD_MAX {
-                return Err("a request head larger than the endpoint reads".into());
+                return Err(RequestError::HeadTooLarge);
             }
             // The first request must come within the handshake's bound;
             // later ones whenever the client sends them (a kept-alive
             // connection waits for the next request).
             let more = if first {
-                tokio::time::timeout(HANDSHAKE, input.fill()).await.map_err(|_| "no request".to_string())??
+                tokio::time::timeout(HANDSHAKE, input.fill()).await.map_err(|_| RequestError::NoRequest)??
             } else {
                 input.fill().await?
             };
@@ -308,22 +413,22 @@ async fn requests(
         let head: Vec<u8> = input.buf.drain(..end).collect();
         up.fetch_add(head.len() as u64, Ordering::Relaxed);
         let (rewritten, body) = rewrite(&head, ep)?;
-        to.write_all(&rewritten).await.map_err(|e| e.to_string())?;
+        to.write_all(&rewritten).await.map_err(RequestError::WriteHost)?;
         match body {
             Body::None => {}
             Body::Length(n) => input.copy(n, to, up).await?,
             Body::Chunked => loop {
                 let size_line = input.line().await?;
-                to.write_all(&size_line).await.map_err(|e| e.to_string())?;
+                to.write_all(&size_line).await.map_err(RequestError::WriteHost)?;
                 up.fetch_add(size_line.len() as u64, Ordering::Relaxed);
-                let text = std::str::from_utf8(&size_line).map_err(|_| "a chunk size that is not text")?;
+                let text = std::str::from_utf8(&size_line).map_err(|_| RequestError::ChunkSizeNotText)?;
                 let hex = text.trim_end().split(';').next().unwrap_or_default().trim();
-                let size = u64::from_str_radix(hex, 16).map_err(|_| format!("a chunk size {hex:?}"))?;
+                let size = u64::from_str_radix(hex, 16).map_err(|_| RequestError::ChunkSize(hex.into()))?;
                 if size == 0 {
                     // Trailers, up to the empty line.
                     loop {
                         let line = input.line().await?;
-                        to.write_all(&line).await.map_err(|e| e.to_string())?;
+                        to.write_all(&line).await.map_err(RequestError::WriteHost)?;
                         up.fetch_add(line.len() as u64, Ordering::Relaxed);
                         if line == b"\r\n" {
                             break;
@@ -331,7 +436,7 @@ async fn requests(
                     }
                     break;
                 }
-                let with_crlf = size.checked_add(2).ok_or_else(|| format!("a chunk size {hex:?}"))?;
+                let with_crlf = size.checked_add(2).ok_or_else(|| RequestError::ChunkSize(hex.into()))?;
                 input.copy(with_crlf, to, up).await?;
             },
         }
@@ -341,21 +446,21 @@ async fn requests(
 /// The head as the host gets it, and how its body is framed: the target
 /// in origin form, `Host` the host's, `Proxy-*` and the policy's header as
 /// the client sent them dropped, the credential added.
-fn rewrite(head: &[u8], ep: &Endpoint) -> Result<(Vec<u8>, Body), String> {
-    let text = std::str::from_utf8(head).map_err(|_| "a request head that is not text")?;
+fn rewrite(head: &[u8], ep: &Endpoint) -> Result<(Vec<u8>, Body), RequestError> {
+    let text = std::str::from_utf8(head).map_err(|_| RequestError::HeadNotText)?;
     // A bare CR or LF inside a line would be a line end to a lenient
     // server: a header it hides (a second credential header, a second
     // request) is refused, not passed on.
     let body_start = text.len().saturating_sub(4);
     if text[..body_start].split("\r\n").any(|l| l.contains(['\r', '\n'])) {
-        return Err("a bare CR or LF inside a request line".into());
+        return Err(RequestError::BareCrLf);
     }
     let mut lines = text.split("\r\n");
     let request = lines.next().unwrap_or_default();
     let mut parts = request.splitn(3, ' ');
     let (method, target, version) = match (parts.next(), parts.next(), parts.next()) {
         (Some(m), Some(t), Some(v)) if !m.is_empty() && v.starts_with("HTTP/1.") => (m, t, v),
-        _ => return Err(format!("not an HTTP/1 request line: {:?}", request.chars().take(80).collect::<String>())),
+        _ => return Err(RequestError::NotHttp1(request.chars().take(80).collect())),
     };
     // An absolute target (`http://127.0.0.1:PORT/v1/x`) names the endpoint:
     // only its path goes on.
@@ -371,7 +476,7 @@ fn rewrite(head: &[u8], ep: &Endpoint) -> Result<(Vec<u8>, Body), String> {
     let mut body = Body::None;
     for line in lines.filter(|l| !l.is_empty()) {
         let Some((name, value)) = line.split_once(':') else {
-            return Err("a header line without a colon".into());
+            return Err(RequestError::NoColon);
         };
         let name_lower = name.trim().to_ascii_lowercase();
         if name_lower == "host" || name_lower == ep.rule.header || name_lower.starts_with("proxy-") {
@@ -380,7 +485,7 @@ fn rewrite(head: &[u8], ep: &Endpoint) -> Result<(Vec<u8>, Body), String> {
         match name_lower.as_str() {
             "transfer-encoding" if value.to_ascii_lowercase().contains("chunked") => body = Body::Chunked,
             "content-length" if body != Body::Chunked => {
-                let n = value.trim().parse().map_err(|_| format!("a Content-Length of {:?}", value.trim()))?;
+                let n = value.trim().parse().map_err(|_| RequestError::ContentLength(value.trim().into()))?;
                 body = Body::Length(n);
             }
             _ => {}
@@ -428,11 +533,18 @@ mod tests {
         let (out, body) = rewrite(b"GET / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n", &endpoint(8443)).unwrap();
         assert!(String::from_utf8(out).unwrap().contains("Host: api.example.org:8443\r\n"));
         assert_eq!(body, Body::Chunked);
-        assert!(rewrite(b"GARBAGE\r\n\r\n", &endpoint(443)).is_err());
+        let e = rewrite(b"GARBAGE\r\n\r\n", &endpoint(443)).unwrap_err();
+        assert!(matches!(&e, RequestError::NotHttp1(line) if line == "GARBAGE"), "{e}");
+        assert_eq!(e.to_string(), "not an HTTP/1 request line: \"GARBAGE\"");
         let smuggled = b"GET / HTTP/1.1\r\nX-Foo: a\nx-api-key: mine\r\n\r\n";
-        assert!(rewrite(smuggled, &endpoint(443)).is_err(), "a header hidden behind a bare LF");
-        assert!(rewrite(b"GET / HTTP/1.1\r\nX-Foo: a\rb\r\n\r\n", &endpoint(443)).is_err());
-        assert!(rewrite(b"GET / HTTP/1.1\r\nContent-Length: x\r\n\r\n", &endpoint(443)).is_err());
+        let e = rewrite(smuggled, &endpoint(443)).unwrap_err();
+        assert!(matches!(e, RequestError::BareCrLf), "a header hidden behind a bare LF: {e}");
+        assert!(matches!(
+            rewrite(b"GET / HTTP/1.1\r\nX-Foo: a\rb\r\n\r\n", &endpoint(443)),
+            Err(RequestError::BareCrLf)
+        ));
+        let e = rewrite(b"GET / HTTP/1.1\r\nContent-Length: x\r\n\r\n", &endpoint(443)).unwrap_err();
+        assert_eq!(e.to_string(), "a Content-Length of \"x\"");
         assert!(!format!("{:?}", endpoint(443)).contains("real-value"), "Debug never shows the value");
     }
 }

@@ -212,6 +212,43 @@ struct Request {
     forward: Vec<u8>,
 }
 
+/// Why an allowed destination was not reached, for the client and the
+/// connection's record.
+#[derive(Debug, thiserror::Error)]
+enum ReachError {
+    /// Through the host's own proxy.
+    #[error(transparent)]
+    Upstream(#[from] super::relay::UpstreamError),
+    /// This host's addresses cannot be listed, so no name is trusted.
+    #[error("this host's own addresses cannot be listed ({0})")]
+    OwnAddresses(crate::sys::Errno),
+    /// The test resolver maps the name to one of this host's addresses.
+    #[error("{host} resolves only to this host's own address ({ip}): refused")]
+    OwnAddress { host: String, ip: IpAddr },
+    /// The name does not resolve.
+    #[error("{host} does not resolve: {source}")]
+    Resolve { host: String, source: std::io::Error },
+    /// The name resolves only to addresses that lead back to this host,
+    /// or to link-local and multicast ones.
+    #[error("{host} resolves only to local addresses ({}): refused", .addresses.iter().map(ToString::to_string).collect::<Vec<_>>().join(", "))]
+    OnlyLocal { host: String, addresses: Vec<IpAddr> },
+    /// Resolving the name took longer than [`RESOLVE_TIMEOUT`].
+    #[error("resolving {0} took longer than {secs} s", secs = RESOLVE_TIMEOUT.as_secs())]
+    ResolveTimeout(String),
+    /// The session ended first.
+    #[error("the session ended before the host answered")]
+    SessionEnded,
+    /// No address to connect to.
+    #[error("no address")]
+    NoAddress,
+    /// Connecting to the last address tried failed.
+    #[error("{address}: {source}")]
+    Connect { address: SocketAddr, source: std::io::Error },
+    /// The last address tried did not accept in time.
+    #[error("{0}: no answer within {secs} s", secs = CONNECT_TIMEOUT.as_secs())]
+    ConnectTimeout(SocketAddr),
+}
+
 /// Why a request was not understood, for the client.
 struct Malformed(&'static str);
 
@@ -293,22 +330,22 @@ async fn connect_and_tunnel(
         // A name the test resolver maps is reached as mapped.
         let mapped = shared.settings.resolve.contains_key(host);
         if let Some(up) = shared.settings.upstream.as_ref().filter(|u| !mapped && !u.bypasses(host)) {
-            return via_upstream(up, host, port).await;
+            return Ok(via_upstream(up, host, port).await?);
         }
         match tokio::time::timeout(RESOLVE_TIMEOUT, addresses(host, port, shared)).await {
             Ok(Ok(addrs)) => connect_any(&addrs).await,
             Ok(Err(why)) => Err(why),
-            Err(_) => Err(format!("resolving {host} took longer than {} s", RESOLVE_TIMEOUT.as_secs())),
+            Err(_) => Err(ReachError::ResolveTimeout(host.into())),
         }
     };
     let upstream = tokio::select! {
         r = reach => r,
-        _ = stop.changed() => Err("the session ended before the host answered".into()),
+        _ = stop.changed() => Err(ReachError::SessionEnded),
     };
     let mut upstream = match upstream {
         Ok(s) => s,
         Err(why) => {
-            let _ = client.write_all(&unreachable(request.protocol, host, port, &why)).await;
+            let _ = client.write_all(&unreachable(request.protocol, host, port, &why.to_string())).await;
             let decision = if decision == Verdict::Allow { Verdict::Error } else { decision };
             return Outcome { decision, rule: format!("{rule}; {why}"), address: None };
         }
@@ -339,7 +376,7 @@ async fn connect_and_tunnel(
 /// through the system's resolver, without this machine's own, unspecified,
 /// link-local (cloud metadata) and multicast addresses: a name must not
 /// lead back to a service on the host.
-async fn addresses(host: &str, port: u16, shared: &Shared) -> Result<Vec<SocketAddr>, String> {
+async fn addresses(host: &str, port: u16, shared: &Shared) -> Result<Vec<SocketAddr>, ReachError> {
     if let Ok(ip) = host.parse::<IpAddr>() {
         return Ok(vec![SocketAddr::new(ip, port)]);
     }
@@ -349,17 +386,18 @@ async fn addresses(host: &str, port: u16, shared: &Shared) -> Result<Vec<SocketA
         // The test resolver stands in for DNS, loopback origins included;
         // the host's other addresses are refused as a DNS answer is.
         if !ip.is_loopback() && own.contains(&canonical(*ip)) {
-            return Err(format!("{host} resolves only to this host's own address ({ip}): refused"));
+            return Err(ReachError::OwnAddress { host: host.into(), ip: *ip });
         }
         return Ok(vec![SocketAddr::new(*ip, port)]);
     }
-    let found: Vec<SocketAddr> =
-        tokio::net::lookup_host((host, port)).await.map_err(|e| format!("{host} does not resolve: {e}"))?.collect();
+    let found: Vec<SocketAddr> = tokio::net::lookup_host((host, port))
+        .await
+        .map_err(|source| ReachError::Resolve { host: host.into(), source })?
+        .collect();
     let (ok, local): (Vec<_>, Vec<_>) =
         found.into_iter().partition(|a| public(a.ip()) && !own.contains(&canonical(a.ip())));
     if ok.is_empty() {
-        let local: Vec<String> = local.iter().map(|a| a.ip().to_string()).collect();
-        return Err(format!("{host} resolves only to local addresses ({}): refused", local.join(", ")));
+        return Err(ReachError::OnlyLocal { host: host.into(), addresses: local.iter().map(SocketAddr::ip).collect() });
     }
     Ok(ok)
 }
@@ -377,8 +415,8 @@ fn canonical(ip: IpAddr) -> IpAddr {
 /// service on the host listening on every address, whatever the
 /// interface (a LAN or a container bridge). If they cannot be listed, no
 /// name is trusted to lead elsewhere (an error, and the request refused).
-fn own_addresses() -> Result<Vec<IpAddr>, String> {
-    let list = nix::ifaddrs::getifaddrs().map_err(|e| format!("this host's own addresses cannot be listed ({e})"))?;
+fn own_addresses() -> Result<Vec<IpAddr>, ReachError> {
+    let list = nix::ifaddrs::getifaddrs().map_err(ReachError::OwnAddresses)?;
     Ok(list
         .filter_map(|i| {
             let a = i.address?;
@@ -401,13 +439,13 @@ fn public(ip: IpAddr) -> bool {
     }
 }
 
-async fn connect_any(addrs: &[SocketAddr]) -> Result<TcpStream, String> {
-    let mut last = String::from("no address");
-    for a in addrs {
-        match tokio::time::timeout(CONNECT_TIMEOUT, TcpStream::connect(a)).await {
+async fn connect_any(addrs: &[SocketAddr]) -> Result<TcpStream, ReachError> {
+    let mut last = ReachError::NoAddress;
+    for &address in addrs {
+        match tokio::time::timeout(CONNECT_TIMEOUT, TcpStream::connect(address)).await {
             Ok(Ok(s)) => return Ok(s),
-            Ok(Err(e)) => last = format!("{a}: {e}"),
-            Err(_) => last = format!("{a}: no answer within {} s", CONNECT_TIMEOUT.as_secs()),
+            Ok(Err(source)) => last = ReachError::Connect { address, source },
+            Err(_) => last = ReachError::ConnectTimeout(address),
         }
     }
     Err(last)

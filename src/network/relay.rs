@@ -15,6 +15,84 @@ pub const HANDSHAKE: Duration = Duration::from_secs(10);
 pub const HEAD_MAX: usize = 16 << 10;
 /// How long a destination has to accept the connection.
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(15);
+/// Why the host's proxy setting is not used ([`Upstream::from_env`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum UpstreamConfigError {
+    /// A scheme other than `http://`.
+    #[error("{url:?}: only http:// upstream proxies are chained, not {scheme}://")]
+    Scheme {
+        /// The setting.
+        url: String,
+        /// Its scheme.
+        scheme: String,
+    },
+    /// A URL without a host.
+    #[error("{0:?}: no host")]
+    NoHost(String),
+}
+
+/// Why a tunnel through the host's proxy failed ([`via_upstream`]); each
+/// names the proxy (`host:port`).
+#[derive(Debug, thiserror::Error)]
+pub enum UpstreamError {
+    /// The proxy did not accept the connection in time.
+    #[error("the upstream proxy {authority} did not answer within {} s", CONNECT_TIMEOUT.as_secs())]
+    ConnectTimeout {
+        /// The proxy.
+        authority: String,
+    },
+    /// Connecting to the proxy failed.
+    #[error("the upstream proxy {authority}: {source}")]
+    Connect {
+        /// The proxy.
+        authority: String,
+        /// The error.
+        source: std::io::Error,
+    },
+    /// Sending the `CONNECT` request failed.
+    #[error("the upstream proxy {authority}: {source}")]
+    Send {
+        /// The proxy.
+        authority: String,
+        /// The error.
+        source: std::io::Error,
+    },
+    /// Reading the proxy's answer failed.
+    #[error("the upstream proxy {authority}: {source}")]
+    Receive {
+        /// The proxy.
+        authority: String,
+        /// The error.
+        source: std::io::Error,
+    },
+    /// The answer's head is larger than [`HEAD_MAX`].
+    #[error("the upstream proxy {authority} answered with an oversized head")]
+    OversizedHead {
+        /// The proxy.
+        authority: String,
+    },
+    /// The proxy closed the connection before its answer ended.
+    #[error("the upstream proxy {authority} closed the connection")]
+    Closed {
+        /// The proxy.
+        authority: String,
+    },
+    /// The proxy did not answer in time.
+    #[error("the upstream proxy {authority} did not answer within {} s", HANDSHAKE.as_secs())]
+    AnswerTimeout {
+        /// The proxy.
+        authority: String,
+    },
+    /// The proxy answered with something other than 200.
+    #[error("the upstream proxy {authority} answered {status:?}")]
+    Refused {
+        /// The proxy.
+        authority: String,
+        /// Its status line.
+        status: String,
+    },
+}
+
 /// A proxy the host itself must go through (interpose's own
 /// `HTTPS_PROXY`): connections to allowed hosts are tunnelled through it
 /// with `CONNECT`, except to hosts its `NO_PROXY` names.
@@ -33,15 +111,13 @@ impl Upstream {
     /// `https_proxy`, else `HTTP_PROXY` or `http_proxy`, and `NO_PROXY` or
     /// `no_proxy`. Only `http://` proxies are chained; another scheme is an
     /// error naming it.
-    pub fn from_env(var: impl Fn(&str) -> Option<String>) -> Result<Option<Upstream>, String> {
+    pub fn from_env(var: impl Fn(&str) -> Option<String>) -> Result<Option<Upstream>, UpstreamConfigError> {
         let pick = |names: &[&str]| names.iter().find_map(|n| var(n).filter(|v| !v.trim().is_empty()));
         let Some(url) = pick(&["HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy"]) else { return Ok(None) };
         let url = url.trim();
         let rest = match url.split_once("://") {
             Some((scheme, rest)) if scheme.eq_ignore_ascii_case("http") => rest,
-            Some((scheme, _)) => {
-                return Err(format!("{url:?}: only http:// upstream proxies are chained, not {scheme}://"))
-            }
+            Some((scheme, _)) => return Err(UpstreamConfigError::Scheme { url: url.into(), scheme: scheme.into() }),
             None => url,
         };
         let rest = rest.split('/').next().unwrap_or_default();
@@ -50,7 +126,7 @@ impl Upstream {
             None => (None, rest),
         };
         if hostport.is_empty() {
-            return Err(format!("{url:?}: no host"));
+            return Err(UpstreamConfigError::NoHost(url.into()));
         }
         let authority = if hostport.rsplit_once(':').is_some_and(|(h, p)| !h.ends_with(':') && p.parse::<u16>().is_ok())
         {
@@ -94,44 +170,42 @@ fn base64(data: &[u8]) -> String {
 }
 
 /// A tunnel to `host:port` through the upstream proxy.
-pub async fn via_upstream(up: &Upstream, host: &str, port: u16) -> Result<TcpStream, String> {
-    let fail = |e: std::io::Error| format!("the upstream proxy {}: {e}", up.authority);
+pub async fn via_upstream(up: &Upstream, host: &str, port: u16) -> Result<TcpStream, UpstreamError> {
+    let authority = || up.authority.clone();
     let mut s = tokio::time::timeout(CONNECT_TIMEOUT, TcpStream::connect(up.authority.as_str()))
         .await
-        .map_err(|_| {
-            format!("the upstream proxy {} did not answer within {} s", up.authority, CONNECT_TIMEOUT.as_secs())
-        })?
-        .map_err(fail)?;
+        .map_err(|_| UpstreamError::ConnectTimeout { authority: authority() })?
+        .map_err(|source| UpstreamError::Connect { authority: authority(), source })?;
     let target = if host.contains(':') { format!("[{host}]:{port}") } else { format!("{host}:{port}") };
     let mut req = format!("CONNECT {target} HTTP/1.1\r\nHost: {target}\r\n");
     if let Some(auth) = &up.authorization {
         req.push_str(&format!("Proxy-Authorization: Basic {auth}\r\n"));
     }
     req.push_str("\r\n");
-    s.write_all(req.as_bytes()).await.map_err(fail)?;
+    s.write_all(req.as_bytes()).await.map_err(|source| UpstreamError::Send { authority: authority(), source })?;
     // The answer's head, a byte at a time: what follows it is the tunnel's.
     let mut head = Vec::new();
     let read = async {
         while !head.ends_with(b"\r\n\r\n") {
             if head.len() >= HEAD_MAX {
-                return Err(format!("the upstream proxy {} answered with an oversized head", up.authority));
+                return Err(UpstreamError::OversizedHead { authority: authority() });
             }
             let mut b = [0u8; 1];
-            if s.read(&mut b).await.map_err(fail)? == 0 {
-                return Err(format!("the upstream proxy {} closed the connection", up.authority));
+            if s.read(&mut b).await.map_err(|source| UpstreamError::Receive { authority: authority(), source })? == 0 {
+                return Err(UpstreamError::Closed { authority: authority() });
             }
             head.push(b[0]);
         }
         Ok(())
     };
-    tokio::time::timeout(HANDSHAKE, read).await.map_err(|_| {
-        format!("the upstream proxy {} did not answer within {} s", up.authority, HANDSHAKE.as_secs())
-    })??;
+    tokio::time::timeout(HANDSHAKE, read)
+        .await
+        .map_err(|_| UpstreamError::AnswerTimeout { authority: authority() })??;
     let status = String::from_utf8_lossy(&head);
     let line = status.lines().next().unwrap_or_default();
     match line.split(' ').nth(1) {
         Some("200") => Ok(s),
-        _ => Err(format!("the upstream proxy {} answered {line:?}", up.authority)),
+        _ => Err(UpstreamError::Refused { authority: authority(), status: line.into() }),
     }
 }
 
@@ -224,7 +298,11 @@ mod tests {
             "proxy.corp:80"
         );
         assert_eq!(Upstream::from_env(env(&[])).unwrap(), None);
-        assert!(Upstream::from_env(env(&[("HTTPS_PROXY", "socks5://x:1")])).unwrap_err().contains("only http://"));
+        let e = Upstream::from_env(env(&[("HTTPS_PROXY", "socks5://x:1")])).unwrap_err();
+        assert_eq!(e, UpstreamConfigError::Scheme { url: "socks5://x:1".into(), scheme: "socks5".into() });
+        assert_eq!(e.to_string(), "\"socks5://x:1\": only http:// upstream proxies are chained, not socks5://");
+        let e = Upstream::from_env(env(&[("HTTP_PROXY", "http://user@")])).unwrap_err();
+        assert_eq!(e.to_string(), "\"http://user@\": no host");
         assert_eq!(base64(b"Aladdin:open sesame"), "QWxhZGRpbjpvcGVuIHNlc2FtZQ==");
         assert_eq!(base64(b"ab"), "YWI=");
     }
