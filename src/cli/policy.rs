@@ -92,12 +92,23 @@ fn check(file: &Path) -> (Option<usize>, Vec<String>, Vec<String>) {
     (Some(policy.entries.len()), warnings, errors)
 }
 
-fn show(file: &Path) -> Result<String, String> {
+/// Why `policy show` has nothing to show.
+#[derive(Debug, thiserror::Error)]
+pub enum ShowError {
+    /// The policy cannot be loaded, or resolved here.
+    #[error(transparent)]
+    Policy(#[from] crate::policy::file::PolicyError),
+    /// The current directory (the workspace) cannot be read.
+    #[error("{0}")]
+    CurrentDir(std::io::Error),
+}
+
+fn show(file: &Path) -> Result<String, ShowError> {
     use std::fmt::Write;
-    let policy = load(file).map_err(|e| e.to_string())?;
-    let cwd = std::env::current_dir().map_err(|e| e.to_string())?;
+    let policy = load(file)?;
+    let cwd = std::env::current_dir().map_err(ShowError::CurrentDir)?;
     let mut surface = Surface::new();
-    let resolved = policy.resolve(&super::env_vars(), &cwd, &mut surface, Effects::None).map_err(|e| e.to_string())?;
+    let resolved = policy.resolve(&super::env_vars(), &cwd, &mut surface, Effects::None)?;
     let mut out = String::new();
     let _ = writeln!(out, "# policy {}", file.display());
     let _ = writeln!(
