@@ -8,6 +8,23 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+/// Why the shared floors are missing from a run.
+#[derive(Debug, thiserror::Error)]
+pub(super) enum FloorsError {
+    /// The directory has no Makefile.
+    #[error("{}: no Makefile of the floors there", .0.display())]
+    NoMakefile(PathBuf),
+    /// `make` could not be run.
+    #[error("make: {0}")]
+    Make(std::io::Error),
+    /// `make` failed (the first line it wrote on stderr).
+    #[error("make in {}: {first_line}", .dir.display())]
+    MakeFailed { dir: PathBuf, first_line: String },
+    /// `make` succeeded without building this launcher.
+    #[error("{0} was not built")]
+    NotBuilt(&'static str),
+}
+
 /// The built launchers.
 pub(super) struct Floors {
     /// A filter that allows everything but runs its BPF on the path calls.
@@ -22,23 +39,24 @@ pub(super) struct Floors {
 
 /// Builds the floors of `source` (a directory with their Makefile) into
 /// `out`; `Err` says why they are missing.
-pub(super) fn build(source: &Path, out: &Path) -> Result<Floors, String> {
+pub(super) fn build(source: &Path, out: &Path) -> Result<Floors, FloorsError> {
     if !source.join("Makefile").exists() {
-        return Err(format!("{}: no Makefile of the floors there", source.display()));
+        return Err(FloorsError::NoMakefile(source.into()));
     }
     let o = Command::new("make")
         .arg("-s")
         .arg(format!("OUT={}", out.display()))
         .current_dir(source)
         .output()
-        .map_err(|e| format!("make: {e}"))?;
+        .map_err(FloorsError::Make)?;
     if !o.status.success() {
         let err = String::from_utf8_lossy(&o.stderr);
-        return Err(format!("make in {}: {}", source.display(), err.lines().next().unwrap_or("failed")));
+        let first_line = err.lines().next().unwrap_or("failed").to_string();
+        return Err(FloorsError::MakeFailed { dir: source.into(), first_line });
     }
-    let built = |name: &str| -> Result<PathBuf, String> {
+    let built = |name: &'static str| -> Result<PathBuf, FloorsError> {
         let p = out.join(name);
-        p.exists().then_some(p).ok_or_else(|| format!("{name} was not built"))
+        p.exists().then_some(p).ok_or(FloorsError::NotBuilt(name))
     };
     Ok(Floors {
         bpf_allow: built("floor-bpf-allow")?,

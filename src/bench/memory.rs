@@ -33,7 +33,8 @@ fn kib(pid: u32, field: &str) -> Option<u64> {
 /// the resident set of the mode's own process (the supervisor) every 20 ms.
 pub(super) fn measure(mode: &BenchMode, cmd: &[OsString], cwd: &Path, calls: u64) -> Memory {
     let mut m = Memory { calls, peak_kib: 0, early_kib: 0, late_kib: 0, error: None };
-    let mut child = match command(mode, cmd, cwd).and_then(|mut c| c.spawn().map_err(|e| e.to_string())) {
+    let spawned = command(mode, cmd, cwd).map_err(|e| e.to_string());
+    let mut child = match spawned.and_then(|mut c| c.spawn().map_err(|e| e.to_string())) {
         Ok(c) => c,
         Err(e) => {
             m.error = Some(e);

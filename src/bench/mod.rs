@@ -167,7 +167,7 @@ pub fn run(args: &Options) -> anyhow::Result<i32> {
         Some(why) => Err(why),
     };
     let socket = agent.as_ref().map(|a| a.socket.as_path()).map_err(String::as_str);
-    let floors = floors.as_ref().map(|f| f.as_ref().map_err(String::as_str));
+    let floors = floors.as_ref().map(Result::as_ref);
     let (modes, missing) = modes(&exe, &fx.work, floors, socket, &args.compare);
     let os = |s: &str| OsString::from(s);
     let (open_n, fork_n) = if args.quick { (300, 5) } else { (3_000, 40) };
@@ -230,7 +230,7 @@ pub fn run(args: &Options) -> anyhow::Result<i32> {
                 let c = &mut micro_rows[i].1[j].1;
                 match run_one(m, &cmd, &fx.work).and_then(|(out, _)| parse_samples(&out)) {
                     Ok((ns, _)) => c.samples.extend(ns),
-                    Err(e) => c.error = Some(e),
+                    Err(e) => c.error = Some(e.to_string()),
                 }
             }
         }
@@ -240,7 +240,7 @@ pub fn run(args: &Options) -> anyhow::Result<i32> {
                 let c = &mut command_rows[i].1[j].1;
                 match run_one(m, cmd, &fx.work) {
                     Ok((_, ms)) => c.samples.push(ms),
-                    Err(e) => c.error = Some(e),
+                    Err(e) => c.error = Some(e.to_string()),
                 }
             }
         }

@@ -6,7 +6,24 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Instant;
 
-use super::floors::Floors;
+use super::floors::{Floors, FloorsError};
+
+/// Why one run of a workload under a mode failed.
+#[derive(Debug, thiserror::Error)]
+pub(super) enum ModeError {
+    /// The trail a mode writes could not be removed before its run.
+    #[error("{}: {source}", .path.display())]
+    RemoveTrail { path: PathBuf, source: std::io::Error },
+    /// The mode's first program (or the command) could not be run.
+    #[error("{}: {source}", .program.to_string_lossy())]
+    Spawn { program: OsString, source: std::io::Error },
+    /// It exited with a failure (the last line of its stderr).
+    #[error("exit {code:?}: {last_line}")]
+    Failed { code: Option<i32>, last_line: String },
+    /// The workload's output is not its samples.
+    #[error("workload output: {0}")]
+    WorkloadOutput(serde_json::Error),
+}
 
 /// One way of running a command.
 #[derive(Debug, Clone)]
@@ -58,7 +75,7 @@ pub(super) const REFERENCES: [(&str, &str); 3] = [
 pub(super) fn modes(
     exe: &Path,
     work: &Path,
-    floors: Option<Result<&Floors, &str>>,
+    floors: Option<Result<&Floors, &FloorsError>>,
     agent: Result<&Path, &str>,
     compare: &[String],
 ) -> (Vec<BenchMode>, Vec<String>) {
@@ -135,14 +152,17 @@ pub(super) fn modes(
 
 /// Runs `prefix + cmd` in `cwd` ([`command`]); its stdout, and the wall
 /// time in ms.
-pub(super) fn run_one(mode: &BenchMode, cmd: &[OsString], cwd: &Path) -> Result<(String, f64), String> {
+pub(super) fn run_one(mode: &BenchMode, cmd: &[OsString], cwd: &Path) -> Result<(String, f64), ModeError> {
     let mut c = command(mode, cmd, cwd)?;
     let t = Instant::now();
-    let o = c.output().map_err(|e| format!("{}: {e}", mode.prefix.first().unwrap_or(&cmd[0]).to_string_lossy()))?;
+    let o = c
+        .output()
+        .map_err(|source| ModeError::Spawn { program: mode.prefix.first().unwrap_or(&cmd[0]).clone(), source })?;
     let ms = t.elapsed().as_secs_f64() * 1e3;
     if !o.status.success() {
         let err = String::from_utf8_lossy(&o.stderr);
-        return Err(format!("exit {:?}: {}", o.status.code(), err.lines().last().unwrap_or_default()));
+        let last_line = err.lines().last().unwrap_or_default().to_string();
+        return Err(ModeError::Failed { code: o.status.code(), last_line });
     }
     Ok((String::from_utf8_lossy(&o.stdout).into_owned(), ms))
 }
@@ -151,10 +171,12 @@ pub(super) fn run_one(mode: &BenchMode, cmd: &[OsString], cwd: &Path) -> Result<
 /// environment: HOME and TMPDIR inside the workspace, so that no mode
 /// reads the real home's configuration or the host's /tmp. A trail the
 /// mode writes is removed first.
-pub(super) fn command(mode: &BenchMode, cmd: &[OsString], cwd: &Path) -> Result<Command, String> {
+pub(super) fn command(mode: &BenchMode, cmd: &[OsString], cwd: &Path) -> Result<Command, ModeError> {
     if let Some(trail) = &mode.trail {
         match std::fs::remove_file(trail) {
-            Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(format!("{}: {e}", trail.display())),
+            Err(source) if source.kind() != std::io::ErrorKind::NotFound => {
+                return Err(ModeError::RemoveTrail { path: trail.clone(), source })
+            }
             _ => {}
         }
     }
@@ -173,7 +195,7 @@ struct Samples {
 }
 
 /// A workload's samples (ns per operation) and its whole loop's time.
-pub(super) fn parse_samples(out: &str) -> Result<(Vec<f64>, f64), String> {
-    let s: Samples = serde_json::from_str(out.trim()).map_err(|e| format!("workload output: {e}"))?;
+pub(super) fn parse_samples(out: &str) -> Result<(Vec<f64>, f64), ModeError> {
+    let s: Samples = serde_json::from_str(out.trim()).map_err(ModeError::WorkloadOutput)?;
     Ok((s.ns, s.elapsed_ns))
 }
