@@ -53,13 +53,15 @@ fn main() -> ExitCode {
         Command::Debug(DebugCommand::Landlock { surface, command }) => cli::run::landlock_only(&surface, &command),
         Command::Debug(DebugCommand::SeccompAllow { command }) => cli::run::seccomp_allow_only(&command),
         Command::Debug(DebugCommand::Workload { kind, count, path, summary }) => {
-            interpose::bench::workload(kind, count, &path, summary)
+            interpose::bench::workload(kind, count, &path, summary).map_err(Into::into)
         }
-        Command::Debug(DebugCommand::Floor { floor, command }) => interpose::bench::floor::run(floor, &command),
+        Command::Debug(DebugCommand::Floor { floor, command }) => {
+            interpose::bench::floor::run(floor, &command).map_err(Into::into)
+        }
         Command::Debug(DebugCommand::Container { listener, bind, command }) => {
-            interpose::bench::container::run(listener.as_deref(), &bind, &command)
+            interpose::bench::container::run(listener.as_deref(), &bind, &command).map_err(Into::into)
         }
-        Command::Bench(b) => interpose::bench::run(&b.options()),
+        Command::Bench(b) => interpose::bench::run(&b.options()).map_err(Into::into),
         Command::Completions { shell } => {
             use clap::CommandFactory;
             clap_complete::generate(shell, &mut Cli::command(), "interpose", &mut std::io::stdout());

@@ -24,6 +24,45 @@ use std::ffi::{CString, OsString};
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 
+/// Why the floor could not run the command (the messages are the
+/// underlying errors' own).
+#[derive(Debug, thiserror::Error)]
+pub enum FloorError {
+    /// Building the filter failed.
+    #[error(transparent)]
+    Filter(#[from] filter::FilterError),
+    /// The command is not in `PATH`.
+    #[error("{}: command not found", .0.to_string_lossy())]
+    NotFound(OsString),
+    /// The command, an argument or the environment holds a NUL byte.
+    #[error("{0}")]
+    Nul(#[from] std::ffi::NulError),
+    /// `socketpair` for the listener's handover failed.
+    #[error("{0}")]
+    Socketpair(Errno),
+    /// `fork` failed.
+    #[error("{0}")]
+    Fork(Errno),
+    /// Receiving the listener's number from the child failed.
+    #[error("{0}")]
+    Receive(Errno),
+    /// The child sent something other than its listener's number.
+    #[error("the floor's child did not hand over its listener")]
+    NoListener,
+    /// `pidfd_open` of the child failed.
+    #[error("{0}")]
+    PidfdOpen(Errno),
+    /// `pidfd_getfd` of the child's listener failed.
+    #[error("{0}")]
+    PidfdGetfd(Errno),
+    /// Telling the child to go on failed.
+    #[error("{0}")]
+    Release(Errno),
+    /// `waitpid` for the command failed.
+    #[error("{0}")]
+    Wait(Errno),
+}
+
 /// What the floor's supervisor does with a notification.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Floor {
@@ -35,10 +74,10 @@ pub enum Floor {
 }
 
 /// Runs `command` under the floor; its exit status.
-pub fn run(floor: Floor, command: &[OsString]) -> anyhow::Result<i32> {
+pub fn run(floor: Floor, command: &[OsString]) -> Result<i32, FloorError> {
     let program = filter::program()?;
     let path = crate::session::find_program(&command[0], std::env::var_os("PATH").as_deref())
-        .ok_or_else(|| anyhow::anyhow!("{}: command not found", command[0].to_string_lossy()))?;
+        .ok_or_else(|| FloorError::NotFound(command[0].clone()))?;
     let path = CString::new(path.as_os_str().as_bytes())?;
     let argv: Vec<CString> = command.iter().map(|a| CString::new(a.as_bytes())).collect::<Result<_, _>>()?;
     let envp: Vec<CString> = std::env::vars_os()
@@ -50,11 +89,12 @@ pub fn run(floor: Floor, command: &[OsString]) -> anyhow::Result<i32> {
         nix::sys::socket::SockType::SeqPacket,
         None,
         nix::sys::socket::SockFlag::SOCK_CLOEXEC,
-    )?;
+    )
+    .map_err(FloorError::Socketpair)?;
     // SAFETY: the child makes only raw syscalls on memory prepared before
     // the fork (the filter, argv, envp) until it execs or exits.
     #[allow(unsafe_code)]
-    let forked = unsafe { process::fork() }?;
+    let forked = unsafe { process::fork() }.map_err(FloorError::Fork)?;
     let pid = match forked {
         process::Fork::Child => {
             drop(ours);
@@ -79,15 +119,17 @@ pub fn run(floor: Floor, command: &[OsString]) -> anyhow::Result<i32> {
     };
     drop(theirs);
     let mut number = [0u8; 4];
-    let (n, _, _) = process::recv_with_fds(ours.as_fd(), &mut number)?;
-    anyhow::ensure!(n == 4, "the floor's child did not hand over its listener");
-    let pidfd = process::pidfd_open(pid)?;
-    let listener = process::pidfd_getfd(pidfd.as_fd(), i32::from_ne_bytes(number))?;
+    let (n, _, _) = process::recv_with_fds(ours.as_fd(), &mut number).map_err(FloorError::Receive)?;
+    if n != 4 {
+        return Err(FloorError::NoListener);
+    }
+    let pidfd = process::pidfd_open(pid).map_err(FloorError::PidfdOpen)?;
+    let listener = process::pidfd_getfd(pidfd.as_fd(), i32::from_ne_bytes(number)).map_err(FloorError::PidfdGetfd)?;
     let _ = seccomp::set_listener_flags(listener.as_fd(), seccomp::USER_NOTIF_FD_SYNC_WAKE_UP);
-    process::write_all(ours.as_fd(), b"G")?;
+    process::write_all(ours.as_fd(), b"G").map_err(FloorError::Release)?;
     drop(ours);
     serve(floor, &listener);
-    let status = nix::sys::wait::waitpid(nix::unistd::Pid::from_raw(pid), None)?;
+    let status = nix::sys::wait::waitpid(nix::unistd::Pid::from_raw(pid), None).map_err(FloorError::Wait)?;
     Ok(match status {
         nix::sys::wait::WaitStatus::Exited(_, code) => code,
         nix::sys::wait::WaitStatus::Signaled(_, sig, _) => 128 + sig as i32,

@@ -41,6 +41,64 @@ use std::time::Instant;
 use targets::{table, targets, Target};
 pub use workload::{workload, Workload};
 
+/// Why `interpose bench` could not run or save its results. The messages
+/// are the underlying errors' own; the variants keep the path.
+#[derive(Debug, thiserror::Error)]
+pub enum BenchError {
+    /// Finding interpose's own binary failed.
+    #[error("{0}")]
+    CurrentExe(std::io::Error),
+    /// Making the fixtures' temporary directory failed.
+    #[error("{0}")]
+    TempDir(std::io::Error),
+    /// Canonicalizing a fixture's path failed.
+    #[error("{source}")]
+    Canonicalize {
+        /// The path.
+        path: PathBuf,
+        /// The error.
+        source: std::io::Error,
+    },
+    /// Creating a fixture's directory failed.
+    #[error("{source}")]
+    CreateDir {
+        /// The directory.
+        path: PathBuf,
+        /// The error.
+        source: std::io::Error,
+    },
+    /// Writing a fixture's file failed.
+    #[error("{source}")]
+    Write {
+        /// The file.
+        path: PathBuf,
+        /// The error.
+        source: std::io::Error,
+    },
+    /// `git` could not be run for the repository fixture.
+    #[error("{0}")]
+    RunGit(std::io::Error),
+    /// `git` failed on the repository fixture.
+    #[error("git {args:?}: {stderr}")]
+    Git {
+        /// Its arguments.
+        args: Vec<String>,
+        /// What it wrote on stderr.
+        stderr: String,
+    },
+    /// Serializing the results failed.
+    #[error("{0}")]
+    Json(serde_json::Error),
+    /// Saving the results (`--save`) failed.
+    #[error("{source}")]
+    Save {
+        /// The file or directory.
+        path: PathBuf,
+        /// The error.
+        source: std::io::Error,
+    },
+}
+
 /// What `interpose bench` is asked to run.
 #[derive(Debug, Clone, Default)]
 pub struct Options {
@@ -153,8 +211,8 @@ fn uname() -> (String, String) {
 }
 
 /// Runs the benchmark; returns the exit status.
-pub fn run(args: &Options) -> anyhow::Result<i32> {
-    let exe = std::env::current_exe()?;
+pub fn run(args: &Options) -> Result<i32, BenchError> {
+    let exe = std::env::current_exe().map_err(BenchError::CurrentExe)?;
     let rounds = args.rounds.unwrap_or(if args.quick { 1 } else { 5 }).max(1);
     let fx = fixture(args.quick)?;
     let floors = args.floors.as_ref().map(|src| floors::build(src, &fx.work.join("floors")));
@@ -306,15 +364,17 @@ pub fn run(args: &Options) -> anyhow::Result<i32> {
     results.targets = targets(&results);
     let text = table(&results);
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&results)?);
+        println!("{}", serde_json::to_string_pretty(&results).map_err(BenchError::Json)?);
     } else {
         print!("{text}");
         eprintln!("interpose bench: {:.0} s", started.elapsed().as_secs_f64());
     }
     if let Some(dir) = &args.save {
-        std::fs::create_dir_all(dir)?;
-        std::fs::write(dir.join("results.json"), serde_json::to_string_pretty(&results)?)?;
-        std::fs::write(dir.join("table.txt"), &text)?;
+        let save = |path: PathBuf| move |source| BenchError::Save { path, source };
+        std::fs::create_dir_all(dir).map_err(save(dir.clone()))?;
+        let json = serde_json::to_string_pretty(&results).map_err(BenchError::Json)?;
+        std::fs::write(dir.join("results.json"), json).map_err(save(dir.join("results.json")))?;
+        std::fs::write(dir.join("table.txt"), &text).map_err(save(dir.join("table.txt")))?;
     }
     // A compared prefix may be missing here; our own modes may not fail,
     // and each failure is named on stderr, which CI keeps.

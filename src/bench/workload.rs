@@ -2,7 +2,7 @@
 //! iteration timed, so start-up is not in the figures.
 
 use serde::Serialize;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Instant;
 
@@ -53,19 +53,73 @@ impl Workload {
     }
 }
 
+/// Why a workload's loop stopped (the messages are the underlying
+/// errors' own).
+#[derive(Debug, thiserror::Error)]
+pub enum WorkloadError {
+    /// Binding the socket workloads' other end failed.
+    #[error("{source}")]
+    Bind {
+        /// The socket.
+        path: PathBuf,
+        /// The error.
+        source: std::io::Error,
+    },
+    /// Making the unbound sending socket failed.
+    #[error("{0}")]
+    Unbound(std::io::Error),
+    /// Opening the file `fstat` is made on failed.
+    #[error("{source}")]
+    Open {
+        /// The file.
+        path: PathBuf,
+        /// The error.
+        source: std::io::Error,
+    },
+    /// A timed `stat` failed.
+    #[error("{0}")]
+    Stat(nix::errno::Errno),
+    /// A timed `fstat` failed.
+    #[error("{0}")]
+    Fstat(nix::errno::Errno),
+    /// Running `/bin/true` failed.
+    #[error("{0}")]
+    Spawn(std::io::Error),
+    /// `/bin/true` exited with a failure.
+    #[error("/bin/true failed: {0}")]
+    TrueFailed(std::process::ExitStatus),
+    /// A timed `connect` failed.
+    #[error("{0}")]
+    Connect(std::io::Error),
+    /// A timed `accept` failed.
+    #[error("{0}")]
+    Accept(std::io::Error),
+    /// A timed `sendto` failed.
+    #[error("{0}")]
+    Send(std::io::Error),
+    /// A timed `recv` failed.
+    #[error("{0}")]
+    Receive(std::io::Error),
+}
+
 /// Runs one loop and prints `{"ns": [...], "elapsed_ns": N}` on stdout;
 /// with `summary`, `{"count": N, "elapsed_ns": N}`, keeping no samples.
-pub fn workload(kind: Workload, count: usize, path: &Path, summary: bool) -> anyhow::Result<i32> {
+pub fn workload(kind: Workload, count: usize, path: &Path, summary: bool) -> Result<i32, WorkloadError> {
     use nix::fcntl::{open, OFlag};
     use nix::sys::stat::Mode;
     use std::os::unix::net::{UnixDatagram, UnixListener, UnixStream};
     let mut samples = Vec::with_capacity(if summary { 0 } else { count });
     // The socket workloads' other end, made before the clock starts.
     let _ = matches!(kind, Workload::UnixConnect | Workload::UnixSendto).then(|| std::fs::remove_file(path));
-    let listener = (kind == Workload::UnixConnect).then(|| UnixListener::bind(path)).transpose()?;
-    let receiver = (kind == Workload::UnixSendto).then(|| UnixDatagram::bind(path)).transpose()?;
-    let sender = (kind == Workload::UnixSendto).then(UnixDatagram::unbound).transpose()?;
-    let held = (kind == Workload::Fstat).then(|| std::fs::File::open(path)).transpose()?;
+    let bind = |source| WorkloadError::Bind { path: path.into(), source };
+    let listener = (kind == Workload::UnixConnect).then(|| UnixListener::bind(path)).transpose().map_err(bind)?;
+    let receiver = (kind == Workload::UnixSendto).then(|| UnixDatagram::bind(path)).transpose().map_err(bind)?;
+    let sender =
+        (kind == Workload::UnixSendto).then(UnixDatagram::unbound).transpose().map_err(WorkloadError::Unbound)?;
+    let held = (kind == Workload::Fstat)
+        .then(|| std::fs::File::open(path))
+        .transpose()
+        .map_err(|source| WorkloadError::Open { path: path.into(), source })?;
     let start = Instant::now();
     for _ in 0..count {
         let t = Instant::now();
@@ -77,11 +131,13 @@ pub fn workload(kind: Workload, count: usize, path: &Path, summary: bool) -> any
                 }
             }
             Workload::Stat => {
-                std::hint::black_box(nix::sys::stat::stat(path)?);
+                std::hint::black_box(nix::sys::stat::stat(path).map_err(WorkloadError::Stat)?);
             }
             Workload::Fstat => {
                 // nix calls glibc's fstat, which is newfstatat(fd, "", AT_EMPTY_PATH).
-                std::hint::black_box(nix::sys::stat::fstat(held.as_ref().expect("opened above"))?);
+                std::hint::black_box(
+                    nix::sys::stat::fstat(held.as_ref().expect("opened above")).map_err(WorkloadError::Fstat)?,
+                );
             }
             Workload::Getppid => {
                 for _ in 0..100 {
@@ -89,18 +145,20 @@ pub fn workload(kind: Workload, count: usize, path: &Path, summary: bool) -> any
                 }
             }
             Workload::ForkExec => {
-                let status = Command::new("/bin/true").status()?;
-                anyhow::ensure!(status.success(), "/bin/true failed: {status}");
+                let status = Command::new("/bin/true").status().map_err(WorkloadError::Spawn)?;
+                if !status.success() {
+                    return Err(WorkloadError::TrueFailed(status));
+                }
             }
             Workload::UnixConnect => {
-                let client = UnixStream::connect(path)?;
-                let (server, _) = listener.as_ref().expect("made above").accept()?;
+                let client = UnixStream::connect(path).map_err(WorkloadError::Connect)?;
+                let (server, _) = listener.as_ref().expect("made above").accept().map_err(WorkloadError::Accept)?;
                 drop((client, server));
             }
             Workload::UnixSendto => {
-                sender.as_ref().expect("made above").send_to(b"x", path)?;
+                sender.as_ref().expect("made above").send_to(b"x", path).map_err(WorkloadError::Send)?;
                 let mut byte = [0u8; 1];
-                receiver.as_ref().expect("made above").recv(&mut byte)?;
+                receiver.as_ref().expect("made above").recv(&mut byte).map_err(WorkloadError::Receive)?;
             }
         }
         if !summary {
