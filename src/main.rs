@@ -41,17 +41,21 @@ fn main() -> ExitCode {
         Command::Why(w) => Ok(cli::why::run(&w)),
         Command::Replay(r) => Ok(cli::replay::run(&r)),
         Command::Policy(p) => Ok(cli::policy::run(&p)),
-        Command::Hook(h) => cli::layers::hook(&h),
-        Command::AgentConfig(a) => cli::layers::agent_config(&a),
-        Command::Preamble(p) => cli::layers::preamble(&p),
-        Command::Mounts(m) => cli::layers::mounts(&m),
-        Command::OciAgent(a) => cli::oci::agent(&a),
-        Command::OciConfig(c) => cli::oci::config(&c),
+        Command::Hook(h) => Ok(cli::layers::hook(&h)),
+        Command::AgentConfig(a) => cli::layers::agent_config(&a).map_err(Into::into),
+        Command::Preamble(p) => cli::layers::preamble(&p).map_err(Into::into),
+        Command::Mounts(m) => cli::layers::mounts(&m).map_err(Into::into),
+        Command::OciAgent(a) => cli::oci::agent(&a).map_err(Into::into),
+        Command::OciConfig(c) => cli::oci::config(&c).map_err(Into::into),
         Command::Debug(DebugCommand::FilterPfc) => {
             interpose::sandbox::filter::pfc().map(|p| print!("{p}")).map(|()| 0).map_err(Into::into)
         }
-        Command::Debug(DebugCommand::Landlock { surface, command }) => cli::run::landlock_only(&surface, &command),
-        Command::Debug(DebugCommand::SeccompAllow { command }) => cli::run::seccomp_allow_only(&command),
+        Command::Debug(DebugCommand::Landlock { surface, command }) => {
+            cli::run::landlock_only(&surface, &command).map_err(Into::into)
+        }
+        Command::Debug(DebugCommand::SeccompAllow { command }) => {
+            cli::run::seccomp_allow_only(&command).map_err(Into::into)
+        }
         Command::Debug(DebugCommand::Workload { kind, count, path, summary }) => {
             interpose::bench::workload(kind, count, &path, summary).map_err(Into::into)
         }

@@ -1,15 +1,107 @@
 //! `interpose hook`, `agent-config`, `preamble` and `mounts`: the other
 //! layers, rendered from the same surface as `run` enforces.
 
-use super::{AgentConfigArgs, HookArgs, MountsArgs, SurfaceOnly};
+use super::{AgentConfigArgs, HookArgs, MountsArgs, SurfaceError, SurfaceOnly};
 use crate::forensics::shell_quote;
 use crate::layers::{self, Agent, ConfigAgent, HookAnswer, Mount};
 use std::io::Read;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+
+/// Why `preamble`, `mounts` or `agent-config` failed. Where a message
+/// says no path it is the io::Error's own text; the variant keeps the
+/// path all the same.
+#[derive(Debug, thiserror::Error)]
+pub enum LayersError {
+    /// The surface (flags or policy) cannot be built.
+    #[error(transparent)]
+    Surface(#[from] SurfaceError),
+    /// `--operator-mounts FILE` cannot be read.
+    #[error("{}: {source}", .path.display())]
+    ReadMounts {
+        /// The file.
+        path: PathBuf,
+        /// The error.
+        source: std::io::Error,
+    },
+    /// `--operator-mounts FILE` is not a list of mounts.
+    #[error("{}: {source}", .path.display())]
+    ParseMounts {
+        /// The file.
+        path: PathBuf,
+        /// The error.
+        source: toml::de::Error,
+    },
+    /// No `--dir`, and no state directory without `HOME`.
+    #[error("HOME is unset: name the directory with --dir")]
+    NoHome,
+    /// The current directory cannot be read.
+    #[error("{0}")]
+    CurrentDir(std::io::Error),
+    /// interpose's own binary cannot be found (for the hook's command).
+    #[error("{0}")]
+    CurrentExe(std::io::Error),
+    /// Creating a directory failed.
+    #[error("{source}")]
+    CreateDir {
+        /// The directory.
+        path: PathBuf,
+        /// The error.
+        source: std::io::Error,
+    },
+    /// Canonicalizing the settings directory failed.
+    #[error("{source}")]
+    Canonicalize {
+        /// The directory.
+        path: PathBuf,
+        /// The error.
+        source: std::io::Error,
+    },
+    /// Linking the user's login into the settings directory failed.
+    #[error("{source}")]
+    LinkLogin {
+        /// The settings directory.
+        dir: PathBuf,
+        /// The error.
+        source: std::io::Error,
+    },
+    /// Serializing the settings failed.
+    #[error("{0}")]
+    Json(serde_json::Error),
+    /// Writing a settings file (its temporary name) failed.
+    #[error("{source}")]
+    Write {
+        /// The file.
+        path: PathBuf,
+        /// The error.
+        source: std::io::Error,
+    },
+    /// Renaming a settings file into place failed.
+    #[error("{source}")]
+    Rename {
+        /// The file it was to become.
+        path: PathBuf,
+        /// The error.
+        source: std::io::Error,
+    },
+}
+
+/// `std::fs::create_dir_all`, its error naming the directory.
+fn create_dir(path: &Path) -> Result<(), LayersError> {
+    std::fs::create_dir_all(path).map_err(|source| LayersError::CreateDir { path: path.into(), source })
+}
+
+/// Writes `text` to `file` through a temporary name beside it (`tmp_ext`
+/// its extension), so a reader never sees half of it.
+fn replace(file: &Path, tmp_ext: &str, text: String) -> Result<(), LayersError> {
+    let tmp = file.with_extension(tmp_ext);
+    std::fs::write(&tmp, text).map_err(|source| LayersError::Write { path: tmp.clone(), source })?;
+    std::fs::rename(&tmp, file).map_err(|source| LayersError::Rename { path: file.into(), source })
+}
 
 /// Runs the hook: one JSON object on stdin, the answer on stdout. Whatever
-/// goes wrong (a bad policy, unreadable input) is answered with a refusal.
-pub fn hook(args: &HookArgs) -> anyhow::Result<i32> {
+/// goes wrong (a bad policy, unreadable input) is answered with a refusal,
+/// so it never fails.
+pub fn hook(args: &HookArgs) -> i32 {
     let mut input = String::new();
     let answer = match (args.surface.build(), std::io::stdin().read_to_string(&mut input)) {
         (Ok(surface), Ok(_)) => layers::hook_decision(args.agent, &surface, &input),
@@ -20,11 +112,11 @@ pub fn hook(args: &HookArgs) -> anyhow::Result<i32> {
     if !out.is_empty() {
         println!("{out}");
     }
-    Ok(0)
+    0
 }
 
 /// Prints the preamble.
-pub fn preamble(args: &SurfaceOnly) -> anyhow::Result<i32> {
+pub fn preamble(args: &SurfaceOnly) -> Result<i32, LayersError> {
     let (surface, (policy, _)) = args.surface.build_with_policy(crate::policy::file::Effects::None)?;
     print!("{}{}", layers::preamble(&surface), layers::network_preamble(&policy.net_allow));
     Ok(0)
@@ -38,7 +130,7 @@ struct OperatorMounts {
 }
 
 /// Prints the surface as bind mounts; skipped and dropped mounts on stderr.
-pub fn mounts(args: &MountsArgs) -> anyhow::Result<i32> {
+pub fn mounts(args: &MountsArgs) -> Result<i32, LayersError> {
     let (surface, (_, resolved)) = args.surface.build_with_policy(crate::policy::file::Effects::None)?;
     let (surface_mounts, mut notes) = layers::surface_mounts(&surface);
     // The user's entries left out on this host (a missing path, an unset
@@ -51,8 +143,11 @@ pub fn mounts(args: &MountsArgs) -> anyhow::Result<i32> {
     }
     let operator = match &args.operator_mounts {
         Some(file) => {
-            let text = std::fs::read_to_string(file).map_err(|e| anyhow::anyhow!("{}: {e}", file.display()))?;
-            toml::from_str::<OperatorMounts>(&text).map_err(|e| anyhow::anyhow!("{}: {e}", file.display()))?.mount
+            let text = std::fs::read_to_string(file)
+                .map_err(|source| LayersError::ReadMounts { path: file.clone(), source })?;
+            toml::from_str::<OperatorMounts>(&text)
+                .map_err(|source| LayersError::ParseMounts { path: file.clone(), source })?
+                .mount
         }
         None => Vec::new(),
     };
@@ -66,7 +161,7 @@ pub fn mounts(args: &MountsArgs) -> anyhow::Result<i32> {
 }
 
 /// Writes the agent's per-session settings and prints the variables.
-pub fn agent_config(args: &AgentConfigArgs) -> anyhow::Result<i32> {
+pub fn agent_config(args: &AgentConfigArgs) -> Result<i32, LayersError> {
     use crate::policy::{GlobEffect, Mode};
     let surface = args.surface.build()?;
     // By default one directory per agent and surface in interpose's state
@@ -82,21 +177,21 @@ pub fn agent_config(args: &AgentConfigArgs) -> anyhow::Result<i32> {
                 digest.update(flag.as_bytes());
                 digest.update([0]);
             }
-            digest.update(std::env::current_dir()?.as_os_str().as_encoded_bytes());
+            digest.update(std::env::current_dir().map_err(LayersError::CurrentDir)?.as_os_str().as_encoded_bytes());
             let id: String = digest.finalize().iter().take(8).map(|b| format!("{b:02x}")).collect();
             crate::audit::key::state_dir()
-                .ok_or_else(|| anyhow::anyhow!("HOME is unset: name the directory with --dir"))?
+                .ok_or(LayersError::NoHome)?
                 .join("agent-config")
                 .join(format!("{}-{id}", agent_word(args.agent)))
         }
     };
-    std::fs::create_dir_all(&dir)?;
-    let dir = dir.canonicalize()?;
+    create_dir(&dir)?;
+    let dir = dir.canonicalize().map_err(|source| LayersError::Canonicalize { path: dir.clone(), source })?;
     if args.agent == ConfigAgent::Codex {
         return codex_config(&dir);
     }
     let agent = if args.agent == ConfigAgent::Claude { Agent::Claude } else { Agent::Gemini };
-    let exe = std::env::current_exe()?;
+    let exe = std::env::current_exe().map_err(LayersError::CurrentExe)?;
     // The hook runs with the same surface flags this command was given.
     let mut hook = format!("{} hook {}", shell_quote(&exe.display().to_string()), agent_name(agent));
     for flag in surface_flags(&args.surface) {
@@ -139,10 +234,8 @@ pub fn agent_config(args: &AgentConfigArgs) -> anyhow::Result<i32> {
             (f.clone(), settings, vec![("GEMINI_CLI_SYSTEM_SETTINGS_PATH", f)])
         }
     };
-    std::fs::create_dir_all(file.parent().expect("a settings file has a directory"))?;
-    let tmp = file.with_extension("json.tmp");
-    std::fs::write(&tmp, serde_json::to_string_pretty(&settings)? + "\n")?;
-    std::fs::rename(&tmp, &file)?;
+    create_dir(file.parent().expect("a settings file has a directory"))?;
+    replace(&file, "json.tmp", serde_json::to_string_pretty(&settings).map_err(LayersError::Json)? + "\n")?;
     eprintln!("interpose: wrote {}", file.display());
     for (k, v) in vars {
         println!("export {k}={}", shell_quote(&v.display().to_string()));
@@ -156,9 +249,9 @@ pub fn agent_config(args: &AgentConfigArgs) -> anyhow::Result<i32> {
 /// `DIR/codex/config.toml` says `sandbox_mode = "danger-full-access"`
 /// (Codex's name for "no sandbox of its own"), after the user's own
 /// settings, and the user's login is linked in.
-fn codex_config(dir: &std::path::Path) -> anyhow::Result<i32> {
+fn codex_config(dir: &Path) -> Result<i32, LayersError> {
     let home = dir.join("codex");
-    std::fs::create_dir_all(&home)?;
+    create_dir(&home)?;
     let real = std::env::var_os("CODEX_HOME")
         .map(PathBuf::from)
         .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".codex")));
@@ -174,9 +267,7 @@ fn codex_config(dir: &std::path::Path) -> anyhow::Result<i32> {
          sandbox_mode = \"danger-full-access\"\n\n{kept}"
     );
     let file = home.join("config.toml");
-    let tmp = file.with_extension("toml.tmp");
-    std::fs::write(&tmp, text)?;
-    std::fs::rename(&tmp, &file)?;
+    replace(&file, "toml.tmp", text)?;
     link_login(&home, &real, "auth.json")?;
     eprintln!("interpose: wrote {} (Codex's own sandbox off: interpose is the sandbox)", file.display());
     eprintln!("interpose: or, without this directory: codex --sandbox danger-full-access");
@@ -194,15 +285,16 @@ fn claude_home() -> Option<PathBuf> {
 
 /// Links the user's login file `name` from `real` into the session
 /// directory `dir`, so the agent pointed at `dir` is still signed in.
-fn link_login(dir: &std::path::Path, real: &Option<PathBuf>, name: &str) -> std::io::Result<()> {
-    std::fs::create_dir_all(dir)?;
+fn link_login(dir: &Path, real: &Option<PathBuf>, name: &str) -> Result<(), LayersError> {
+    let failed = |source| LayersError::LinkLogin { dir: dir.into(), source };
+    std::fs::create_dir_all(dir).map_err(failed)?;
     let Some(source) = real.as_ref().map(|r| r.join(name)).filter(|s| s.exists()) else { return Ok(()) };
     if source.parent().and_then(|p| p.canonicalize().ok()) == dir.canonicalize().ok() {
         return Ok(());
     }
     let link = dir.join(name);
     let _ = std::fs::remove_file(&link);
-    std::os::unix::fs::symlink(source, link)
+    std::os::unix::fs::symlink(source, link).map_err(failed)
 }
 
 fn agent_word(agent: ConfigAgent) -> &'static str {

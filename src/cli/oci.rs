@@ -38,7 +38,7 @@ pub struct OciConfigArgs {
 }
 
 /// Runs the agent.
-pub fn agent(args: &OciAgentArgs) -> anyhow::Result<i32> {
+pub fn agent(args: &OciAgentArgs) -> Result<i32, crate::oci::agent::AgentError> {
     let opts = crate::oci::agent::Options {
         socket: args.socket.clone(),
         policy_dir: args.policy_dir.clone(),
@@ -50,7 +50,7 @@ pub fn agent(args: &OciAgentArgs) -> anyhow::Result<i32> {
 }
 
 /// Prints the `linux.seccomp` section.
-pub fn config(args: &OciConfigArgs) -> anyhow::Result<i32> {
+pub fn config(args: &OciConfigArgs) -> Result<i32, serde_json::Error> {
     let section = crate::oci::config::seccomp_section(&args.listener, args.policy.as_deref());
     println!("{}", serde_json::to_string_pretty(&section)?);
     Ok(0)

@@ -39,7 +39,7 @@ pub fn run(args: &RunArgs) -> Result<i32, RunError> {
 
 /// `interpose debug landlock`: applies the surface's Landlock ruleset to this
 /// process and execs the command (searching `PATH`). Returns only on failure.
-pub fn landlock_only(args: &super::SurfaceArgs, command: &[OsString]) -> anyhow::Result<i32> {
+pub fn landlock_only(args: &super::SurfaceArgs, command: &[OsString]) -> Result<i32, RunError> {
     use std::os::unix::process::CommandExt;
     let surface = args.build()?;
     let backstop = sandbox::landlock::build(&surface)?;
@@ -48,17 +48,17 @@ pub fn landlock_only(args: &super::SurfaceArgs, command: &[OsString]) -> anyhow:
     crate::sys::landlock::restrict_self(std::os::fd::AsFd::as_fd(&backstop.ruleset))
         .map_err(errno("landlock_restrict_self"))?;
     let err = std::process::Command::new(&command[0]).args(&command[1..]).exec();
-    Err(io_at("exec", &command[0])(err).into())
+    Err(io_at("exec", &command[0])(err))
 }
 
 /// `interpose debug seccomp-allow`: installs the allow-all variant of the
 /// filter on this process and execs the command. Returns only on failure.
-pub fn seccomp_allow_only(command: &[OsString]) -> anyhow::Result<i32> {
+pub fn seccomp_allow_only(command: &[OsString]) -> Result<i32, RunError> {
     use std::os::unix::process::CommandExt;
     let prog = filter::program_allowing_all()?;
     process::set_no_new_privs().map_err(errno("PR_SET_NO_NEW_PRIVS"))?;
     process::default_signal(libc::SIGPIPE).map_err(errno("restoring SIGPIPE"))?;
     seccomp::install_filter_without_listener(&prog).map_err(errno("installing the filter"))?;
     let err = std::process::Command::new(&command[0]).args(&command[1..]).exec();
-    Err(io_at("exec", &command[0])(err).into())
+    Err(io_at("exec", &command[0])(err))
 }
