@@ -549,17 +549,15 @@ fn backstop(
     // leave read-only opens to Landlock where it also grants everything
     // the surface lets be read.
     let own_proc = match () {
-        _ if !namespace.can_mount() => {
-            Err("the command has no PID namespace of its own (run as root, or with user namespaces)".to_string())
-        }
-        _ if args.isolate => Err("--isolate builds its own /proc".into()),
-        _ => sandbox::landlock::own_proc(&parts.surface, b.abi).map_err(|e| e.to_string()),
+        _ if !namespace.can_mount() => Err(ReadsTrapped::NoPidNamespace),
+        _ if args.isolate => Err(ReadsTrapped::Isolated),
+        _ => sandbox::landlock::own_proc(&parts.surface, b.abi).map_err(ReadsTrapped::OwnProc),
     };
     b.own_proc = own_proc.as_ref().ok().cloned();
     let exact = b.layout.names_exact;
     let reads = match own_proc {
         Ok(_) if b.layout.reads_exact => Ok(()),
-        Ok(_) => Err("Landlock cannot grant everything this surface lets be read (a grant pattern, an entry that does not exist yet, or a tree expanded around a carve-out holding a grant)".to_string()),
+        Ok(_) => Err(ReadsTrapped::ReadsInexact),
         Err(why) => Err(why),
     };
     let trapping = match (fast, reads) {
@@ -571,6 +569,22 @@ fn backstop(
         }
     };
     Ok((landlock, trapping))
+}
+
+/// Why fast mode leaves no read-only open to Landlock.
+#[derive(Debug, thiserror::Error)]
+enum ReadsTrapped {
+    #[error("the command has no PID namespace of its own (run as root, or with user namespaces)")]
+    NoPidNamespace,
+    #[error("--isolate builds its own /proc")]
+    Isolated,
+    #[error(transparent)]
+    OwnProc(sandbox::landlock::OwnProcRefusal),
+    #[error(
+        "Landlock cannot grant everything this surface lets be read (a grant pattern, an entry that does not \
+         exist yet, or a tree expanded around a carve-out holding a grant)"
+    )]
+    ReadsInexact,
 }
 
 /// The command's environment: the policy's rules applied to interpose's
