@@ -56,25 +56,19 @@ impl std::fmt::Display for Kept {
     }
 }
 
-/// The session's caches: what became of each, the variables to set for the
-/// command, and the overlays to take down at the end.
+/// The session's caches: what became of each and the variables to set for
+/// the command. Their overlays are never taken down: they live in the
+/// session's own mount namespace, which ends with interpose, and a detach
+/// would wait for an RCU grace period (10 ms to 200 ms of every session's
+/// end on the test machine, docs/performance.md). The session directory
+/// holding their upper layers is removed under them, which overlayfs
+/// allows.
 #[derive(Debug, Default)]
 pub struct Caches {
     /// Each cache and how it was kept.
     pub kept: Vec<(PathBuf, Kept)>,
     /// Variables to set in the command's environment.
     pub env: Vec<(OsString, OsString)>,
-    mounted: Vec<CString>,
-}
-
-impl Drop for Caches {
-    fn drop(&mut self) {
-        // The mount namespace ends with interpose; detaching first lets the
-        // session directory holding the upper layers be removed cleanly.
-        for target in self.mounted.iter().rev() {
-            let _ = process::umount_detach(target);
-        }
-    }
 }
 
 /// Sets up every private cache of `surface` under `dir` (a directory of the
@@ -105,8 +99,7 @@ pub fn set_up(surface: &mut Surface, dir: &Path, ns: &Namespace, owner: Option<(
             None => Err(Errno::ENOENT),
         };
         let kept = match overlay {
-            Ok(target) => {
-                caches.mounted.push(target);
+            Ok(()) => {
                 surface.set_overlaid(cache.path.clone());
                 Kept::Overlay
             }
@@ -159,7 +152,7 @@ fn mkdir(path: &Path) -> Result<(), Errno> {
 }
 
 /// Mounts the overlay for `cache`, the `n`-th, with its layers in `dir`.
-fn mount_overlay(cache: &Cache, dir: &Path, n: usize) -> Result<CString, Errno> {
+fn mount_overlay(cache: &Cache, dir: &Path, n: usize) -> Result<(), Errno> {
     let (upper, work) = (dir.join(format!("{n}-upper")), dir.join(format!("{n}-work")));
     for d in [&upper, &work] {
         mkdir(d)?;
@@ -184,8 +177,7 @@ fn mount_overlay(cache: &Cache, dir: &Path, n: usize) -> Result<CString, Errno> 
     );
     let target = c(&cache.path);
     let data = CString::new(data).map_err(|_| Errno::EINVAL)?;
-    process::mount(Some(c"interpose-cache"), &target, Some(c"overlay"), libc::MS_NOSUID | libc::MS_NODEV, Some(&data))?;
-    Ok(target)
+    process::mount(Some(c"interpose-cache"), &target, Some(c"overlay"), libc::MS_NOSUID | libc::MS_NODEV, Some(&data))
 }
 
 /// Makes the private directory a moved cache points to, seeded with the
