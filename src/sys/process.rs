@@ -680,13 +680,6 @@ pub fn write_file(path: &CStr, data: &[u8]) -> Result<(), Errno> {
     write_all(std::os::fd::AsFd::as_fd(&fd), data)
 }
 
-/// `umount2(target, MNT_DETACH)`: detaches a mount now, freeing it once no
-/// one uses it.
-pub fn umount_detach(target: &CStr) -> Result<(), Errno> {
-    // SAFETY: `target` is NUL-terminated.
-    cvt(unsafe { libc::umount2(target.as_ptr(), libc::MNT_DETACH) } as libc::c_long).map(drop)
-}
-
 /// Raises this process's soft limit on open descriptors to its hard limit
 /// and returns the new soft limit. Called by the supervisor after the
 /// command is started, so the command keeps the limits it was given.
