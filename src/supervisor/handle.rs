@@ -262,11 +262,21 @@ impl Call<'_> {
     /// Reads the path at `at` and opens its starting directory (the
     /// caller's cwd when there is no dirfd argument) if it is needed.
     fn path_arg(&self, at: PathAt, anchored: bool) -> Result<PathArg, Stop> {
+        let bytes = self.read_path(at.addr)?;
+        self.based(bytes, at.dirfd, anchored)
+    }
+
+    /// The path at `addr` in the caller.
+    fn read_path(&self, addr: u64) -> Result<Vec<u8>, Stop> {
         let mut buf = [0u8; mem::PATH_MAX];
-        let n = mem::read_path(self.notif.pid, at.addr, &mut buf)?;
-        let bytes = buf[..n].to_vec();
-        let base =
-            if bytes.first() == Some(&b'/') && !anchored { None } else { Some((at.dirfd, self.open_dir(at.dirfd)?)) };
+        let n = mem::read_path(self.notif.pid, addr, &mut buf)?;
+        Ok(buf[..n].to_vec())
+    }
+
+    /// `bytes` with its starting directory `dirfd` opened if it needs one
+    /// (a relative path, or one anchored there).
+    fn based(&self, bytes: Vec<u8>, dirfd: i32, anchored: bool) -> Result<PathArg, Stop> {
+        let base = if bytes.first() == Some(&b'/') && !anchored { None } else { Some((dirfd, self.open_dir(dirfd)?)) };
         Ok(PathArg { bytes, base })
     }
 
@@ -323,8 +333,8 @@ impl Call<'_> {
         identity::retry_as_supervisor(|| fs::openat(Dir::Cwd, &path, libc::O_PATH | libc::O_DIRECTORY, 0)).ok()
     }
 
-    /// Opens the caller's cwd or descriptor `dirfd` through `/proc/<tid>`.
-    fn open_dir(&self, dirfd: i32) -> Result<OwnedFd, Errno> {
+    /// `/proc/<tid>/cwd` for `AT_FDCWD`, else `/proc/<tid>/fd/<dirfd>`.
+    fn dir_link(&self, dirfd: i32) -> Result<std::ffi::CString, Errno> {
         let path = if dirfd == libc::AT_FDCWD {
             format!("/proc/{}/cwd", self.notif.pid)
         } else if dirfd < 0 {
@@ -332,7 +342,24 @@ impl Call<'_> {
         } else {
             format!("/proc/{}/fd/{dirfd}", self.notif.pid)
         };
-        let cpath = std::ffi::CString::new(path).map_err(|_| Errno::EINVAL)?;
+        std::ffi::CString::new(path).map_err(|_| Errno::EINVAL)
+    }
+
+    /// The canonical path of the caller's cwd or descriptor `dirfd`, as
+    /// the kernel reads it back (without opening it).
+    fn dir_path(&self, dirfd: i32) -> Result<Vec<u8>, Errno> {
+        let link = self.dir_link(dirfd)?;
+        identity::retry_as_supervisor(|| {
+            let mut buf = vec![0u8; mem::PATH_MAX];
+            let n = fs::readlinkat(Dir::Cwd, &link, &mut buf)?;
+            buf.truncate(n);
+            Ok(buf)
+        })
+    }
+
+    /// Opens the caller's cwd or descriptor `dirfd` through `/proc/<tid>`.
+    fn open_dir(&self, dirfd: i32) -> Result<OwnedFd, Errno> {
+        let cpath = self.dir_link(dirfd)?;
         // The caller's own starting point, looked up by the supervisor for
         // it (a caller that changed its credentials has its /proc entries
         // owned by root).

@@ -157,6 +157,38 @@ fn dotdot_under_a_moving_directory_never_reaches_outside() {
     }
 }
 
+/// A relative open decided on the cwd read back, while another thread moves
+/// the process between a directory holding a harmless file of that name and
+/// one holding a carve-out of it: a checker that continues the open on the
+/// cwd it read is deciding on one directory while the kernel may look the
+/// name up in the other. Natively the secret is read; under interpose the
+/// backstop refuses (masks) it whatever the kernel resolves, in full and
+/// fast mode, and without the backstop the supervisor resolves the name
+/// from the cwd it opened (never continued) and opens that object.
+#[test]
+fn cwd_race_on_a_relative_open_never_reads_a_carve_out() {
+    let Some(t) = kernel_tree() else { return };
+    let bin = copy_into(&t, "race_cwd");
+    let a = t.ws.join("a");
+    std::fs::create_dir(&a).unwrap();
+    std::fs::write(a.join("key.txt"), "harmless\n").unwrap();
+    let secret = t.ws.join("key.txt");
+    std::fs::write(&secret, "top-secret-marker\n").unwrap();
+    let (a, ws) = (a.to_str().unwrap(), t.ws.to_str().unwrap());
+    let args = [bin.to_str().unwrap(), a, ws, "key.txt", "20000", "top-secret-marker"];
+    wins_natively(&args);
+    let deny = ["--deny", secret.to_str().unwrap()];
+    for extra in [&[][..], &["--fast"][..], &["--no-landlock"][..]] {
+        let flags = [&deny[..], extra].concat();
+        let o = t.command(&flags, &args).output().unwrap();
+        let out = stdout(&o);
+        assert_eq!(leaks(&out), 0, "{extra:?}: {out}{}", stderr(&o));
+        // The harmless file is opened, so the race ran both ways.
+        let opened: u64 = out.split_whitespace().find_map(|w| w.strip_prefix("opened=")).unwrap().parse().unwrap();
+        assert!(opened > 0, "{extra:?}: {out}{}", stderr(&o));
+    }
+}
+
 /// The same race on `stat`: the supervisor stats the object it checked and
 /// writes the result into the caller, so the denied file's metadata never
 /// comes back, with or without the backstop (Landlock does not cover stat).

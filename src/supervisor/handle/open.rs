@@ -17,7 +17,8 @@ impl Call<'_> {
             _ => return Err(MISDECODED.into()),
         };
         let anchored = resolve & (fs::RESOLVE_BENEATH | fs::RESOLVE_IN_ROOT) != 0;
-        let arg = self.path_arg(self.args.first(), anchored)?;
+        let at = self.args.first();
+        let written = self.read_path(at.addr)?;
 
         let o_path = flags & libc::O_PATH != 0;
         let tmpfile = flags & libc::O_TMPFILE == libc::O_TMPFILE;
@@ -39,10 +40,11 @@ impl Call<'_> {
             Cover::backstop(sound, access).filter(|_| !creates || Cover::backstop(sound, Access::Create).is_some())
         };
         if let Some(cover) = cover(asked).filter(|_| !o_path && resolve == 0) {
-            if self.continues_as_written(&arg, asked) {
+            if self.continues_as_written(&written, at.dirfd, asked) {
                 return Ok(Answer::Continue(cover));
             }
         }
+        let arg = self.based(written, at.dirfd, anchored)?;
         self.still_valid()?;
 
         let r = self.resolve(&arg, follow, false, resolve);
@@ -235,8 +237,12 @@ impl Call<'_> {
     }
 
     /// Whether an open may be continued on the path as written, without
-    /// resolving it: an absolute path with no `.` or `..` that the surface
-    /// allows by a rule the kernel also grants whole. The kernel then
+    /// resolving it: a path with no `.` or `..` (a relative one joined to
+    /// the canonical path of its starting directory `dirfd`, as the kernel
+    /// reads it back) that the surface allows by a rule the kernel also
+    /// grants whole. Another thread may move that directory or change the
+    /// cwd before the kernel looks the name up: what it then opens is
+    /// decided by the backstop alone, as for a swapped absolute path. The kernel then
     /// resolves it under a backstop that refuses, wherever the path leads
     /// (symlinks included), what the surface refuses (the caller checks the
     /// backstop covers `access`), and allows the rule's own tree; where a
@@ -248,12 +254,31 @@ impl Call<'_> {
     /// opened here). Nothing read from the caller is acted on, so the
     /// notification need not be checked as still pending: a stale one
     /// takes no answer.
-    pub(super) fn continues_as_written(&mut self, arg: &PathArg, access: Access) -> bool {
-        let path = arg.bytes.as_slice();
-        let plain = path.split(|&b| b == b'/').all(|c| c != b"." && c != b"..");
-        if arg.base.is_some() || !plain || self.cx.ground.records_allowed || self.cx.ground.isolated {
+    pub(super) fn continues_as_written(&mut self, written: &[u8], dirfd: i32, access: Access) -> bool {
+        let plain = written.split(|&b| b == b'/').all(|c| c != b"." && c != b"..");
+        if written.is_empty() || !plain || self.cx.ground.records_allowed || self.cx.ground.isolated {
             return false;
         }
+        let joined;
+        let path = match written.first() {
+            Some(b'/') => written,
+            // A trail names the directory a relative path started from,
+            // which the supervisor's resolution reads: it goes that way.
+            _ if self.cx.ground.records => return false,
+            _ => match self.dir_path(dirfd) {
+                // A descriptor with no path (a pipe, a socket) or none at
+                // all: the supervisor resolves the call.
+                Ok(mut p) if p.first() == Some(&b'/') => {
+                    if p.last() != Some(&b'/') {
+                        p.push(b'/');
+                    }
+                    p.extend_from_slice(written);
+                    joined = p;
+                    &joined
+                }
+                _ => return false,
+            },
+        };
         let surface = &self.cx.ground.surface;
         if !matches!(surface.proc_place(path), ProcPlace::NotProc) || path.starts_with(b"/dev/") {
             return false;
@@ -264,7 +289,11 @@ impl Call<'_> {
                 if self.cx.ground.landlock_exact(i) =>
             {
                 self.decided_by = Some(v.reason);
-                self.push(arg, None, AccessKind::from(access), Verdict::Allow, None, Why::Verdict(v.reason));
+                // Allowed: its path is kept only with a trail (of
+                // refusals), and then it was written absolute.
+                let bytes = if self.cx.ground.records { written.to_vec() } else { Vec::new() };
+                let arg = PathArg { bytes, base: None };
+                self.push(&arg, None, AccessKind::from(access), Verdict::Allow, None, Why::Verdict(v.reason));
                 true
             }
             _ => false,
