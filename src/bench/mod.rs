@@ -231,6 +231,7 @@ pub fn run(args: &Options) -> Result<i32, BenchError> {
     let (open_n, fork_n) = if args.quick { (300, 5) } else { (3_000, 40) };
     let micro: Vec<(Workload, usize, &Path)> = vec![
         (Workload::Open, open_n, &fx.file),
+        (Workload::OpenRelative, open_n, &fx.file),
         (Workload::Stat, open_n, &fx.file),
         (Workload::Fstat, open_n, &fx.file),
         (Workload::Getppid, open_n, &fx.file),

@@ -12,6 +12,9 @@ use std::time::Instant;
 pub enum Workload {
     /// `openat` + `close` of an allowed file.
     Open,
+    /// `openat` + `close` of the same file by its name relative to the cwd
+    /// (the loop changes into its directory first).
+    OpenRelative,
     /// `newfstatat` of an allowed file (glibc's `stat`).
     Stat,
     /// `fstat` of a descriptor the loop holds: glibc makes it
@@ -41,6 +44,7 @@ impl Workload {
     pub fn label(self) -> &'static str {
         match self {
             Workload::Open => "openat+close",
+            Workload::OpenRelative => "openat+close, relative",
             Workload::Stat => "newfstatat",
             Workload::Fstat => "fstat (newfstatat AT_EMPTY_PATH)",
             Workload::Getppid => "getppid (untrapped)",
@@ -120,11 +124,19 @@ pub fn workload(kind: Workload, count: usize, path: &Path, summary: bool) -> Res
         .then(|| std::fs::File::open(path))
         .transpose()
         .map_err(|source| WorkloadError::Open { path: path.into(), source })?;
+    // The relative open names the file from its directory.
+    let path = match (kind, path.parent(), path.file_name()) {
+        (Workload::OpenRelative, Some(dir), Some(name)) => {
+            std::env::set_current_dir(dir).map_err(|source| WorkloadError::Open { path: dir.into(), source })?;
+            Path::new(name)
+        }
+        _ => path,
+    };
     let start = Instant::now();
     for _ in 0..count {
         let t = Instant::now();
         match kind {
-            Workload::Open | Workload::DeniedOpen | Workload::DevOpen => {
+            Workload::Open | Workload::OpenRelative | Workload::DeniedOpen | Workload::DevOpen => {
                 // A denied open is the point of DeniedOpen; its error is not.
                 if let Ok(fd) = open(path, OFlag::O_RDONLY | OFlag::O_CLOEXEC, Mode::empty()) {
                     drop(fd);
