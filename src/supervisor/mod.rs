@@ -375,11 +375,6 @@ impl Supervisor {
         self.audit.is_some()
     }
 
-    /// Whether allowed decisions go to the trail too (level `all`).
-    pub fn records_allowed(&self) -> bool {
-        self.audit.is_some() && self.audit_level == AuditLevel::All
-    }
-
     /// What a handler is given of this supervisor.
     fn context(&self) -> Context<'_> {
         Context::new(&self.ground, &self.memory, self.listener.as_fd())
