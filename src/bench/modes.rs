@@ -61,10 +61,18 @@ pub(super) const RUNC: &str = "runc";
 pub(super) const RUNC_AGENT: &str = "runc+oci-agent";
 
 /// The reference sandboxes `--compare NAME` knows by name, with the
-/// prefix each gets (`{work}` is the workspace).
+/// prefix each gets (`{work}` is the workspace, `{bin}` the directory of
+/// the interpose binary that runs the micro workloads). syd 3.23 (the
+/// version the issue names) takes the capabilities by name, and its own
+/// Landlock layer (`allow/lock/...`) must let the binary's directory be
+/// read, or its exec fails.
 pub(super) const REFERENCES: [(&str, &str); 3] = [
     ("bwrap", "bwrap --ro-bind / / --bind {work} {work} --dev /dev --proc /proc --"),
-    ("syd", "syd -puser -m allow/all+{work}/*** --"),
+    (
+        "syd",
+        "syd -puser -m allow/read,write,stat,exec+{work}/*** -m allow/read,stat,exec+{bin}/*** \
+         -m allow/lock/write+{work} -m allow/lock/read+{bin} --",
+    ),
     ("nono", "nono run --allow {work} --"),
 ];
 
@@ -136,7 +144,9 @@ pub(super) fn modes(
     for c in compare {
         let known = REFERENCES.iter().find(|(name, _)| name == c);
         let prefix = match known {
-            Some((_, p)) => p.replace("{work}", &work.to_string_lossy()),
+            Some((_, p)) => {
+                p.replace("{work}", &work.to_string_lossy()).replace("{bin}", &Path::new(&bin_dir).to_string_lossy())
+            }
             None => c.clone(),
         };
         let prefix: Vec<OsString> = prefix.split_whitespace().map(OsString::from).collect();
