@@ -65,7 +65,8 @@ pub(super) const RUNC_AGENT: &str = "runc+oci-agent";
 /// the interpose binary that runs the micro workloads). syd 3.23 (the
 /// version the issue names) takes the capabilities by name, and its own
 /// Landlock layer (`allow/lock/...`) must let the binary's directory be
-/// read, or its exec fails.
+/// read, or its exec fails; nono, too, runs nothing from a directory it
+/// was not told to read.
 pub(super) const REFERENCES: [(&str, &str); 3] = [
     ("bwrap", "bwrap --ro-bind / / --bind {work} {work} --dev /dev --proc /proc --"),
     (
@@ -73,7 +74,7 @@ pub(super) const REFERENCES: [(&str, &str); 3] = [
         "syd -puser -m allow/read,write,stat,exec+{work}/*** -m allow/read,stat,exec+{bin}/*** \
          -m allow/lock/write+{work} -m allow/lock/read+{bin} --",
     ),
-    ("nono", "nono run --allow {work} --"),
+    ("nono", "nono run --allow {work} --read {bin} --"),
 ];
 
 /// Every mode of a run: native, interpose's own floors, the shared C floors
