@@ -60,21 +60,25 @@ pub(super) const RUNC: &str = "runc";
 /// A runc container under `interpose oci-agent`.
 pub(super) const RUNC_AGENT: &str = "runc+oci-agent";
 
-/// The reference sandboxes `--compare NAME` knows by name, with the
-/// prefix each gets (`{work}` is the workspace, `{bin}` the directory of
-/// the interpose binary that runs the micro workloads). syd 3.23 (the
-/// version the issue names) takes the capabilities by name, and its own
-/// Landlock layer (`allow/lock/...`) must let the binary's directory be
-/// read, or its exec fails; nono, too, runs nothing from a directory it
-/// was not told to read.
-pub(super) const REFERENCES: [(&str, &str); 3] = [
-    ("bwrap", "bwrap --ro-bind / / --bind {work} {work} --dev /dev --proc /proc --"),
+/// The reference sandboxes `--compare NAME` knows by name: the program
+/// that must be installed, and the prefix each gets (`{work}` is the
+/// workspace, `{bin}` the directory of the interpose binary that runs the
+/// micro workloads, `{outside}` a directory beside the workspace). syd
+/// 3.23 (the version the issue names) takes the capabilities by name, and
+/// its own Landlock layer (`allow/lock/...`) must let the binary's
+/// directory be read, or its exec fails; nono, too, runs nothing from a
+/// directory it was not told to read, and refuses to grant a tree that
+/// holds its own state (`~/.nono`), so its `HOME` is outside the
+/// workspace.
+pub(super) const REFERENCES: [(&str, &str, &str); 3] = [
+    ("bwrap", "bwrap", "bwrap --ro-bind / / --bind {work} {work} --dev /dev --proc /proc --"),
     (
+        "syd",
         "syd",
         "syd -puser -m allow/read,write,stat,exec+{work}/*** -m allow/read,stat,exec+{bin}/*** \
          -m allow/lock/write+{work} -m allow/lock/read+{bin} --",
     ),
-    ("nono", "nono run --allow {work} --read {bin} --"),
+    ("nono", "nono", "env HOME={outside}/nono-home nono run --allow {work} --read {bin} --"),
 ];
 
 /// Every mode of a run: native, interpose's own floors, the shared C floors
@@ -142,19 +146,26 @@ pub(super) fn modes(
         }
         Err(why) => missing.push(why.to_string()),
     }
+    let outside = work.parent().unwrap_or(work);
     for c in compare {
-        let known = REFERENCES.iter().find(|(name, _)| name == c);
+        let known = REFERENCES.iter().find(|(name, _, _)| name == c);
         let prefix = match known {
-            Some((_, p)) => {
-                p.replace("{work}", &work.to_string_lossy()).replace("{bin}", &Path::new(&bin_dir).to_string_lossy())
-            }
+            Some((_, _, p)) => p
+                .replace("{work}", &work.to_string_lossy())
+                .replace("{bin}", &Path::new(&bin_dir).to_string_lossy())
+                .replace("{outside}", &outside.to_string_lossy()),
             None => c.clone(),
         };
         let prefix: Vec<OsString> = prefix.split_whitespace().map(OsString::from).collect();
         let path = std::env::var_os("PATH");
-        if known.is_some() && crate::session::find_program(&prefix[0], path.as_deref()).is_none() {
-            missing.push(format!("{c}: not installed"));
-            continue;
+        if let Some((_, program, _)) = known {
+            if crate::session::find_program(program.as_ref(), path.as_deref()).is_none() {
+                missing.push(format!("{c}: not installed"));
+                continue;
+            }
+        }
+        if c == "nono" {
+            let _ = std::fs::create_dir_all(outside.join("nono-home"));
         }
         out.push(mode(c, prefix));
     }

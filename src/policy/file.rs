@@ -1035,6 +1035,10 @@ pub enum ExpandError {
 /// Expands a leading `~` and every `$NAME` / `${NAME}` from `vars`. An unset
 /// or empty variable is an error that says which, so that the entry is
 /// dropped, never turned into a literal path such as `/pkg/mod`.
+/// `${NAME:-DEFAULT}` is `DEFAULT` where `NAME` is unset or empty, as in
+/// the shell; `DEFAULT` is literal text, or `~` (`$HOME`) at its start
+/// (`${CLAUDE_CONFIG_DIR:-~}/.claude.json`: where the agent keeps that
+/// file, whichever way it was started).
 pub fn expand(text: &str, vars: &HashMap<String, String>) -> Result<String, ExpandError> {
     let lookup = |name: &str| match vars.get(name) {
         Some(v) if !v.is_empty() => Ok(v.clone()),
@@ -1057,10 +1061,29 @@ pub fn expand(text: &str, vars: &HashMap<String, String>) -> Result<String, Expa
             let end = after.find(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).unwrap_or(after.len());
             (&after[..end], &after[end..])
         };
-        if name.is_empty() || name.starts_with(|c: char| c.is_ascii_digit()) {
+        let (name, default) = match name.split_once(":-") {
+            Some((name, default)) => (name, Some(default)),
+            None => (name, None),
+        };
+        let bad = |c: char| !(c.is_ascii_alphanumeric() || c == '_');
+        if name.is_empty()
+            || name.starts_with(|c: char| c.is_ascii_digit())
+            || (default.is_some() && name.contains(bad))
+        {
             return Err(ExpandError::NoName(text.into()));
         }
-        out.push_str(&lookup(name)?);
+        match (lookup(name), default) {
+            (Ok(value), _) => out.push_str(&value),
+            (Err(_), Some(default)) if default.contains('$') => return Err(ExpandError::NoName(text.into())),
+            (Err(_), Some(default)) => match default.strip_prefix('~') {
+                Some(after) if after.is_empty() || after.starts_with('/') => {
+                    out.push_str(&lookup("HOME")?);
+                    out.push_str(after);
+                }
+                _ => out.push_str(default),
+            },
+            (Err(e), None) => return Err(e),
+        }
         rest = next;
     }
     out.push_str(rest);
@@ -1079,6 +1102,22 @@ mod tests {
         let mut p = Policy::default();
         p.add_file(&Source::new("agent.toml".into(), text, None))?;
         p.checked()
+    }
+
+    #[test]
+    fn a_default_stands_in_for_an_unset_or_empty_variable() {
+        let v = vars(&[("HOME", "/home/a"), ("CCD", "/cfg"), ("EMPTY", "")]);
+        assert_eq!(expand("${CCD:-~}/.claude.json", &v).unwrap(), "/cfg/.claude.json");
+        assert_eq!(expand("${UNSET:-~}/.claude.json", &v).unwrap(), "/home/a/.claude.json");
+        assert_eq!(expand("${EMPTY:-~/x}/y", &v).unwrap(), "/home/a/x/y");
+        assert_eq!(expand("${UNSET:-/opt/tool}/bin", &v).unwrap(), "/opt/tool/bin");
+        // `~` means HOME only at the start of the default, as in the shell.
+        assert_eq!(expand("${UNSET:-a~}/b", &v).unwrap(), "a~/b");
+        // No nesting: a variable in a default is refused, not read literally.
+        assert!(matches!(expand("${UNSET:-$HOME}", &v), Err(ExpandError::NoName(_))));
+        assert!(matches!(expand("${BAD-NAME:-x}", &v), Err(ExpandError::NoName(_))));
+        let no_home = vars(&[]);
+        assert_eq!(expand("${UNSET:-~}/x", &no_home), Err(ExpandError::Unset("HOME".into())));
     }
 
     #[test]

@@ -539,6 +539,39 @@ impl Surface {
         &self.rules
     }
 
+    /// Whether `path`, which need not exist, lies in a tree an existing
+    /// entry grants with at least `mode`: the entry deciding it is such an
+    /// entry (no carve-out or narrower one in between), so what the surface
+    /// allows there, a grant of `path` itself included, the entry allows
+    /// already.
+    pub fn granted_by_existing_tree(&self, path: &Path, mode: Mode) -> bool {
+        use std::os::unix::ffi::OsStrExt;
+        let Some(parent) = path.parent() else { return false };
+        self.trie.lookup(parent.as_os_str().as_bytes()).is_some_and(|i| {
+            let r = &self.rules[i as usize];
+            let covers = match mode {
+                Mode::Rw => r.mode == Mode::Rw,
+                Mode::Ro => r.mode != Mode::Deny,
+                Mode::Deny => false,
+            };
+            covers && r.path.is_dir()
+        })
+    }
+
+    /// Whether grant pattern `g` allows nothing its base's own entry does
+    /// not: that entry grants read and write and decides the base itself,
+    /// and a pattern only ever grants below the entry that decided (see
+    /// [`Surface::decide`]), so every name it matches is allowed without
+    /// it.
+    pub fn grant_pattern_redundant(&self, g: &GlobRule) -> bool {
+        use std::os::unix::ffi::OsStrExt;
+        g.effect == GlobEffect::Grant
+            && self.trie.lookup(g.base.as_os_str().as_bytes()).is_some_and(|i| {
+                let r = &self.rules[i as usize];
+                r.mode == Mode::Rw && r.path.is_dir()
+            })
+    }
+
     /// The entries that are in effect: the last one added for each path.
     pub fn effective_rules(&self) -> impl Iterator<Item = (u32, &Rule)> {
         use std::os::unix::ffi::OsStrExt;

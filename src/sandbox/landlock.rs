@@ -306,14 +306,19 @@ pub fn layout(surface: &Surface, mounts: bool) -> Layout {
     let writable_carve = masks.iter().any(|m| {
         m.kind != MaskKind::Writable && m.path.parent().is_some_and(|d| kernel_creates_in(d, &grants, &masks))
     });
+    // An entry that does not exist yet is granted later by nothing, unless
+    // an existing tree granted whole holds it (`$CLAUDE_CONFIG_DIR/.claude.json`
+    // in `$CLAUDE_CONFIG_DIR/`); a grant pattern likewise, unless the tree
+    // its base lies in grants everything it could.
     let granted_later = surface.effective_rules().any(|(_, r)| {
         r.mode != Mode::Deny
             && !matches!(surface.proc_place(r.path.as_os_str().as_bytes()), ProcPlace::Pid(..))
             && r.path.metadata().is_err()
+            && !surface.granted_by_existing_tree(&r.path, r.mode)
     });
     let reads_exact = !granted_later
         && !grants.iter().any(|(_, g, _)| matches!(g, Grant::Parent(_)))
-        && !surface.globs().iter().any(|g| g.effect == GlobEffect::Grant);
+        && !surface.globs().iter().any(|g| g.effect == GlobEffect::Grant && !surface.grant_pattern_redundant(g));
     let names_exact = reads_exact && sound.creates && !writable_carve;
     Layout { grants, masks, sound, missing, reads_exact, names_exact }
 }

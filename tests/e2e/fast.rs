@@ -171,3 +171,45 @@ fn a_policy_asking_for_fast_mode_is_settled_with_the_flags() {
     assert_eq!(o.status.code(), Some(125));
     assert!(stderr(&o).contains("--fast leaves decisions to Landlock"), "{}", stderr(&o));
 }
+
+/// Fast mode engages under the shipped policy when Claude Code keeps its
+/// state in a directory of its own (`CLAUDE_CONFIG_DIR`, as `interpose
+/// agent-config claude` sets it): the claude profile then grants its config
+/// file inside that directory, and nothing the kernel cannot hold exactly.
+/// Without it the profile grants `~/.claude.json` (a file Claude replaces
+/// by a rename) and a pattern next to it, and read-only opens stay trapped,
+/// saying why.
+#[test]
+fn fast_mode_engages_under_the_shipped_policy_with_an_agent_config_dir() {
+    let Some(t) = kernel_tree() else { return };
+    let home = t.outside.join("home");
+    let config = t.outside.join("agent-config");
+    std::fs::create_dir_all(&home).unwrap();
+    std::fs::create_dir_all(&config).unwrap();
+    let policy = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/coding-agent.toml");
+    let untrapped_reads = |trail: &std::path::Path| {
+        let text = std::fs::read_to_string(trail).unwrap();
+        let start: serde_json::Value = serde_json::from_str(text.lines().next().unwrap()).unwrap();
+        start["mode"]["untrapped_read_only"].as_array().map_or(0, Vec::len)
+    };
+    let run = |name: &str, config: Option<&std::path::Path>| {
+        let trail = t.outside.join(name);
+        let mut c = t.command(
+            &["--fast", "--policy", policy.to_str().unwrap(), "--audit", trail.to_str().unwrap()],
+            &["cat", "/etc/hostname"],
+        );
+        c.env("HOME", &home).env_remove("CLAUDE_CONFIG_DIR");
+        if let Some(dir) = config {
+            c.env("CLAUDE_CONFIG_DIR", dir);
+        }
+        let o = c.output().unwrap();
+        assert_eq!(o.status.code(), Some(0), "{name}: {}", stderr(&o));
+        (stderr(&o), untrapped_reads(&trail))
+    };
+    let (err, untrapped) = run("with-config-dir.jsonl", Some(&config));
+    assert!(!err.contains("opens stay trapped"), "{err}");
+    assert!(untrapped > 0, "fast mode left no read-only open to the kernel: {err}");
+    let (err, untrapped) = run("home-config.jsonl", None);
+    assert!(err.contains("opens stay trapped"), "{err}");
+    assert_eq!(untrapped, 0);
+}
