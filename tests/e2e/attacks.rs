@@ -54,6 +54,26 @@ fn path_buffer_race_on_open_never_reads_the_denied_file() {
         assert_eq!(leaks(&stdout(&o)), 0, "{extra:?}: {}", stdout(&o));
         assert_eq!(o.status.code(), Some(0), "{extra:?}: {}", stderr(&o));
     }
+    // Relative names, which are continued too (decided on the cwd's path
+    // joined to the name): flipped to a name that climbs out of the
+    // workspace, and to a carve-out beside the harmless file.
+    let carved = t.ws.join("key.txt");
+    std::fs::write(&carved, "top-secret-marker\n").unwrap();
+    let deny = ["--deny", carved.to_str().unwrap()];
+    for denied in ["../outside/secret", "key.txt"] {
+        let args = [bin.to_str().unwrap(), "ok.txt", denied, "top-secret-marker", "20000"];
+        // Natively, from the workspace, the flip wins.
+        let native = (0..10).any(|_| {
+            let o = Command::new(args[0]).args(&args[1..]).current_dir(&t.ws).output().unwrap();
+            leaks(&stdout(&o)) > 0
+        });
+        assert!(native, "{denied}: the attack never won natively in ten runs");
+        for extra in [&[][..], &["--fast"][..], &["--no-landlock"][..]] {
+            let o = t.command(&[&deny[..], extra].concat(), &args).output().unwrap();
+            assert_eq!(leaks(&stdout(&o)), 0, "{denied} {extra:?}: {}", stdout(&o));
+            assert_eq!(o.status.code(), Some(0), "{denied} {extra:?}: {}", stderr(&o));
+        }
+    }
 }
 
 /// The same race aimed at another process's `/proc/<pid>/cmdline` (world
