@@ -63,7 +63,7 @@ pub(super) const RUNC_AGENT: &str = "runc+oci-agent";
 /// The reference sandboxes `--compare NAME` knows by name: the program
 /// that must be installed, and the prefix each gets (`{work}` is the
 /// workspace, `{bin}` the directory of the interpose binary that runs the
-/// micro workloads, `{outside}` a directory beside the workspace). syd
+/// micro workloads, `{home}` a `HOME` of its own beside the workspace). syd
 /// 3.23 (the version the issue names) takes the capabilities by name, and
 /// its own Landlock layer (`allow/lock/...`) must let the binary's
 /// directory be read, or its exec fails; nono, too, runs nothing from a
@@ -78,7 +78,7 @@ pub(super) const REFERENCES: [(&str, &str, &str); 3] = [
         "syd -puser -m allow/read,write,stat,exec+{work}/*** -m allow/read,stat,exec+{bin}/*** \
          -m allow/lock/write+{work} -m allow/lock/read+{bin} --",
     ),
-    ("nono", "nono", "env HOME={outside}/nono-home nono run --allow {work} --read {bin} --"),
+    ("nono", "nono", "env HOME={home} nono run --allow {work} --read {bin} --"),
 ];
 
 /// Every mode of a run: native, interpose's own floors, the shared C floors
@@ -150,10 +150,15 @@ pub(super) fn modes(
     for c in compare {
         let known = REFERENCES.iter().find(|(name, _, _)| name == c);
         let prefix = match known {
-            Some((_, _, p)) => p
-                .replace("{work}", &work.to_string_lossy())
-                .replace("{bin}", &Path::new(&bin_dir).to_string_lossy())
-                .replace("{outside}", &outside.to_string_lossy()),
+            Some((name, _, p)) => {
+                let home = outside.join(format!("{name}-home"));
+                if p.contains("{home}") {
+                    let _ = std::fs::create_dir_all(&home);
+                }
+                p.replace("{work}", &work.to_string_lossy())
+                    .replace("{bin}", &Path::new(&bin_dir).to_string_lossy())
+                    .replace("{home}", &home.to_string_lossy())
+            }
             None => c.clone(),
         };
         let prefix: Vec<OsString> = prefix.split_whitespace().map(OsString::from).collect();
@@ -163,9 +168,6 @@ pub(super) fn modes(
                 missing.push(format!("{c}: not installed"));
                 continue;
             }
-        }
-        if c == "nono" {
-            let _ = std::fs::create_dir_all(outside.join("nono-home"));
         }
         out.push(mode(c, prefix));
     }
