@@ -35,6 +35,7 @@
 #![deny(unsafe_code)]
 #![deny(missing_docs)]
 
+pub mod approvals;
 pub mod audit;
 pub mod bench;
 pub mod cli;

@@ -37,6 +37,7 @@ fn main() -> ExitCode {
     let result: anyhow::Result<i32> = match args.command {
         Command::Run(run) => cli::run::run(&run).map_err(Into::into),
         Command::Check => Ok(cli::check::run()),
+        Command::Approvals(a) => interpose::approvals::client::run(&a.socket).map(|()| 0).map_err(Into::into),
         Command::Report(r) => Ok(cli::report::run(&r)),
         Command::Why(w) => Ok(cli::why::run(&w)),
         Command::Replay(r) => Ok(cli::replay::run(&r)),

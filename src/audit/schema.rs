@@ -190,6 +190,9 @@ pub enum RuleKind {
     Network,
     /// The call failed before a decision.
     Failure,
+    /// A person's answer to a question (`--ask`), or its absence (no
+    /// client, no answer in time: refused).
+    Approval,
 }
 
 /// Where a denied call came from, gathered while the caller still waited.
@@ -261,6 +264,49 @@ impl Decision {
     pub fn subject(&self) -> &Bytes {
         self.resolved.as_ref().unwrap_or(&self.path)
     }
+}
+
+/// A question asked of a person (`interpose run --ask`): a call the surface
+/// does not grant, held until it was answered or refused without an answer.
+/// The held calls' own decision records follow it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Question {
+    /// Sequence number, shared with decisions.
+    pub seq: u64,
+    /// Wall-clock time the question was asked, nanoseconds since the Unix
+    /// epoch.
+    pub time_ns: u64,
+    /// The question's number on the approvals socket (0 when it was never
+    /// asked: no client, too many open).
+    pub id: u64,
+    /// The asking process and thread.
+    pub pid: u32,
+    /// The asking thread.
+    pub tid: u32,
+    /// Its program.
+    pub exe: Bytes,
+    /// The syscall.
+    pub syscall: String,
+    /// The object, as resolved.
+    pub path: Bytes,
+    /// The access asked for.
+    pub access: AccessKind,
+    /// What the held calls got.
+    pub decision: Verdict,
+    /// What the answer covers: `once`, `process`, `session`, `policy`.
+    pub scope: String,
+    /// Who settled it: `client`, `timeout`, `no_client`, `client_gone`,
+    /// `too_many`, `session_end`.
+    pub by: String,
+    /// How long it waited for the answer, in milliseconds.
+    pub wait_ms: u64,
+    /// How many held calls the answer covered (identical calls of the same
+    /// process are asked once).
+    pub calls: u32,
+    /// For a `policy` answer whose rule could not be written: why (the
+    /// answer then covered the session only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub policy_error: Option<String>,
 }
 
 /// An allowed exec.
@@ -582,6 +628,8 @@ pub enum Record {
     Connection(Box<Connection>),
     /// Allowed decisions repeated after their first record.
     Repeats(Repeats),
+    /// A question asked of a person (`--ask`), written when it settled.
+    Question(Box<Question>),
     /// The run ended.
     SessionEnd(SessionEnd),
     /// The last line: the trail's final hash, signed with interpose's key.
@@ -691,6 +739,23 @@ mod tests {
             Record::SessionStart(Box::new(start)),
             Record::Decision(Box::new(decision)),
             Record::Exec(Box::new(exec)),
+            Record::Question(Box::new(Question {
+                seq: 5,
+                time_ns: 6,
+                id: 1,
+                pid: 3,
+                tid: 4,
+                exe: Bytes(b"/bin/cat".to_vec()),
+                syscall: "openat".into(),
+                path: Bytes(b"/data/a".to_vec()),
+                access: AccessKind::Read,
+                decision: Verdict::Allow,
+                scope: "policy".into(),
+                by: "client".into(),
+                wait_ms: 7,
+                calls: 2,
+                policy_error: Some("e".into()),
+            })),
             Record::SessionEnd(end),
             Record::Anchor(Anchor { key_id: "k".into(), mac: "m".into() }),
         ]

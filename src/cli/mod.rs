@@ -41,12 +41,17 @@ pub struct Cli {
 
 /// The verbs.
 #[derive(Debug, Subcommand)]
+// Parsed once per process: the size of `run`'s flags costs nothing.
+#[allow(clippy::large_enum_variant)]
 pub enum Command {
     /// Run a command confined to a read/write surface (the default verb:
     /// `interpose --rw DIR -- CMD` means `interpose run --rw DIR -- CMD`).
     Run(RunArgs),
     /// Print the kernel features interpose needs and whether they are present.
     Check,
+    /// Answer the questions of `interpose run --ask SOCKET`, one key each:
+    /// run it in a second terminal.
+    Approvals(ApprovalsArgs),
     /// Summarize an audit trail: denials grouped by directory and process,
     /// totals, and whether the hash chain is intact.
     Report(ReportArgs),
@@ -296,6 +301,14 @@ impl SurfaceArgs {
     }
 }
 
+/// Flags of `interpose approvals`.
+#[derive(Debug, Args)]
+pub struct ApprovalsArgs {
+    /// The socket `interpose run --ask` listens on.
+    #[arg(value_name = "SOCKET")]
+    pub socket: PathBuf,
+}
+
 /// Flags of `interpose run`.
 #[derive(Debug, Args)]
 pub struct RunArgs {
@@ -386,6 +399,22 @@ pub struct RunArgs {
     /// answered with CONTINUE are then open to path-swap races).
     #[arg(long)]
     pub no_landlock: bool,
+    /// Ask a person before refusing: a call the surface does not grant
+    /// (read, write, create, delete, a unix socket) is held and offered on
+    /// SOCKET, a unix socket interpose makes (mode 0600; its directory must
+    /// be outside the surface). Answer with `interpose approvals SOCKET` in
+    /// another terminal, or any client of the protocol (docs/approvals.md).
+    /// Carve-outs and credential locations are refused without asking; no
+    /// client or no answer in time is a refusal.
+    #[arg(long, value_name = "SOCKET")]
+    pub ask: Option<PathBuf>,
+    /// How long a question waits for an answer before the call is refused.
+    #[arg(long, value_name = "SECONDS", default_value_t = 60, requires = "ask")]
+    pub ask_timeout: u64,
+    /// Where an answer with the scope `policy` writes its rule (a policy
+    /// file made if missing, outside the surface).
+    #[arg(long, value_name = "FILE", requires = "ask")]
+    pub ask_policy: Option<PathBuf>,
     /// The command and its arguments.
     #[arg(required = true, trailing_var_arg = true, value_name = "COMMAND")]
     pub command: Vec<std::ffi::OsString>,

@@ -27,6 +27,11 @@ impl RunArgs {
             net: self.net.clone(),
             net_resolve: self.net_resolve.clone(),
             no_namespace: self.no_namespace,
+            ask: self.ask.clone().map(|socket| session::ask::Ask {
+                socket,
+                timeout_s: self.ask_timeout,
+                policy: self.ask_policy.clone(),
+            }),
             command: self.command.clone(),
         })
     }

@@ -66,6 +66,27 @@ pub struct Report {
     syscalls: BTreeMap<String, SyscallCounts>,
     /// Connections through the proxy, by `host:port`.
     hosts: BTreeMap<String, HostCounts>,
+    /// Questions asked of a person (`--ask`), in the order they settled.
+    questions: Vec<QuestionRow>,
+}
+
+/// One question asked of a person (`--ask`).
+#[derive(Debug, Serialize)]
+struct QuestionRow {
+    id: u64,
+    /// Seconds from the session's start to the question.
+    at_ns: u64,
+    pid: u32,
+    exe: String,
+    path: String,
+    access: String,
+    decision: Verdict,
+    scope: String,
+    by: String,
+    wait_ms: u64,
+    calls: u32,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    policy_error: Option<String>,
 }
 
 /// Connections through the proxy to one `host:port`.
@@ -141,6 +162,20 @@ pub fn build<R: std::io::BufRead>(reader: &mut Reader<R>) -> std::io::Result<(Re
                     h.rule = sanitize(&c.rule);
                 }
             }
+            Record::Question(q) => r.questions.push(QuestionRow {
+                id: q.id,
+                at_ns: q.time_ns,
+                pid: q.pid,
+                exe: sanitize(&q.exe.lossy()),
+                path: sanitize(&q.path.lossy()),
+                access: format!("{:?}", q.access).to_lowercase(),
+                decision: q.decision,
+                scope: sanitize(&q.scope),
+                by: sanitize(&q.by),
+                wait_ms: q.wait_ms,
+                calls: q.calls,
+                policy_error: q.policy_error.as_deref().map(sanitize),
+            }),
             Record::Exec(e) => {
                 let p = r.processes.entry(e.pid).or_default();
                 p.ppid = Some(e.ppid);
@@ -273,6 +308,28 @@ pub fn print_text(r: &Report) {
                 "  {host:<32} {:>6} {:>7} {:>6}   {}/{}  {}",
                 h.allowed, h.refused, h.failed, h.bytes_up, h.bytes_down, h.rule
             );
+        }
+    }
+    if !r.questions.is_empty() {
+        println!("\nquestions (--ask; seconds from the start, the answer, its scope, who settled it, time to answer):");
+        for q in &r.questions {
+            let decision = if q.decision == Verdict::Allow { "allowed" } else { "refused" };
+            println!(
+                "  {:>7.3}  #{} {} {} by {} {}: {decision} ({}), by {}, after {} ms{}",
+                seconds(q.at_ns, start),
+                q.id,
+                q.access,
+                q.path,
+                q.pid,
+                q.exe,
+                q.scope,
+                q.by,
+                q.wait_ms,
+                if q.calls > 1 { format!(", {} calls", q.calls) } else { String::new() }
+            );
+            if let Some(e) = &q.policy_error {
+                println!("           the rule was not written into the policy: {e}");
+            }
         }
     }
     println!("\nprocess tree (decisions, denials):");

@@ -514,6 +514,7 @@ fn supervise(
         command_root: Some(root),
         runtime_filter: true,
         container_init: Some(state.pid as u32),
+        ask: None,
     };
     // As `interpose run` does: the caller and the receiving worker hand
     // each call back and forth on one CPU (Linux 6.6; older go without).

@@ -30,7 +30,7 @@ pub enum Mode {
 }
 
 /// The kind of access a trapped syscall asks for on one path.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Access {
     /// Read a file or list a directory, or hold an `O_PATH` handle to it.

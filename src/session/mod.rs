@@ -3,6 +3,7 @@
 //! into a [`Config`] and calls [`run`]; the library and other entry points
 //! start a session the same way.
 
+pub mod ask;
 mod dir;
 mod enforcement;
 mod explain;
@@ -72,6 +73,8 @@ pub struct Config {
     pub net_resolve: Vec<(String, std::net::IpAddr)>,
     /// Stay in the host's mount namespace.
     pub no_namespace: bool,
+    /// `--ask`: hold what the surface does not grant for a person.
+    pub ask: Option<ask::Ask>,
     /// The command and its arguments.
     pub command: Vec<OsString>,
 }
@@ -88,6 +91,9 @@ pub enum RunError {
     /// Building the filter failed.
     #[error(transparent)]
     Filter(#[from] filter::FilterError),
+    /// `--ask` cannot be had as given.
+    #[error(transparent)]
+    Ask(#[from] ask::AskError),
     /// Building the Landlock ruleset failed.
     #[error(transparent)]
     Landlock(#[from] sandbox::landlock::LandlockError),
@@ -243,6 +249,15 @@ pub fn run(args: &Config) -> Result<i32, RunError> {
     phase("session directory");
     let mut parts = assemble(args, &session, &namespace, user)?;
     let (enforcement, unused) = args.enforcement.with_policy(parts.loaded.0.mode)?;
+    // The approvals socket: out of the command's reach, carved out.
+    let asking = match &args.ask {
+        Some(a) => {
+            ask_allowed(enforcement)?;
+            a.guard(&mut parts.surface)?;
+            Some((a.listen()?, a.timeout(), a.policy.clone()))
+        }
+        None => None,
+    };
     parts.notes.extend(unused.map(String::from));
     parts.notes.extend(namespace_note(&namespace, args.no_namespace));
     phase("surface, session home, caches");
@@ -360,8 +375,19 @@ pub fn run(args: &Config) -> Result<i32, RunError> {
         command_root: root,
         runtime_filter: false,
         container_init: None,
+        ask: asking
+            .as_ref()
+            .map(|((l, _), timeout, policy_file)| -> Result<_, RunError> {
+                Ok(supervisor::AskConfig {
+                    listener: l.try_clone().map_err(io("the approvals socket"))?,
+                    timeout: *timeout,
+                    policy_file: policy_file.clone(),
+                })
+            })
+            .transpose()?,
     };
     let supervisor = Supervisor::new(listener, config).map_err(errno("starting the supervisor"))?;
+    supervisor.start_asking().map_err(io("starting the approvals hub"))?;
     supervisor.start();
     phase("sandbox started, supervisor running");
 
@@ -378,6 +404,9 @@ pub fn run(args: &Config) -> Result<i32, RunError> {
     end_sandbox();
     drop(pids);
     supervisor.quiesce();
+    // Questions still open are refused (and recorded) before the trail ends.
+    supervisor.stop_asking();
+    drop(asking);
     if !args.quiet {
         for line in supervisor.carve_out_summary().into_iter().chain(end_notes(args, &supervisor)) {
             say(&line);
@@ -403,6 +432,25 @@ fn validate(args: &Config) -> Result<(), RunError> {
     let e = args.enforcement;
     if matches!(args.net, Net::Connect(_)) && !e.backstop() && !e.learns() {
         return Err(RunError::NetNeedsLandlock);
+    }
+    if let Some(a) = &args.ask {
+        a.validate()?;
+        ask_allowed(e)?;
+    }
+    Ok(())
+}
+
+/// `--ask` needs every call it would ask about trapped, and refusals that
+/// are enforced.
+fn ask_allowed(e: Enforcement) -> Result<(), ask::AskError> {
+    if e.learns() {
+        return Err(ask::AskError::Mode("--learn", "learning refuses nothing, so there is nothing to ask"));
+    }
+    if e.fast() {
+        return Err(ask::AskError::Mode(
+            "--fast (or a policy's mode = \"fast\")",
+            "fast mode leaves reads to the kernel, which refuses them without asking",
+        ));
     }
     Ok(())
 }

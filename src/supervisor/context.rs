@@ -197,12 +197,19 @@ pub struct Context<'a> {
     pub memory: &'a Memory,
     /// The listener, to ask whether a notification is still pending.
     listener: BorrowedFd<'a>,
+    /// With `--ask`: answers already given, and where a call is held.
+    pub ask: Option<&'a super::ask::Asking>,
 }
 
 impl<'a> Context<'a> {
     /// A context over these parts.
-    pub fn new(ground: &'a Ground, memory: &'a Memory, listener: BorrowedFd<'a>) -> Context<'a> {
-        Context { ground, memory, listener }
+    pub fn new(
+        ground: &'a Ground,
+        memory: &'a Memory,
+        listener: BorrowedFd<'a>,
+        ask: Option<&'a super::ask::Asking>,
+    ) -> Context<'a> {
+        Context { ground, memory, listener, ask }
     }
 
     /// Whether notification `id` is still pending (its caller still waits).

@@ -55,12 +55,15 @@ pub struct Outcome {
     /// For an allowed exec when auditing: its argument vector, read before
     /// the answer (after it the caller's memory is replaced).
     pub argv: Option<(Vec<Vec<u8>>, bool)>,
+    /// With `--ask`: the call is held, unanswered, for a person to decide
+    /// this (the refusal it would get otherwise is the last check).
+    pub held: Option<super::ask::Ask>,
 }
 
 impl Outcome {
     /// The call refused with `errno`, nothing recorded.
     pub fn refused(errno: Errno) -> Outcome {
-        Outcome { answer: Some(Answer::Fail(errno)), checks: Vec::new(), argv: None }
+        Outcome { answer: Some(Answer::Fail(errno)), checks: Vec::new(), argv: None, held: None }
     }
 }
 
@@ -101,7 +104,7 @@ pub fn handle(cx: &Context<'_>, notif: &seccomp::Notif) -> Outcome {
     let Some(row) = table::lookup(notif.data.nr) else {
         // The filter only traps table rows; anything else is a bug, and the
         // safe answer to a bug is no.
-        return Outcome { answer: Some(Answer::Fail(Errno::ENOSYS)), checks: Vec::new(), argv: None };
+        return Outcome::refused(Errno::ENOSYS);
     };
     // Fault injection for the test of panic containment, in debug builds
     // only: a path argument of exactly this text panics the worker.
@@ -116,17 +119,22 @@ pub fn handle(cx: &Context<'_>, notif: &seccomp::Notif) -> Outcome {
         // The caller is about to change its credentials: what was cached
         // about them goes stale before the change takes effect.
         cx.memory.credentials_change();
-        return Outcome { answer: Some(Answer::Continue(Cover::credentials())), checks: Vec::new(), argv: None };
+        return Outcome {
+            answer: Some(Answer::Continue(Cover::credentials())),
+            checks: Vec::new(),
+            argv: None,
+            held: None,
+        };
     }
     // Everything below runs with the caller's own credentials: never grant
     // through the supervisor what the caller could not do itself.
     match super::identity::act_as(notif.pid, cx.memory.generation(), cx.ground.set_groups) {
         Ok(()) => {}
         // The caller is gone: nobody to answer.
-        Err(Errno::ESRCH) => return Outcome { answer: None, checks: Vec::new(), argv: None },
+        Err(Errno::ESRCH) => return Outcome { answer: None, checks: Vec::new(), argv: None, held: None },
         Err(e) => {
             tracing::error!("taking the caller's credentials failed: {e}; the call is refused");
-            return Outcome { answer: Some(Answer::Fail(Errno::EPERM)), checks: Vec::new(), argv: None };
+            return Outcome::refused(Errno::EPERM);
         }
     }
     let mut call = Call {
@@ -140,13 +148,15 @@ pub fn handle(cx: &Context<'_>, notif: &seccomp::Notif) -> Outcome {
         argv: None,
         decided_by: None,
         base_hint: None,
+        approved: false,
+        held: None,
     };
     let answer = match call.run() {
         Ok(a) => Some(a),
         Err(Stop::Fail(e)) => Some(Answer::Fail(e)),
-        Err(Stop::Gone) => None,
+        Err(Stop::Gone | Stop::Held) => None,
     };
-    Outcome { answer, checks: call.checks, argv: call.argv }
+    Outcome { answer, checks: call.checks, argv: call.argv, held: call.held }
 }
 
 enum Stop {
@@ -154,6 +164,8 @@ enum Stop {
     Fail(Errno),
     /// The notification is no longer valid: the caller is gone.
     Gone,
+    /// Held for a person to decide (`--ask`): nothing is answered now.
+    Held,
 }
 
 impl From<Errno> for Stop {
@@ -256,6 +268,12 @@ struct Call<'a> {
     /// from its resolution (dirfd number, path as written, directory), so
     /// the record need not read it back.
     base_hint: Option<(i32, Vec<u8>, Vec<u8>)>,
+    /// A person allowed the last access checked (`--ask`): the call is
+    /// performed here, never continued, since the backstop does not grant
+    /// it.
+    approved: bool,
+    /// What the call is held for ([`Stop::Held`]).
+    held: Option<super::ask::Ask>,
 }
 
 impl Call<'_> {
@@ -521,12 +539,59 @@ impl Call<'_> {
             self.push(arg, Some(path), name, Verdict::WouldDeny, None, why);
             return Ok(());
         }
+        self.approved = false;
+        if !v.allowed && !self.cx.ground.learn && !self.cx.ground.surface.is_carve_out(v.reason) {
+            if let Some(asking) = self.cx.ask.filter(|a| a.askable(path, access)) {
+                return self.ask(asking, arg, path, access, why);
+            }
+        }
         let errno = (!v.allowed).then_some(Errno::EACCES);
         self.push(arg, Some(path), name, if v.allowed { Verdict::Allow } else { Verdict::Deny }, errno, why);
         if v.allowed {
             Ok(())
         } else {
             Err(Stop::Fail(Errno::EACCES))
+        }
+    }
+
+    /// `--ask`: decides an access the surface refuses by an answer already
+    /// given, or holds the call for a question ([`super::ask`]). Another
+    /// process's `/proc` and carve-outs never come here.
+    fn ask(
+        &mut self,
+        asking: &super::ask::Asking,
+        arg: &PathArg,
+        path: &[u8],
+        access: Access,
+        why: Why,
+    ) -> Result<(), Stop> {
+        use crate::approvals::Decision;
+        let name = AccessKind::from(access);
+        let ask = super::ask::Ask { path: path.to_vec(), access };
+        let tgid = *self.tgid.get_or_init(|| {
+            super::resolve::proc_status_field(self.notif.pid, "Tgid:")
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(self.notif.pid)
+        });
+        match asking.remembered(self.notif.id, tgid, &ask) {
+            Some(r) if r.decision == Decision::Allow => {
+                let why = Why::Note(super::ask::allowed_note(r.scope), RuleKind::Approval);
+                self.push(arg, Some(path), name, Verdict::Allow, None, why);
+                self.approved = true;
+                Ok(())
+            }
+            Some(r) => {
+                let why = Why::Note(super::ask::refused_note(r.scope), RuleKind::Approval);
+                self.push(arg, Some(path), name, Verdict::Deny, Some(Errno::EACCES), why);
+                Err(Stop::Fail(Errno::EACCES))
+            }
+            None => {
+                // The refusal it gets if nobody allows it, kept with the
+                // held call.
+                self.push(arg, Some(path), name, Verdict::Deny, Some(Errno::EACCES), why);
+                self.held = Some(ask);
+                Err(Stop::Held)
+            }
         }
     }
 

@@ -9,6 +9,7 @@
 //! it over from a worker busy with one call for too long, so one slow
 //! answer never stalls the others; one is always waiting.
 
+pub mod ask;
 mod context;
 pub mod cover;
 mod exec;
@@ -154,6 +155,24 @@ pub struct Supervisor {
     /// Calls that would block on something the sandbox controls, retried
     /// by a thread of their own so that no worker waits on them.
     later: later::Later,
+    /// With `--ask`: calls held for a person to decide.
+    asking: Option<ask::Asking>,
+    /// With `--ask`: the socket and the question's timeout, until the hub
+    /// starts with the workers.
+    ask_setup: std::sync::Mutex<Option<AskConfig>>,
+}
+
+/// `interpose run --ask SOCKET`: where questions are asked and how long
+/// they wait.
+#[derive(Debug)]
+pub struct AskConfig {
+    /// The listening socket (made by the session where the command cannot
+    /// reach it).
+    pub listener: std::os::unix::net::UnixListener,
+    /// How long a question waits for an answer.
+    pub timeout: std::time::Duration,
+    /// `--ask-policy`: where a `policy` answer's rule is written.
+    pub policy_file: Option<std::path::PathBuf>,
 }
 
 /// An exec the supervisor refused, kept to explain why a command did not run.
@@ -262,6 +281,8 @@ pub struct Config {
     /// namespace), so there a process is inside only if it is in the first
     /// process's PID namespace and control groups, never by presence alone.
     pub container_init: Option<u32>,
+    /// `--ask`: hold what the surface does not grant for a person to decide.
+    pub ask: Option<AskConfig>,
 }
 
 /// One refusal by a carve-out: the access, the path, the rule.
@@ -290,6 +311,7 @@ impl Supervisor {
             command_root,
             runtime_filter,
             container_init,
+            ask,
         } = config;
         let (audit, audit_level) = match audit {
             Some((sink, level)) => (Some(sink), level),
@@ -352,6 +374,8 @@ impl Supervisor {
             // Waiting calls hold descriptors; the command was started
             // with its own limits already.
             later: later::Later::new(crate::sys::process::raise_descriptor_limit().unwrap_or(1024)),
+            asking: ask.as_ref().map(|a| ask::Asking::new(a.policy_file.clone())),
+            ask_setup: std::sync::Mutex::new(ask),
         }))
     }
 
@@ -377,12 +401,36 @@ impl Supervisor {
 
     /// What a handler is given of this supervisor.
     fn context(&self) -> Context<'_> {
-        Context::new(&self.ground, &self.memory, self.listener.as_fd())
+        Context::new(&self.ground, &self.memory, self.listener.as_fd(), self.asking.as_ref())
     }
 
     /// Starts the first worker (it starts the one waiting to take over).
     pub fn start(self: &Arc<Self>) {
         self.spawn_worker();
+    }
+
+    /// With `--ask`: starts the approvals hub, before [`Supervisor::start`].
+    pub fn start_asking(self: &Arc<Self>) -> std::io::Result<()> {
+        let setup = self.ask_setup.lock().unwrap_or_else(std::sync::PoisonError::into_inner).take();
+        let (Some(setup), Some(asking)) = (setup, &self.asking) else { return Ok(()) };
+        let me = Arc::downgrade(self);
+        let settle = Box::new(move |s| {
+            if let Some(me) = me.upgrade() {
+                me.settled(s);
+            }
+        });
+        let policy = setup.policy_file.is_some();
+        let hub = crate::approvals::hub::Hub::start(setup.listener, setup.timeout, policy, settle)?;
+        let _ = asking.hub.set(hub);
+        Ok(())
+    }
+
+    /// Ends the approvals hub (open questions are refused) at the
+    /// session's end.
+    pub fn stop_asking(&self) {
+        if let Some(hub) = self.asking.as_ref().and_then(|a| a.hub.get()) {
+            hub.stop();
+        }
     }
 
     fn spawn_worker(self: &Arc<Self>) {
@@ -451,64 +499,188 @@ impl Supervisor {
             self.turn.busy(tenure, started);
             self.idle.fetch_sub(1, Ordering::SeqCst);
             self.stats.notifications.fetch_add(1, Ordering::Relaxed);
-            // Records carry the time the call arrived: workers write them in
-            // the order they finish, which is not the order of the calls.
-            let received_ns = if self.audit.is_some() { audit::now_ns() } else { 0 };
-            // A bug that panics while handling a call must not leave the
-            // caller waiting or the worker gone: the call is refused, and
-            // the worker goes on.
-            let outcome =
-                std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| handle::handle(&self.context(), &notif)))
-                    .unwrap_or_else(|_| {
-                        tracing::error!("handling syscall {} panicked; the call is refused", notif.data.nr);
-                        handle::Outcome::refused(Errno::EPERM)
-                    });
-            // Where a denied call came from is read while the caller still
-            // waits for the answer, so it describes the moment of the call.
-            let context = (self.audit.is_some() && outcome.checks.iter().any(|c| c.decision.refuses()))
-                .then(|| self.denial_context(&notif));
-            // The caller's pid and name, also read while it waits: after the
-            // answer it may exec, and a name read then could be the new
-            // program's, or (cached) the old one's for the new program.
-            let recorded = match self.audit_level {
-                AuditLevel::All => !outcome.checks.is_empty(),
-                AuditLevel::Deny => context.is_some(),
-            };
-            let who = (self.audit.is_some() && recorded).then(|| self.process_of(notif.pid, context.as_ref()));
-            if outcome.argv.is_some() {
-                // An allowed exec: after it the caller has a new name (and a
-                // thread that execs becomes the process), so every cached
-                // name is re-read; bumped before the answer lets it happen.
-                self.memory.credentials_change();
-            }
-            // Kept before the answer: a command whose exec is refused may
-            // exit at once, and the explanation is read when it has.
-            for c in outcome.checks.iter().filter(|c| c.access == AccessKind::Exec && c.decision != Verdict::Allow) {
-                self.keep_exec_refusal(c);
-            }
-            for c in outcome.checks.iter().filter(|c| c.decision == Verdict::Deny) {
-                self.keep_carve_out_refusal(c);
-                self.refused.lock().unwrap_or_else(std::sync::PoisonError::into_inner).count(c, &self.repeat_hasher);
-            }
-            let mut checks = outcome.checks;
-            match outcome.answer {
-                Some(Answer::Later(retry)) => self.answer_later(notif.id, retry),
-                Some(Answer::VerifiedExec(v)) => {
-                    if let Some(refused) = self.verified_exec(notif.id, v) {
-                        self.keep_exec_refusal(&refused);
-                        checks.push(refused);
-                    }
-                }
-                Some(answer) => self.answer(notif.id, answer),
-                None => {}
-            }
-            self.record(&notif, checks, outcome.argv, context, who, (started, received_ns));
+            self.dispatch(&notif, started);
             self.idle.fetch_add(1, Ordering::SeqCst);
             if !self.turn.done(tenure) {
                 // Taken over while this call stalled: wait like the rest.
                 held = None;
             }
         }
+    }
+
+    /// Handles notification `notif` (received at `started`) and answers
+    /// it, or holds it for a question.
+    fn dispatch(self: &Arc<Self>, notif: &seccomp::Notif, started: std::time::Instant) {
+        // Records carry the time the call arrived: workers write them in
+        // the order they finish, which is not the order of the calls.
+        let received_ns = if self.audit.is_some() { audit::now_ns() } else { 0 };
+        // A bug that panics while handling a call must not leave the
+        // caller waiting or the worker gone: the call is refused, and
+        // the worker goes on.
+        let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| handle::handle(&self.context(), notif)))
+            .unwrap_or_else(|_| {
+                tracing::error!("handling syscall {} panicked; the call is refused", notif.data.nr);
+                handle::Outcome::refused(Errno::EPERM)
+            });
+        if let Some(ask) = outcome.held {
+            return self.hold(notif, ask, outcome.checks, received_ns);
+        }
+        self.finish(notif, outcome, (started, received_ns));
+    }
+
+    /// Answers a handled notification and records what was decided.
+    fn finish(
+        self: &Arc<Self>,
+        notif: &seccomp::Notif,
+        outcome: handle::Outcome,
+        (started, received_ns): (std::time::Instant, u64),
+    ) {
+        // Where a denied call came from is read while the caller still
+        // waits for the answer, so it describes the moment of the call.
+        let context = (self.audit.is_some() && outcome.checks.iter().any(|c| c.decision.refuses()))
+            .then(|| self.denial_context(notif));
+        // The caller's pid and name, also read while it waits: after the
+        // answer it may exec, and a name read then could be the new
+        // program's, or (cached) the old one's for the new program.
+        let recorded = match self.audit_level {
+            AuditLevel::All => !outcome.checks.is_empty(),
+            AuditLevel::Deny => context.is_some(),
+        };
+        let who = (self.audit.is_some() && recorded).then(|| self.process_of(notif.pid, context.as_ref()));
+        if outcome.argv.is_some() {
+            // An allowed exec: after it the caller has a new name (and a
+            // thread that execs becomes the process), so every cached
+            // name is re-read; bumped before the answer lets it happen.
+            self.memory.credentials_change();
+        }
+        // Kept before the answer: a command whose exec is refused may
+        // exit at once, and the explanation is read when it has.
+        for c in outcome.checks.iter().filter(|c| c.access == AccessKind::Exec && c.decision != Verdict::Allow) {
+            self.keep_exec_refusal(c);
+        }
+        for c in outcome.checks.iter().filter(|c| c.decision == Verdict::Deny) {
+            self.keep_carve_out_refusal(c);
+            self.refused.lock().unwrap_or_else(std::sync::PoisonError::into_inner).count(c, &self.repeat_hasher);
+        }
+        let mut checks = outcome.checks;
+        match outcome.answer {
+            Some(Answer::Later(retry)) => self.answer_later(notif.id, retry),
+            Some(Answer::VerifiedExec(v)) => {
+                if let Some(refused) = self.verified_exec(notif.id, v) {
+                    self.keep_exec_refusal(&refused);
+                    checks.push(refused);
+                }
+            }
+            Some(answer) => self.answer(notif.id, answer),
+            None => {}
+        }
+        self.record(notif, checks, outcome.argv, context, who, (started, received_ns));
+    }
+
+    /// `--ask`: holds `notif`, which asks `ask`, for a question (joining
+    /// an identical open one), or refuses it at once when it cannot be
+    /// asked (no client, too many questions open).
+    fn hold(self: &Arc<Self>, notif: &seccomp::Notif, ask: ask::Ask, checks: Vec<handle::Check>, received_ns: u64) {
+        let Some(asking) = &self.asking else { return self.answer(notif.id, Answer::Fail(Errno::EACCES)) };
+        let held = ask::Held { notif: *notif, checks, received_ns };
+        let tgid = procs_tgid(notif.pid);
+        let Err(held) = asking.join(tgid, &ask, held) else { return };
+        let (exe, argv) = ask::process_words(tgid);
+        let request = crate::approvals::Request {
+            id: 0,
+            pid: tgid,
+            tid: notif.pid,
+            exe: audit::Bytes(exe),
+            argv: argv.into_iter().map(audit::Bytes).collect(),
+            syscall: held.checks.last().map_or("?", |c| c.syscall).to_string(),
+            path: audit::Bytes(ask.path.clone()),
+            access: AccessKind::from(ask.access),
+            what_else: ask::what_else(&ask.path, ask.access, asking.policy_file.is_some()),
+        };
+        let question = ask::Question { tgid, ask, calls: vec![held], request, asked_ns: audit::now_ns() };
+        if let Err(refused) = asking.ask(question) {
+            let (question, by) = *refused;
+            self.refuse_held(question, by, 0, std::time::Duration::ZERO, None);
+        }
+    }
+
+    /// The approvals hub settled question `s`: the held calls are performed
+    /// (an allow: handled again, now finding the answer) or refused.
+    fn settled(self: &Arc<Self>, s: crate::approvals::hub::Settled) {
+        use crate::approvals::{Decision, Scope};
+        let Some(asking) = &self.asking else { return };
+        let Some(mut question) = asking.settle(&s) else { return };
+        let mut policy_error = None;
+        if s.decision == Decision::Allow && s.scope == Scope::Policy {
+            if let Some(file) = &asking.policy_file {
+                if let Err(e) = ask::write_policy_rule(file, &question.ask) {
+                    tracing::warn!("approvals: the rule was not written ({e}); allowed for the session");
+                    policy_error = Some(e);
+                }
+            }
+        }
+        if s.decision == Decision::Deny {
+            return self.refuse_held(question, s.by, s.id, s.waited, Some(s.scope));
+        }
+        self.record_question(&question, (Verdict::Allow, s.scope, s.by), s.id, s.waited, policy_error);
+        let calls = std::mem::take(&mut question.calls);
+        let ids: Vec<u64> = calls.iter().map(|c| c.notif.id).collect();
+        for held in calls {
+            self.dispatch(&held.notif, std::time::Instant::now());
+        }
+        asking.forget_once(&ids);
+    }
+
+    /// Refuses every call held for `question` (`by` says why), recording
+    /// the refusal each would have had.
+    fn refuse_held(
+        self: &Arc<Self>,
+        mut question: ask::Question,
+        by: crate::approvals::SettledBy,
+        id: u64,
+        waited: std::time::Duration,
+        scope: Option<crate::approvals::Scope>,
+    ) {
+        let scope = scope.unwrap_or_default();
+        self.record_question(&question, (Verdict::Deny, scope, by), id, waited, None);
+        for held in std::mem::take(&mut question.calls) {
+            let mut checks = held.checks;
+            if let Some(last) = checks.last_mut() {
+                last.reason = handle::Why::Note(by.refusal(), RuleKind::Approval);
+            }
+            let outcome = handle::Outcome { answer: Some(Answer::Fail(Errno::EACCES)), checks, argv: None, held: None };
+            self.finish(&held.notif, outcome, (std::time::Instant::now(), held.received_ns));
+        }
+    }
+
+    /// Writes the question record of a settled question.
+    fn record_question(
+        &self,
+        q: &ask::Question,
+        (decision, scope, by): (Verdict, crate::approvals::Scope, crate::approvals::SettledBy),
+        id: u64,
+        waited: std::time::Duration,
+        policy_error: Option<String>,
+    ) {
+        let Some(sink) = &self.audit else { return };
+        let by = serde_json::to_value(by).ok().and_then(|v| v.as_str().map(String::from)).unwrap_or_default();
+        sink.send(audit::Record::Question(Box::new(audit::Question {
+            seq: sink.next_seq(),
+            time_ns: q.asked_ns,
+            id,
+            pid: q.tgid,
+            tid: q.request.tid,
+            exe: q.request.exe.clone(),
+            syscall: q.request.syscall.clone(),
+            path: q.request.path.clone(),
+            access: q.request.access,
+            decision,
+            scope: scope.name().to_string(),
+            by,
+            wait_ms: waited.as_millis() as u64,
+            calls: q.calls.len() as u32,
+            policy_error,
+        })));
     }
 
     /// Waits (up to a second) until no worker is handling a notification, so
@@ -898,4 +1070,9 @@ impl Supervisor {
             }
         }
     }
+}
+
+/// The process thread `tid` belongs to (itself when that cannot be read).
+fn procs_tgid(tid: u32) -> u32 {
+    resolve::proc_status_field(tid, "Tgid:").and_then(|v| v.parse().ok()).unwrap_or(tid)
 }

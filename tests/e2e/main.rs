@@ -2,6 +2,7 @@
 //! real kernel. One test binary; every test gets its own temporary tree.
 
 mod allowed;
+mod approvals;
 mod attacks;
 mod carveouts;
 mod common;
