@@ -613,7 +613,8 @@ impl Supervisor {
         let mut policy_error = None;
         if s.decision == Decision::Allow && s.scope == Scope::Policy {
             if let Some(file) = &asking.policy_file {
-                if let Err(e) = ask::write_policy_rule(file, &question.ask) {
+                // As interpose, not as the last caller this thread acted for.
+                if let Err(e) = identity::as_supervisor(|| ask::write_policy_rule(file, &question.ask)) {
                     tracing::warn!("approvals: the rule was not written ({e}); allowed for the session");
                     policy_error = Some(e);
                 }

@@ -183,13 +183,17 @@ fn carve_outs_credentials_and_metadata_are_never_asked() {
         &["--rw", t.outside.to_str().unwrap(), "--deny", deny.to_str().unwrap()],
         &format!(
             "cat $OUT/denied; echo carve=$?; cat /etc/shadow; echo shadow=$?; cat {h}/.ssh/id_rsa; echo cred=$?; \
-             stat {h} >/dev/null; echo stat=$?",
-            h = home.display()
+             stat {h} >/dev/null; echo stat=$?; \
+             python3 -c 'import socket; socket.socket(socket.AF_UNIX).connect(\"{s}\")'; echo own=$?",
+            h = home.display(),
+            s = socket.display()
         ),
     );
     let client = Client::start(&socket, t.ws.join("go"), Box::new(|_| Some((Duration::ZERO, "allow", "once"))));
     let (out, err) = finish(child);
-    for refused in ["carve=1", "shadow=1", "cred=1", "stat=1"] {
+    // The command cannot reach the approvals socket to answer itself.
+    assert!(err.contains("PermissionError"), "{err}");
+    for refused in ["carve=1", "shadow=1", "cred=1", "stat=1", "own=1"] {
         assert!(out.contains(refused), "{refused}: {out}\n{err}");
     }
     assert!(!out.contains("marker"), "{out}");
