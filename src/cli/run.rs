@@ -27,6 +27,10 @@ impl RunArgs {
             net: self.net.clone(),
             net_resolve: self.net_resolve.clone(),
             no_namespace: self.no_namespace,
+            journal: self.journal.clone().map(|dir| session::JournalOptions {
+                dir,
+                budget: self.journal_max.unwrap_or(crate::journal::DEFAULT_BUDGET),
+            }),
             command: self.command.clone(),
         })
     }

@@ -121,11 +121,11 @@ impl Scope {
     /// The scope of `surface`.
     pub fn of(surface: &Surface) -> Scope {
         use crate::policy::{GlobEffect, Mode};
-        let rules: Vec<bool> =
-            surface.rules().iter().map(|r| r.mode == Mode::Rw && r.origin.is_user()).collect();
+        let rules: Vec<bool> = surface.rules().iter().map(|r| r.mode == Mode::Rw && r.origin.is_user()).collect();
         let globs: Vec<bool> =
             surface.globs().iter().map(|g| g.effect == GlobEffect::Grant && g.origin.is_user()).collect();
-        let mut roots: Vec<PathBuf> = surface.rules().iter().zip(&rules).filter(|(_, &j)| j).map(|(r, _)| r.path.clone()).collect();
+        let mut roots: Vec<PathBuf> =
+            surface.rules().iter().zip(&rules).filter(|(_, &j)| j).map(|(r, _)| r.path.clone()).collect();
         roots.extend(surface.globs().iter().zip(&globs).filter(|(_, &j)| j).map(|(g, _)| g.base.clone()));
         roots.sort();
         roots.dedup();
@@ -604,12 +604,13 @@ impl Guard<'_> {
         match (seq, result) {
             (Some(entry), Err(errno)) => {
                 // Written even after a failure: the reserve made room.
-                write_line(&mut self.st, &Line::Void(Void { entry, errno: crate::audit::ErrnoName(errno) }))
-                    .map_err(|e| {
+                write_line(&mut self.st, &Line::Void(Void { entry, errno: crate::audit::ErrnoName(errno) })).map_err(
+                    |e| {
                         let why = format!("writing {} failed: {e}", schema::FILE);
                         self.journal.fail(&mut self.st, why);
                         e
-                    })
+                    },
+                )
             }
             _ => Ok(()),
         }

@@ -60,7 +60,9 @@ pub enum Tampered {
     #[error("the journal's seal has no anchor: anyone who could write its directory could have made its chain")]
     Unanchored,
     /// The anchor does not verify.
-    #[error("the journal's anchor does not verify with key {key} ({path}): it was rewritten, or signed with another key")]
+    #[error(
+        "the journal's anchor does not verify with key {key} ({path}): it was rewritten, or signed with another key"
+    )]
     BadAnchor {
         /// The key's id.
         key: String,
@@ -267,9 +269,10 @@ impl Journal {
 
     fn inside_roots(&self) -> Result<(), Tampered> {
         let inside = |p: &[u8]| {
-            self.start.roots.iter().any(|r| {
-                p.starts_with(&r.0) && (p.len() == r.0.len() || p[r.0.len()] == b'/' || r.0.ends_with(b"/"))
-            })
+            self.start
+                .roots
+                .iter()
+                .any(|r| p.starts_with(&r.0) && (p.len() == r.0.len() || p[r.0.len()] == b'/' || r.0.ends_with(b"/")))
         };
         for (i, line) in self.lines.iter().enumerate() {
             let paths: Vec<&[u8]> = match line {

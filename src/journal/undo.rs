@@ -286,8 +286,8 @@ impl<'a> Undoer<'a> {
             }
             other => other?,
         };
-        let kept = CString::new(self.objects.join(blob).into_os_string().into_encoded_bytes())
-            .map_err(|_| Errno::EINVAL)?;
+        let kept =
+            CString::new(self.objects.join(blob).into_os_string().into_encoded_bytes()).map_err(|_| Errno::EINVAL)?;
         let src = fs::openat(Dir::Cwd, &kept, libc::O_RDONLY | libc::O_NOFOLLOW, 0)?;
         copy(src.as_fd(), dst.as_fd()).map(drop)
     }

@@ -262,6 +262,8 @@ pub struct Config {
     /// namespace), so there a process is inside only if it is in the first
     /// process's PID namespace and control groups, never by presence alone.
     pub container_init: Option<u32>,
+    /// The undo journal (`run --journal`), when there is one.
+    pub journal: Option<Arc<crate::journal::Journal>>,
 }
 
 /// One refusal by a carve-out: the access, the path, the rule.
@@ -290,6 +292,7 @@ impl Supervisor {
             command_root,
             runtime_filter,
             container_init,
+            journal,
         } = config;
         let (audit, audit_level) = match audit {
             Some((sink, level)) => (Some(sink), level),
@@ -330,6 +333,7 @@ impl Supervisor {
             set_groups,
             records,
             records_allowed: records && audit_level == AuditLevel::All,
+            journal,
         };
         Ok(Arc::new(Self {
             rule_names,
@@ -526,7 +530,7 @@ impl Supervisor {
     /// Ends the trail, if there is one, with `exit_status` and this
     /// supervisor's counts, and waits until it is written; why writing it
     /// failed, if it did.
-    pub fn end_trail(&self, exit_status: i32) -> Option<String> {
+    pub fn end_trail(&self, exit_status: i32, journal: Option<audit::JournalLink>) -> Option<String> {
         let sink = self.audit.as_ref()?;
         let seen = std::mem::take(&mut *self.repeats.lock().unwrap_or_else(std::sync::PoisonError::into_inner));
         let mut counts: Vec<[u64; 2]> =
@@ -546,6 +550,7 @@ impl Supervisor {
             dropped_allow_records: sink.dropped(),
             time_ns: audit::now_ns(),
             supervisor_lost: None,
+            journal,
         }));
         sink.flush();
         let why = sink.failure()?;

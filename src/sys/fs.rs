@@ -345,9 +345,8 @@ pub fn utimensat(dir: Dir<'_>, name: &CStr, times: &[libc::timespec; 2], flags: 
 /// `linkat(olddir, old, newdir, new, flags)`.
 pub fn linkat(old_dir: Dir<'_>, old: &CStr, new_dir: BorrowedFd<'_>, new: &CStr, flags: i32) -> Result<(), Errno> {
     // SAFETY: both names are NUL-terminated.
-    cvt(unsafe { libc::linkat(old_dir.raw(), old.as_ptr(), new_dir.as_raw_fd(), new.as_ptr(), flags) }
-        as libc::c_long)
-    .map(drop)
+    cvt(unsafe { libc::linkat(old_dir.raw(), old.as_ptr(), new_dir.as_raw_fd(), new.as_ptr(), flags) } as libc::c_long)
+        .map(drop)
 }
 
 /// A kernel structure whose every byte is a field (no padding on x86_64),
