@@ -28,6 +28,9 @@ pub fn run(args: &UndoArgs) -> i32 {
     if let Some(why) = &report.unsealed {
         eprintln!("interpose: undo: warning: {why}; undone anyway (--force)");
     }
+    if let Some(why) = &report.stopped {
+        eprintln!("interpose: undo: the session was stopped when its journal could not be written ({why}); every change before that is undone");
+    }
     for changed in &report.overridden {
         eprintln!("interpose: undo: changed after the session, overwritten (--force): {changed}");
     }

@@ -76,6 +76,9 @@ pub struct Report {
     pub overridden: Vec<String>,
     /// The journal was not sealed (undone with `--force`).
     pub unsealed: Option<String>,
+    /// Why the session was stopped, when its journal could not be written
+    /// (what it journalled before is undone).
+    pub stopped: Option<String>,
 }
 
 impl Report {
@@ -111,6 +114,7 @@ pub fn undo(
         }
         Err(why) => return Err(UndoError::Tampered { dir: dir.to_path_buf(), why }),
     }
+    report.stopped = journal.failure.clone();
     let changed = changed_since(&journal);
     if !changed.is_empty() {
         if !options.force {

@@ -21,3 +21,4 @@ mod oci;
 mod policy;
 mod proxy;
 mod routes;
+mod undo;
