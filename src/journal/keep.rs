@@ -14,6 +14,8 @@ pub(super) struct Captured {
     pub xattrs: Option<Vec<(Bytes, Bytes)>>,
     /// The kept content's name in the objects directory.
     pub blob: Option<String>,
+    /// Or where in the pack it is (offset, length).
+    pub packed: Option<[u64; 2]>,
     pub reflink: bool,
     /// Bytes of content kept.
     pub bytes: u64,
@@ -44,11 +46,24 @@ pub fn size(bytes: u64) -> String {
 /// `room` bytes. An error is a failure to write the journal (the disk),
 /// never the object's: what cannot be kept of the object is said in
 /// `not_restorable`.
+/// Contents up to this size go into the pack: a file of their own would
+/// cost an inode (on ext4, an allocation that scans for a free one: most of
+/// what keeping a small file costs).
+pub(super) const PACK_MAX: u64 = 64 << 10;
+
+/// The pack of small contents, and its length so far.
+pub(super) struct Pack {
+    pub file: std::fs::File,
+    pub len: u64,
+}
+
+#[allow(clippy::too_many_arguments)]
 pub(super) fn capture(
     fd: BorrowedFd<'_>,
     st: &libc::stat,
     content: bool,
     objects: BorrowedFd<'_>,
+    pack: &mut Pack,
     seq: u64,
     room: u64,
     budget: u64,
@@ -58,6 +73,7 @@ pub(super) fn capture(
         target: None,
         xattrs: None,
         blob: None,
+        packed: None,
         reflink: false,
         bytes: 0,
         not_restorable: None,
@@ -96,6 +112,24 @@ pub(super) fn capture(
         }
         Err(e) => return Err(e),
     };
+    if size <= PACK_MAX {
+        use std::os::unix::fs::FileExt;
+        let mut buf = Vec::with_capacity(size as usize + 1);
+        let mut chunk = [0u8; 16 << 10];
+        loop {
+            let n = nix::unistd::read(src.as_fd(), &mut chunk)?;
+            if n == 0 {
+                break;
+            }
+            buf.extend_from_slice(&chunk[..n]);
+        }
+        let at = pack.len;
+        pack.file.write_all_at(&buf, at).map_err(|e| Errno::from_raw(e.raw_os_error().unwrap_or(libc::EIO)))?;
+        pack.len += buf.len() as u64;
+        c.packed = Some([at, buf.len() as u64]);
+        c.bytes = buf.len() as u64;
+        return Ok(c);
+    }
     let name = std::ffi::CString::new(seq.to_string()).expect("no NUL in a number");
     let dst = fs::openat(Dir::Fd(objects), &name, libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL, 0o600)?;
     let (bytes, reflink) = copy(src.as_fd(), dst.as_fd())?;

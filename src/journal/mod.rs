@@ -180,6 +180,7 @@ struct State {
     session: String,
     seq: u64,
     objects: OwnedFd,
+    pack: keep::Pack,
     reserve: Option<PathBuf>,
     kept: HashMap<ObjectId, Kept>,
     /// Objects the session made: never kept, and names made inside a
@@ -216,6 +217,13 @@ impl Journal {
         let io = |source| JournalError::Write { path: dir.clone(), source };
         std::fs::DirBuilder::new().mode(0o700).create(dir.join(schema::OBJECTS)).map_err(io)?;
         let objects = std::fs::File::open(dir.join(schema::OBJECTS)).map_err(io)?;
+        let pack = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(dir.join(schema::OBJECTS).join(schema::PACK))
+            .map_err(io)?;
         let reserve = dir.join(RESERVE_FILE);
         let r = std::fs::OpenOptions::new().write(true).create_new(true).mode(0o600).open(&reserve).map_err(io)?;
         // Allocated, not merely sized: a full disk must still have it.
@@ -244,6 +252,7 @@ impl Journal {
             session: String::new(),
             seq: 0,
             objects: objects.into(),
+            pack: keep::Pack { file: pack, len: 0 },
             reserve: Some(reserve),
             kept: HashMap::new(),
             born: HashSet::new(),
@@ -313,7 +322,7 @@ impl Journal {
     }
 
     /// Ends the journal once the command is gone: the names as the session
-    /// left them, the seal, the anchor (with `key`), flushed to the disk.
+    /// left them, the seal, the anchor (with `key`).
     pub fn seal(&self, key: Option<&TrailKey>) -> Result<Summary, JournalError> {
         let mut st = self.state.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         let io = |source| JournalError::Write { path: self.dir.clone(), source };
@@ -342,10 +351,12 @@ impl Journal {
             let anchor = key.anchor(&st.session, &st.prev);
             write_line(&mut st, &Line::Anchor(anchor)).map_err(|e| io(e.into()))?;
         }
-        st.out.sync_all().map_err(io)?;
-        // The kept contents are on the journal's file system: one syncfs
-        // for all of them.
-        nix::unistd::syncfs(&st.objects).map_err(|e| io(e.into()))?;
+        // Not flushed to the disk here: the lines reached the kernel before
+        // their changes (a killed interpose loses none), and they and the
+        // kept contents are written back as the files they protect are.
+        // An fsync would also flush everything else dirty on an ext4 in
+        // ordered mode (the workspace's own writes, and other programs'),
+        // a cost of seconds that no unchanged file should pay.
         st.summary.changes = st.seq;
         st.summary.sealed = true;
         Ok(st.summary.clone())
@@ -428,7 +439,8 @@ impl Guard<'_> {
         }
         let seq = self.next_seq();
         let room = self.st.budget.saturating_sub(self.st.summary.bytes);
-        let captured = keep::capture(fd, st, content, self.st.objects.as_fd(), seq, room, self.st.budget);
+        let state = &mut *self.st;
+        let captured = keep::capture(fd, st, content, state.objects.as_fd(), &mut state.pack, seq, room, state.budget);
         let captured = match captured {
             Ok(c) => c,
             Err(e) if fatal(e) => {
@@ -458,6 +470,7 @@ impl Guard<'_> {
             target: captured.target,
             xattrs: captured.xattrs,
             content: captured.blob,
+            packed: captured.packed,
             reflink: captured.reflink,
             not_restorable: captured.not_restorable,
         }));

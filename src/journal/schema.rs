@@ -16,6 +16,9 @@ pub const FILE: &str = "journal.jsonl";
 /// (named by the line's `seq`).
 pub const OBJECTS: &str = "objects";
 
+/// The file in [`OBJECTS`] that holds small files' contents end to end.
+pub const PACK: &str = "pack";
+
 /// Written by `undo` once it has put the trees back.
 pub const UNDONE: &str = "undone";
 
@@ -164,6 +167,11 @@ pub struct Keep {
     /// be written, truncated or to lose its last name.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub content: Option<String>,
+    /// Where in `objects/pack` a small file's content is kept: offset and
+    /// length (many small contents in one file cost one write each, not an
+    /// inode each).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub packed: Option<[u64; 2]>,
     /// Whether the content was kept by a reflink (shared extents) rather
     /// than a copy.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]

@@ -212,6 +212,7 @@ mod tests {
             target: None,
             xattrs: None,
             content: None,
+            packed: None,
             reflink: false,
             not_restorable: None,
         }))

@@ -243,7 +243,7 @@ impl<'a> Undoer<'a> {
             return;
         }
         if self.dry_run {
-            let what = if k.content.is_some() { "content and attributes" } else { "attributes" };
+            let what = if k.content.is_some() || k.packed.is_some() { "content and attributes" } else { "attributes" };
             return self.did(format!("would restore {path} ({what})"));
         }
         let fd = match open_nofollow(&k.path.0, libc::O_PATH) {
@@ -259,8 +259,8 @@ impl<'a> Undoer<'a> {
             ));
         }
         let mut what = "attributes";
-        if let Some(blob) = &k.content {
-            if let Err(e) = self.put_content(fd.as_fd(), blob) {
+        if k.content.is_some() || k.packed.is_some() {
+            if let Err(e) = self.put_content(fd.as_fd(), k) {
                 return self.problem(format!("{path}: its content could not be put back: {e}"));
             }
             what = "content and attributes";
@@ -279,7 +279,7 @@ impl<'a> Undoer<'a> {
         self.did(format!("restored {path} ({what})"));
     }
 
-    fn put_content(&self, fd: BorrowedFd<'_>, blob: &str) -> Result<(), Errno> {
+    fn put_content(&self, fd: BorrowedFd<'_>, k: &Keep) -> Result<(), Errno> {
         let proc = proc_path(fd);
         let flags = libc::O_WRONLY | libc::O_TRUNC | libc::O_NOCTTY | libc::O_NONBLOCK;
         let dst = match fs::openat(Dir::Cwd, &proc, flags, 0) {
@@ -290,10 +290,26 @@ impl<'a> Undoer<'a> {
             }
             other => other?,
         };
+        let blob = match (&k.content, k.packed) {
+            (Some(blob), _) => blob.clone(),
+            (None, Some(_)) => format!("{}/{}", schema::OBJECTS, schema::PACK),
+            (None, None) => return Ok(()),
+        };
         let kept =
             CString::new(self.objects.join(blob).into_os_string().into_encoded_bytes()).map_err(|_| Errno::EINVAL)?;
         let src = fs::openat(Dir::Cwd, &kept, libc::O_RDONLY | libc::O_NOFOLLOW, 0)?;
-        copy(src.as_fd(), dst.as_fd()).map(drop)
+        let Some([at, len]) = k.packed.filter(|_| k.content.is_none()) else {
+            return copy(src.as_fd(), dst.as_fd()).map(drop);
+        };
+        use std::os::unix::fs::FileExt;
+        let mut buf = vec![0u8; len as usize];
+        let pack = std::fs::File::from(src);
+        pack.read_exact_at(&mut buf, at).map_err(|e| Errno::from_raw(e.raw_os_error().unwrap_or(libc::EIO)))?;
+        let mut done = 0;
+        while done < buf.len() {
+            done += nix::unistd::write(dst.as_fd(), &buf[done..])?;
+        }
+        Ok(())
     }
 
     /// A name the session made, removed (a directory with everything in

@@ -162,7 +162,7 @@ pub enum RunError {
     #[error("--journal: nothing is writable in this run (no --rw, no writable entry in the policy): there is nothing to journal")]
     JournalNothing,
     /// The journal could not be written during the session.
-    #[error("the journal could not be written: {0}; the command was stopped; what was journalled before can be undone with interpose undo --force")]
+    #[error("the journal could not be written: {0}; the command was stopped; what was journalled before it can be undone with interpose undo")]
     JournalFailed(String),
 }
 
@@ -420,9 +420,14 @@ pub fn run(args: &Config) -> Result<i32, RunError> {
     net::stop_proxy(proxy);
     phase("leftovers killed, pids cgroup removed, proxy stopped");
     // Sealed once no worker can change anything more: the command is gone.
-    let link = match (&journal, &journal_dir) {
-        (Some(j), Some(prepared)) => Some(journal::end(j, prepared, args.quiet)?),
-        _ => None,
+    // A journal that cannot be sealed fails the run, after the trail is
+    // ended (its session_end then names no journal).
+    let (link, unsealed) = match (&journal, &journal_dir) {
+        (Some(j), Some(prepared)) => match journal::end(j, prepared, args.quiet) {
+            Ok(link) => (Some(link), None),
+            Err(e) => (None, Some(e)),
+        },
+        _ => (None, None),
     };
     if let Some(why) = supervisor.end_trail(status, link) {
         if sink.as_ref().is_some_and(audit::Sink::abandoned) {
@@ -435,6 +440,9 @@ pub fn run(args: &Config) -> Result<i32, RunError> {
     phase("session directory removed");
     if let Some(why) = journal.as_ref().and_then(|j| j.failure()) {
         return Err(RunError::JournalFailed(why));
+    }
+    if let Some(e) = unsealed {
+        return Err(e);
     }
     Ok(status)
 }
