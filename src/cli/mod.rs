@@ -45,7 +45,7 @@ pub struct Cli {
 pub enum Command {
     /// Run a command confined to a read/write surface (the default verb:
     /// `interpose --rw DIR -- CMD` means `interpose run --rw DIR -- CMD`).
-    Run(RunArgs),
+    Run(Box<RunArgs>),
     /// Print the kernel features interpose needs and whether they are present.
     Check,
     /// Summarize an audit trail: denials grouped by directory and process,

@@ -382,11 +382,17 @@ pub struct Guard<'a> {
 impl Guard<'_> {
     /// Writes `line`; a failure is the journal's (the session stops).
     fn write(&mut self, line: &Line) -> Result<(), Errno> {
-        write_line(&mut self.st, line).map_err(|e| {
+        let written = write_line(&mut self.st, line);
+        self.failed_if(written)
+    }
+
+    /// `written`, and the journal failed if it is an error.
+    fn failed_if(&mut self, written: Result<(), Errno>) -> Result<(), Errno> {
+        if let Err(e) = written {
             let why = format!("writing {} failed: {e}", schema::FILE);
             self.journal.fail(&mut self.st, why);
-            e
-        })
+        }
+        written
     }
 
     fn next_seq(&mut self) -> u64 {
@@ -617,13 +623,9 @@ impl Guard<'_> {
         match (seq, result) {
             (Some(entry), Err(errno)) => {
                 // Written even after a failure: the reserve made room.
-                write_line(&mut self.st, &Line::Void(Void { entry, errno: crate::audit::ErrnoName(errno) })).map_err(
-                    |e| {
-                        let why = format!("writing {} failed: {e}", schema::FILE);
-                        self.journal.fail(&mut self.st, why);
-                        e
-                    },
-                )
+                let written =
+                    write_line(&mut self.st, &Line::Void(Void { entry, errno: crate::audit::ErrnoName(errno) }));
+                self.failed_if(written)
             }
             _ => Ok(()),
         }

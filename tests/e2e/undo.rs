@@ -461,3 +461,32 @@ fn the_journal_is_refused_where_changes_are_left_to_the_kernel_and_is_out_of_the
     assert_eq!(o.status.code(), Some(125));
     assert!(stderr(&o).contains("not empty"), "{}", stderr(&o));
 }
+
+#[test]
+fn the_trail_and_the_journal_name_each_other() {
+    use sha2::Digest;
+    let Some(j) = Journalled::new() else { return };
+    populate(&j.t.ws);
+    let journal = j.journal("journal");
+    let trail = j.t.outside.join("trail.jsonl");
+    let o = j.session(&journal, &["--audit", trail.to_str().unwrap()], "echo x >> \"$WS/edit.txt\" > /dev/null");
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let hash =
+        |line: &str| -> String { sha2::Sha256::digest(line.as_bytes()).iter().map(|b| format!("{b:02x}")).collect() };
+    let trail_text = std::fs::read_to_string(&trail).unwrap();
+    let journal_text = std::fs::read_to_string(journal.join("journal.jsonl")).unwrap();
+    let start: serde_json::Value = serde_json::from_str(journal_text.lines().next().unwrap()).unwrap();
+    assert_eq!(start["trail"], hash(trail_text.lines().next().unwrap()), "the journal names the trail");
+    let end: serde_json::Value =
+        serde_json::from_str(trail_text.lines().find(|l| l.contains("\"type\":\"session_end\"")).unwrap()).unwrap();
+    let seal = journal_text.lines().find(|l| l.contains("\"type\":\"seal\"")).unwrap();
+    assert_eq!(end["journal"]["head"], hash(seal), "the trail names the journal's seal");
+    assert_eq!(end["journal"]["dir"], journal.to_str().unwrap());
+    let verify = Command::new(interpose())
+        .args(["report", "--verify"])
+        .arg(&trail)
+        .env("XDG_STATE_HOME", &j.state)
+        .output()
+        .unwrap();
+    assert_eq!(verify.status.code(), Some(0), "{}{}", stdout(&verify), stderr(&verify));
+}
