@@ -79,6 +79,9 @@ pub enum Tampered {
         /// Its file.
         path: String,
     },
+    /// No key to check the anchor with.
+    #[error("the journal's anchor cannot be checked without the key it was made with: pass it with --audit-key")]
+    NoKey,
     /// A name lies outside the journalled trees.
     #[error("line {line}: {path} is outside the journal's trees")]
     Outside {
@@ -246,7 +249,7 @@ impl Journal {
             return Err(Tampered::Unsealed(self.count));
         }
         let Some(anchor) = &self.anchor else { return Err(Tampered::Unanchored) };
-        let Some(key) = key else { return Err(Tampered::Unanchored) };
+        let Some(key) = key else { return Err(Tampered::NoKey) };
         let path = key.path.display().to_string();
         if anchor.key_id != key.id {
             return Err(Tampered::OtherKey { found: anchor.key_id.clone(), key: key.id.clone(), path });
