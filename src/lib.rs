@@ -40,6 +40,7 @@ pub mod audit;
 pub mod bench;
 pub mod cli;
 pub mod forensics;
+pub mod journal;
 pub mod layers;
 pub mod library;
 pub mod network;

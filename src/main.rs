@@ -41,6 +41,7 @@ fn main() -> ExitCode {
         Command::Report(r) => Ok(cli::report::run(&r)),
         Command::Why(w) => Ok(cli::why::run(&w)),
         Command::Replay(r) => Ok(cli::replay::run(&r)),
+        Command::Undo(u) => Ok(cli::undo::run(&u)),
         Command::Policy(p) => Ok(cli::policy::run(&p)),
         Command::Hook(h) => Ok(cli::layers::hook(&h)),
         Command::AgentConfig(a) => cli::layers::agent_config(&a).map_err(Into::into),

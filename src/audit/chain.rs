@@ -26,9 +26,10 @@ pub fn line_hash(line: &[u8]) -> String {
     hex(&sha2::Sha256::digest(line))
 }
 
-/// Serializes `record` as one line whose first field, `prev`, is the hash of
-/// the line before it.
-pub fn chained_line(record: &Record, prev: &str) -> serde_json::Result<String> {
+/// Serializes `record` (a JSON object) as one line whose first field,
+/// `prev`, is the hash of the line before it. The undo journal's lines are
+/// chained the same way.
+pub fn chained_line<T: serde::Serialize>(record: &T, prev: &str) -> serde_json::Result<String> {
     let body = serde_json::to_string(record)?;
     Ok(format!("{{\"prev\":\"{prev}\",{}", &body[1..]))
 }

@@ -119,6 +119,7 @@ pub fn close(trail: &Path, key: &TrailKey) -> Result<Closed, CloseError> {
         Err(e) => return Err(damaged(e.to_string())),
     }
     let end = Record::SessionEnd(SessionEnd {
+        journal: None,
         exit_status: -1,
         allowed,
         denied,

@@ -453,6 +453,7 @@ mod tests {
         for i in 0..n {
             let r = if i + 1 == n {
                 Record::SessionEnd(SessionEnd {
+                    journal: None,
                     exit_status: 0,
                     allowed: 1,
                     denied: 0,

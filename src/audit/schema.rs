@@ -590,6 +590,23 @@ pub struct SessionEnd {
     /// `time_ns` is when it was closed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub supervisor_lost: Option<SupervisorLost>,
+    /// The session's undo journal (`run --journal`), whose chain this
+    /// record thereby covers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub journal: Option<JournalLink>,
+}
+
+/// Where a session's undo journal is, and the hash of its seal: the trail
+/// covers the journal's every line through it, and the journal names the
+/// trail's first line in turn.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct JournalLink {
+    /// The journal's directory.
+    pub dir: Bytes,
+    /// The hash of its seal line (what its anchor signs).
+    pub head: String,
+    /// Its change lines.
+    pub changes: u64,
 }
 
 /// How a trail whose supervisor died was closed.
@@ -727,6 +744,7 @@ mod tests {
             argv_truncated: false,
         };
         let end = SessionEnd {
+            journal: None,
             exit_status: 0,
             allowed: 0,
             denied: 0,

@@ -8,6 +8,7 @@ pub mod policy;
 pub mod replay;
 pub mod report;
 pub mod run;
+pub mod undo;
 pub mod why;
 
 use clap::{Args, Parser, Subcommand};
@@ -41,12 +42,10 @@ pub struct Cli {
 
 /// The verbs.
 #[derive(Debug, Subcommand)]
-// Parsed once per process: the size of `run`'s flags costs nothing.
-#[allow(clippy::large_enum_variant)]
 pub enum Command {
     /// Run a command confined to a read/write surface (the default verb:
     /// `interpose --rw DIR -- CMD` means `interpose run --rw DIR -- CMD`).
-    Run(RunArgs),
+    Run(Box<RunArgs>),
     /// Print the kernel features interpose needs and whether they are present.
     Check,
     /// Answer the questions of `interpose run --ask SOCKET`, one key each:
@@ -61,6 +60,9 @@ pub enum Command {
     /// Re-decide every access recorded in an audit trail under other flags,
     /// and print what would change.
     Replay(ReplayArgs),
+    /// Put every writable tree a `run --journal DIR` session changed back
+    /// as it was when the session started, and say what was done.
+    Undo(UndoArgs),
     /// Measure per-syscall and whole-command overhead against native and
     /// against floors taken in the same run (seccomp BPF alone, Landlock
     /// alone, a supervisor that only answers CONTINUE).
@@ -322,11 +324,24 @@ pub struct RunArgs {
     /// Which decisions `--audit` records: `all`, or `deny` for denials only.
     #[arg(long, value_enum, default_value_t = crate::supervisor::AuditLevel::All, requires = "audit")]
     pub audit_level: crate::supervisor::AuditLevel,
-    /// The key that signs the trail's anchor (made if missing; default
-    /// `$XDG_STATE_HOME/interpose/audit.key` or
+    /// The key that signs the trail's and the journal's anchors (made if
+    /// missing; default `$XDG_STATE_HOME/interpose/audit.key` or
     /// `~/.local/state/interpose/audit.key`). It is carved out of the surface.
-    #[arg(long, value_name = "FILE", requires = "audit")]
+    #[arg(long, value_name = "FILE")]
     pub audit_key: Option<PathBuf>,
+    /// Keep an undo journal in DIR (a new or empty directory, carved out of
+    /// the surface): before the first change of each file, directory or
+    /// symlink in a writable tree its pre-image is kept (by reflink where
+    /// the file system can, else a copy), and every name made, removed or
+    /// renamed is journalled; `interpose undo DIR` puts the trees back. Not
+    /// with --fast or --learn.
+    #[arg(long, value_name = "DIR")]
+    pub journal: Option<PathBuf>,
+    /// The most content the journal keeps (`512M`, `20G`; default 4G): a
+    /// file whose pre-image would go beyond it is recorded as not
+    /// restorable, said at the end, and left as it is by undo.
+    #[arg(long, value_name = "SIZE", requires = "journal", value_parser = parse_size)]
+    pub journal_max: Option<u64>,
     /// When the trail cannot be written: `stop` kills the command (the
     /// default), `continue` lets it run on unrecorded; either way interpose
     /// says so and exits 125.
@@ -528,6 +543,46 @@ pub struct ReplayArgs {
     pub surface: SurfaceArgs,
 }
 
+/// Parses a size: bytes, or a number with `K`, `M`, `G` or `T` (powers of
+/// 1024).
+pub fn parse_size(s: &str) -> Result<u64, String> {
+    let t = s.trim();
+    let (number, unit) = match t.char_indices().find(|(_, c)| !c.is_ascii_digit()) {
+        Some((i, _)) => t.split_at(i),
+        None => (t, ""),
+    };
+    let shift = match unit.trim_end_matches(['B', 'b', 'i']).to_ascii_uppercase().as_str() {
+        "" => 0,
+        "K" => 10,
+        "M" => 20,
+        "G" => 30,
+        "T" => 40,
+        _ => return Err(format!("{s:?}: expected a size such as 500M or 4G")),
+    };
+    let n: u64 = number.parse().map_err(|_| format!("{s:?}: expected a size such as 500M or 4G"))?;
+    n.checked_mul(1 << shift).ok_or_else(|| format!("{s:?} is too large"))
+}
+
+/// Flags of `interpose undo`.
+#[derive(Debug, Args)]
+pub struct UndoArgs {
+    /// The journal's directory (`run --journal DIR`).
+    pub dir: PathBuf,
+    /// Go on even where files were changed after the session (they are
+    /// overwritten or removed), over a journal its session could not seal
+    /// (its interpose was killed, or its disk filled), or one undone
+    /// already. A journal whose chain or anchor is broken is never undone.
+    #[arg(long)]
+    pub force: bool,
+    /// Check the journal and the trees, and print what would be done,
+    /// changing nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// The key the journal was anchored with (default: the one `run` uses).
+    #[arg(long, value_name = "FILE")]
+    pub audit_key: Option<PathBuf>,
+}
+
 /// Flags of `interpose why`.
 #[derive(Debug, Args)]
 pub struct WhyArgs {
@@ -638,6 +693,16 @@ mod tests {
         };
         assert_eq!(a.command, vec!["cat", "--", "x"]);
         assert!(matches!(parse(&["interpose", "check"]).command, Command::Check));
+    }
+
+    #[test]
+    fn sizes_parse_with_binary_units() {
+        assert_eq!(parse_size("1024"), Ok(1024));
+        assert_eq!(parse_size("4G"), Ok(4 << 30));
+        assert_eq!(parse_size("512MiB"), Ok(512 << 20));
+        assert_eq!(parse_size("1k"), Ok(1024));
+        assert!(parse_size("lots").is_err());
+        assert!(parse_size("3X").is_err());
     }
 
     #[test]

@@ -32,6 +32,10 @@ impl RunArgs {
                 timeout_s: self.ask_timeout,
                 policy: self.ask_policy.clone(),
             }),
+            journal: self.journal.clone().map(|dir| session::JournalOptions {
+                dir,
+                budget: self.journal_max.unwrap_or(crate::journal::DEFAULT_BUDGET),
+            }),
             command: self.command.clone(),
         })
     }

@@ -515,6 +515,7 @@ fn supervise(
         runtime_filter: true,
         container_init: Some(state.pid as u32),
         ask: None,
+        journal: None,
     };
     // As `interpose run` does: the caller and the receiving worker hand
     // each call back and forth on one CPU (Linux 6.6; older go without).
@@ -530,7 +531,7 @@ fn supervise(
     sup.wait_for_hang_up();
     sup.quiesce();
     // The runtime reaps the container; the agent does not see its status.
-    if let Some(why) = sup.end_trail(-1) {
+    if let Some(why) = sup.end_trail(-1, None) {
         return Err(ContainerError::EndTrail { id: id.clone(), why });
     }
     // Ended: the trail says so itself.

@@ -7,6 +7,7 @@ pub mod ask;
 mod dir;
 mod enforcement;
 mod explain;
+mod journal;
 mod net;
 mod record;
 pub mod surface;
@@ -19,6 +20,7 @@ use crate::supervisor::{self, Supervisor};
 use crate::sys::{process, seccomp, Errno};
 use dir::{SessionDir, StagingDir};
 pub use enforcement::Enforcement;
+pub use journal::JournalOptions;
 use nix::sys::signal::SigSet;
 use record::{mode_record, open_trail, session_start, with_namespace};
 use std::ffi::{CString, OsStr, OsString};
@@ -75,6 +77,8 @@ pub struct Config {
     pub no_namespace: bool,
     /// `--ask`: hold what the surface does not grant for a person.
     pub ask: Option<ask::Ask>,
+    /// Keep an undo journal (`--journal DIR`).
+    pub journal: Option<JournalOptions>,
     /// The command and its arguments.
     pub command: Vec<OsString>,
 }
@@ -154,6 +158,18 @@ pub enum RunError {
     /// The command contains a NUL byte.
     #[error("the command line or environment contains a NUL byte")]
     Nul,
+    /// The journal cannot be kept in this mode.
+    #[error("--journal {0}")]
+    JournalMode(&'static str),
+    /// The journal cannot be started or sealed.
+    #[error(transparent)]
+    Journal(#[from] crate::journal::JournalError),
+    /// Nothing the journal could follow is writable.
+    #[error("--journal: nothing is writable in this run (no --rw, no writable entry in the policy): there is nothing to journal")]
+    JournalNothing,
+    /// The journal could not be written during the session.
+    #[error("the journal could not be written: {0}; the command was stopped; what was journalled before it can be undone with interpose undo")]
+    JournalFailed(String),
 }
 
 pub(crate) fn io(what: &'static str) -> impl FnOnce(std::io::Error) -> RunError {
@@ -258,10 +274,14 @@ pub fn run(args: &Config) -> Result<i32, RunError> {
         }
         None => None,
     };
+    if args.journal.is_some() {
+        journal_mode(enforcement)?;
+    }
     parts.notes.extend(unused.map(String::from));
     parts.notes.extend(namespace_note(&namespace, args.no_namespace));
     phase("surface, session home, caches");
     let trail = open_trail(args, &mut parts.surface)?;
+    let journal_dir = journal::prepare(args, &mut parts.surface)?;
     let policy_net = (&parts.loaded.0.net_allow[..], &parts.loaded.0.net_credentials[..]);
     let mut network = net::NetSetup::plan(args, policy_net, namespace.unprivileged())?;
     if enforcement.learns() {
@@ -318,6 +338,7 @@ pub fn run(args: &Config) -> Result<i32, RunError> {
 
     let pids = pids_cgroup(args, &plan)?;
     let sink = trail.map(|(out, key)| Sink::start(out, Some(key)));
+    let mut trail_head = None;
     if let Some(sink) = &sink {
         let mode = mode_record(trapping, enforcement.learns());
         let record = session_start(args, &parts.surface, &parts.loaded, &dropped, mode, &parts.caches);
@@ -332,8 +353,17 @@ pub fn run(args: &Config) -> Result<i32, RunError> {
             start.features.insert("task_limit".into(), audit::Feature { present, detail });
             start.features.insert("network".into(), network.feature(args));
         }
+        trail_head = Some(audit::close::session_hash(&record));
         sink.send(record);
     }
+    // A trail to stderr or a socket has no file a journal could name.
+    let trail_head = trail_head.filter(|_| {
+        args.audit.as_ref().is_some_and(|a| a.as_os_str() != "-" && !a.as_os_str().as_bytes().starts_with(b"unix:"))
+    });
+    let journal = match &journal_dir {
+        Some(prepared) => Some(journal::start(prepared, args, &parts.surface, trail_head)?),
+        None => None,
+    };
     process::set_child_subreaper().map_err(errno("PR_SET_CHILD_SUBREAPER"))?;
     phase("audit sink, pids cgroup");
     let started = sandbox::start(&plan, original.as_ref(), |pid| match &pids {
@@ -352,6 +382,9 @@ pub fn run(args: &Config) -> Result<i32, RunError> {
     let proxy = network.start_proxy(proxy, forwards, &args.net_resolve, enforcement.learns(), sink.clone())?;
     if let (Some(sink), audit::OnFailure::Stop) = (&sink, args.audit_failure) {
         sink.stop_on_failure(pid);
+    }
+    if let Some(journal) = &journal {
+        journal.stop_on_failure(pid);
     }
     // The caller and the one receiving worker hand each call back and
     // forth on one CPU (Linux 6.6): without it every call pays a wake-up
@@ -385,6 +418,7 @@ pub fn run(args: &Config) -> Result<i32, RunError> {
                 })
             })
             .transpose()?,
+        journal: journal.clone(),
     };
     let supervisor = Supervisor::new(listener, config).map_err(errno("starting the supervisor"))?;
     supervisor.start_asking().map_err(io("starting the approvals hub"))?;
@@ -414,7 +448,17 @@ pub fn run(args: &Config) -> Result<i32, RunError> {
     }
     net::stop_proxy(proxy);
     phase("leftovers killed, pids cgroup removed, proxy stopped");
-    if let Some(why) = supervisor.end_trail(status) {
+    // Sealed once no worker can change anything more: the command is gone.
+    // A journal that cannot be sealed fails the run, after the trail is
+    // ended (its session_end then names no journal).
+    let (link, unsealed) = match (&journal, &journal_dir) {
+        (Some(j), Some(prepared)) => match journal::end(j, prepared, args.quiet) {
+            Ok(link) => (Some(link), None),
+            Err(e) => (None, Some(e)),
+        },
+        _ => (None, None),
+    };
+    if let Some(why) = supervisor.end_trail(status, link) {
         if sink.as_ref().is_some_and(audit::Sink::abandoned) {
             return Err(RunError::TrailStalled(why));
         }
@@ -423,6 +467,12 @@ pub fn run(args: &Config) -> Result<i32, RunError> {
     drop(parts.caches);
     drop(session);
     phase("session directory removed");
+    if let Some(why) = journal.as_ref().and_then(|j| j.failure()) {
+        return Err(RunError::JournalFailed(why));
+    }
+    if let Some(e) = unsealed {
+        return Err(e);
+    }
     Ok(status)
 }
 
@@ -436,6 +486,9 @@ fn validate(args: &Config) -> Result<(), RunError> {
     if let Some(a) = &args.ask {
         a.validate()?;
         ask_allowed(e)?;
+    }
+    if args.journal.is_some() {
+        journal_mode(e)?;
     }
     Ok(())
 }
@@ -453,6 +506,23 @@ fn ask_allowed(e: Enforcement) -> Result<(), ask::AskError> {
         ));
     }
     Ok(())
+}
+
+/// Whether an undo journal can be kept in mode `e`: only where every change
+/// is made by the supervisor (full mode, with or without the backstop).
+fn journal_mode(e: Enforcement) -> Result<(), RunError> {
+    match e {
+        Enforcement::Full | Enforcement::Unbacked => Ok(()),
+        Enforcement::Fast => Err(RunError::JournalMode(
+            "cannot be kept in fast mode (--fast, or the policy's mode = \"fast\"): fast mode leaves changes \
+             (unlink, rename, mkdir, truncate, ...) to the kernel, unseen by the journal",
+        )),
+        Enforcement::Learn => Err(RunError::JournalMode(
+            "cannot be kept while learning (--learn): the command may then change what no writable tree covers, \
+             which undo would not put back",
+        )),
+        Enforcement::Floor => Err(RunError::JournalMode("cannot be kept under the bench's floor")),
+    }
 }
 
 /// What the session could not have here, said before the command runs: a

@@ -91,6 +91,9 @@ pub struct Ground {
     pub records: bool,
     /// Whether allowed decisions go to the trail too (level `all`).
     pub records_allowed: bool,
+    /// The undo journal (`--journal`): every change in the trees it covers
+    /// is performed here, after its pre-image is kept.
+    pub journal: Option<std::sync::Arc<crate::journal::Journal>>,
 }
 
 impl Ground {

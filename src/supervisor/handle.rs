@@ -648,13 +648,32 @@ impl Call<'_> {
         empty: bool,
         access: Access,
     ) -> Result<(OwnedFd, u32), Stop> {
+        self.checked_object_at(arg, follow, empty, access).map(|(fd, mode, _)| (fd, mode))
+    }
+
+    /// [`Call::checked_object`], and the object's canonical path.
+    fn checked_object_at(
+        &mut self,
+        arg: &PathArg,
+        follow: bool,
+        empty: bool,
+        access: Access,
+    ) -> Result<(OwnedFd, u32, Vec<u8>), Stop> {
         let r = self.resolve(arg, follow, empty, 0);
         let r = self.check(arg, r, access)?;
         match r.target {
-            Target::Exists { fd, stat } => Ok((fd, stat.st_mode)),
-            Target::Anonymous { fd } => Ok((fd, 0)),
+            Target::Exists { fd, stat } => Ok((fd, stat.st_mode, r.path)),
+            Target::Anonymous { fd } => Ok((fd, 0, r.path)),
             Target::Missing { .. } => Err(Errno::ENOENT.into()),
         }
+    }
+
+    /// The undo journal, when a change at the canonical `path` is one it
+    /// covers (the user's own writable trees).
+    fn journal_for(&self, path: &[u8]) -> Option<std::sync::Arc<crate::journal::Journal>> {
+        let journal = self.cx.ground.journal.as_ref()?;
+        let v = self.cx.ground.surface.decide(path, Access::Write, &self.cx.ground.procs);
+        (v.allowed && journal.scope().covers(v.reason)).then(|| journal.clone())
     }
 
     fn run(&mut self) -> Result<Answer, Stop> {
@@ -668,7 +687,8 @@ impl Call<'_> {
                 let OpArgs::Truncate { length } = self.args.op else { return Err(MISDECODED.into()) };
                 let arg = self.path_arg(self.args.first(), false)?;
                 self.still_valid()?;
-                let (fd, mode) = self.checked_object(&arg, true, false, Access::Write)?;
+                let (fd, mode, path) = self.checked_object_at(&arg, true, false, Access::Write)?;
+                let journal = self.journal_for(&path).map(|j| (j, path));
                 match mode & libc::S_IFMT {
                     libc::S_IFREG => {}
                     libc::S_IFDIR => return Err(Errno::EISDIR.into()),
@@ -701,6 +721,16 @@ impl Call<'_> {
                         }
                         return Err(Errno::EFBIG);
                     }
+                    // With a journal: the content is kept first, under
+                    // the journal's lock, from the very file truncated.
+                    let _held = match &journal {
+                        Some((j, path)) => {
+                            let mut held = j.lock()?;
+                            identity::as_supervisor(|| held.keep(file.as_fd(), path, true))?;
+                            Some(held)
+                        }
+                        None => None,
+                    };
                     nix::unistd::ftruncate(&file, length)?;
                     Ok(Answer::Value(0))
                 };

@@ -283,6 +283,8 @@ pub struct Config {
     pub container_init: Option<u32>,
     /// `--ask`: hold what the surface does not grant for a person to decide.
     pub ask: Option<AskConfig>,
+    /// The undo journal (`run --journal`), when there is one.
+    pub journal: Option<Arc<crate::journal::Journal>>,
 }
 
 /// One refusal by a carve-out: the access, the path, the rule.
@@ -312,6 +314,7 @@ impl Supervisor {
             runtime_filter,
             container_init,
             ask,
+            journal,
         } = config;
         let (audit, audit_level) = match audit {
             Some((sink, level)) => (Some(sink), level),
@@ -352,6 +355,7 @@ impl Supervisor {
             set_groups,
             records,
             records_allowed: records && audit_level == AuditLevel::All,
+            journal,
         };
         Ok(Arc::new(Self {
             rule_names,
@@ -699,7 +703,7 @@ impl Supervisor {
     /// Ends the trail, if there is one, with `exit_status` and this
     /// supervisor's counts, and waits until it is written; why writing it
     /// failed, if it did.
-    pub fn end_trail(&self, exit_status: i32) -> Option<String> {
+    pub fn end_trail(&self, exit_status: i32, journal: Option<audit::JournalLink>) -> Option<String> {
         let sink = self.audit.as_ref()?;
         let seen = std::mem::take(&mut *self.repeats.lock().unwrap_or_else(std::sync::PoisonError::into_inner));
         let mut counts: Vec<[u64; 2]> =
@@ -719,6 +723,7 @@ impl Supervisor {
             dropped_allow_records: sink.dropped(),
             time_ns: audit::now_ns(),
             supervisor_lost: None,
+            journal,
         }));
         sink.flush();
         let why = sink.failure()?;

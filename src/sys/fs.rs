@@ -303,6 +303,52 @@ pub fn mount_id(fd: BorrowedFd<'_>) -> Result<u64, Errno> {
     Ok(statx_fd(fd, 0, libc::STATX_MNT_ID)?.stx_mnt_id)
 }
 
+/// `ioctl(dst, FICLONE, src)`: makes `dst` share `src`'s data extents (a
+/// reflink), where the file system has them (Btrfs, XFS, bcachefs);
+/// `EOPNOTSUPP`, `EXDEV` or `EINVAL` elsewhere.
+/// <https://man7.org/linux/man-pages/man2/ioctl_ficlone.2.html>
+pub fn ficlone(dst: BorrowedFd<'_>, src: BorrowedFd<'_>) -> Result<(), Errno> {
+    /// `_IOW(0x94, 9, int)`.
+    const FICLONE: libc::c_ulong = 0x4004_9409;
+    // SAFETY: FICLONE takes a descriptor number as its argument and writes
+    // no memory of ours.
+    cvt(unsafe { libc::ioctl(dst.as_raw_fd(), FICLONE, src.as_raw_fd()) } as libc::c_long).map(drop)
+}
+
+/// `copy_file_range(2)` from `src`'s file position to `dst`'s, at most
+/// `len` bytes; 0 at the end of `src`.
+/// <https://man7.org/linux/man-pages/man2/copy_file_range.2.html>
+pub fn copy_file_range(src: BorrowedFd<'_>, dst: BorrowedFd<'_>, len: usize) -> Result<usize, Errno> {
+    // SAFETY: NULL offsets make the kernel use (and advance) the file
+    // positions; it touches no memory of ours.
+    cvt(unsafe {
+        libc::syscall(
+            libc::SYS_copy_file_range,
+            src.as_raw_fd(),
+            std::ptr::null_mut::<libc::loff_t>(),
+            dst.as_raw_fd(),
+            std::ptr::null_mut::<libc::loff_t>(),
+            len,
+            0u32,
+        )
+    })
+    .map(|n| n as usize)
+}
+
+/// `utimensat(dir, name, times, flags)`: with `AT_SYMLINK_NOFOLLOW` the
+/// times of a symlink itself.
+pub fn utimensat(dir: Dir<'_>, name: &CStr, times: &[libc::timespec; 2], flags: i32) -> Result<(), Errno> {
+    // SAFETY: `name` is NUL-terminated; `times` points to two timespecs.
+    cvt(unsafe { libc::utimensat(dir.raw(), name.as_ptr(), times.as_ptr(), flags) } as libc::c_long).map(drop)
+}
+
+/// `linkat(olddir, old, newdir, new, flags)`.
+pub fn linkat(old_dir: Dir<'_>, old: &CStr, new_dir: BorrowedFd<'_>, new: &CStr, flags: i32) -> Result<(), Errno> {
+    // SAFETY: both names are NUL-terminated.
+    cvt(unsafe { libc::linkat(old_dir.raw(), old.as_ptr(), new_dir.as_raw_fd(), new.as_ptr(), flags) } as libc::c_long)
+        .map(drop)
+}
+
 /// A kernel structure whose every byte is a field (no padding on x86_64),
 /// so its bytes can be copied into another process as they are.
 pub trait Plain: Copy + private::Sealed {}

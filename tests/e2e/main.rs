@@ -22,3 +22,4 @@ mod oci;
 mod policy;
 mod proxy;
 mod routes;
+mod undo;

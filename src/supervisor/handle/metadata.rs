@@ -304,8 +304,19 @@ impl Call<'_> {
             _ => return Err(MISDECODED.into()),
         };
         self.still_valid()?;
-        let (fd, mode) = self.checked_object(&arg, follow, empty, Access::Write)?;
+        let (fd, mode, canonical) = self.checked_object_at(&arg, follow, empty, Access::Write)?;
         let is_link = mode & libc::S_IFMT == libc::S_IFLNK;
+        // With a journal, its attributes are kept first, from the handle
+        // the change is made through, under the journal's lock.
+        let journal = self.journal_for(&canonical);
+        let _held = match &journal {
+            Some(j) => {
+                let mut held = j.lock()?;
+                identity::as_supervisor(|| held.keep(fd.as_fd(), &canonical, false))?;
+                Some(held)
+            }
+            None => None,
+        };
         let path = super::super::resolve::Resolver::proc_path(fd.as_fd());
         let done = match work {
             // Linux has no mode on symlinks; times and xattrs on a symlink

@@ -113,13 +113,34 @@ impl Call<'_> {
         };
         self.check_entry(&arg, &parent, access)?;
         let (dir, name) = (parent.fd.as_fd(), parent.name.as_c_str());
+        // With a journal, the pre-images first and the change journalled,
+        // all under its lock (no other change in the journalled trees can
+        // come between).
+        let path = parent.entry_path();
+        let journal = self.journal_for(&path);
+        let mut held = match &journal {
+            Some(j) => Some(j.lock()?),
+            None => None,
+        };
+        if let (Some(held), true) = (held.as_mut(), creates) {
+            identity::as_supervisor(|| held.keep(dir, &parent.path, false))?;
+        }
         let done = match (row.op, self.args.op) {
             (Op::Unlink | Op::Rmdir, _) => {
                 if parent.trailing_slash && !remove_dir {
                     let is_dir = parent.entry()?.is_some_and(|st| st.st_mode & libc::S_IFMT == libc::S_IFDIR);
                     return Err(if is_dir { Errno::EISDIR } else { Errno::ENOTDIR }.into());
                 }
-                fs::unlinkat(dir, name, if remove_dir { libc::AT_REMOVEDIR } else { 0 })
+                let flags = if remove_dir { libc::AT_REMOVEDIR } else { 0 };
+                match held.as_mut() {
+                    Some(held) => {
+                        let seq = identity::as_supervisor(|| held.removing(dir, name, &path, &parent.path))?;
+                        let done = fs::unlinkat(dir, name, flags);
+                        identity::as_supervisor(|| held.outcome(seq, done))?;
+                        done
+                    }
+                    None => fs::unlinkat(dir, name, flags),
+                }
             }
             (_, OpArgs::Mkdir { mode }) => fs::mkdirat(dir, name, self.creation_mode(dir, mode)?),
             (_, OpArgs::Symlink { .. }) => fs::symlinkat(target.as_deref().expect("read above"), dir, name),
@@ -129,6 +150,9 @@ impl Call<'_> {
             }
             _ => Err(MISDECODED),
         };
+        if let (Some(held), true, Ok(())) = (held.as_mut(), creates, done) {
+            identity::as_supervisor(|| held.made_at(dir, name, &path))?;
+        }
         done.map(|()| Answer::Value(0)).map_err(Stop::Fail)
     }
 
@@ -170,14 +194,29 @@ impl Call<'_> {
                     }
                 }
             }
-            let (object, _) = self.checked_object(&src, follow, empty, Access::LinkSource)?;
+            let (object, _, source) = self.checked_object_at(&src, follow, empty, Access::LinkSource)?;
             // The new name is made as filename_create makes it: `.`, `..`
             // and `/` exist already.
             let Named::Entry(to) = self.parent(&dst, Access::Create)? else { return Err(Errno::EEXIST.into()) };
             self.check_entry(&dst, &to, Access::Create)?;
-            return fs::link_handle(object.as_fd(), to.fd.as_fd(), &to.name)
-                .map(|()| Answer::Value(0))
-                .map_err(Stop::Fail);
+            let path = to.entry_path();
+            let journal = self.journal_for(&path);
+            // A journalled object given a name outside the journalled
+            // trees could be changed there unseen: refused as a link
+            // across file systems is (callers copy instead).
+            if journal.is_none() && self.journal_for(&source).is_some() {
+                return Err(Errno::EXDEV.into());
+            }
+            let Some(journal) = journal else {
+                return fs::link_handle(object.as_fd(), to.fd.as_fd(), &to.name)
+                    .map(|()| Answer::Value(0))
+                    .map_err(Stop::Fail);
+            };
+            let mut held = journal.lock()?;
+            identity::as_supervisor(|| held.keep(to.fd.as_fd(), &to.path, false))?;
+            fs::link_handle(object.as_fd(), to.fd.as_fd(), &to.name)?;
+            identity::as_supervisor(|| held.made_at(to.fd.as_fd(), &to.name, &path))?;
+            return Ok(Answer::Value(0));
         }
         let from = self.parent(&src, Access::Delete)?;
         let to = self.parent(&dst, Access::Create)?;
@@ -217,8 +256,32 @@ impl Call<'_> {
                 }
             }
         }
-        fs::renameat2(from.fd.as_fd(), &from.name, to.fd.as_fd(), &to.name, flags as u32)
-            .map(|()| Answer::Value(0))
-            .map_err(Stop::Fail)
+        let (from_path, to_path) = (from.entry_path(), to.entry_path());
+        let rename = || fs::renameat2(from.fd.as_fd(), &from.name, to.fd.as_fd(), &to.name, flags as u32);
+        let (journal_from, journal_to) = (self.journal_for(&from_path), self.journal_for(&to_path));
+        let journal = match (&journal_from, &journal_to) {
+            (None, None) => return rename().map(|()| Answer::Value(0)).map_err(Stop::Fail),
+            // Out of the journalled trees (where the journal could not put
+            // it back from), or swapped with a name outside them: refused
+            // as a rename across file systems is, and programs copy and
+            // remove instead (each journalled).
+            (Some(_), None) => return Err(Errno::EXDEV.into()),
+            (None, Some(_)) if exchange => return Err(Errno::EXDEV.into()),
+            (_, Some(j)) => j,
+        };
+        let mut held = journal.lock()?;
+        let from_side = journal_from.as_ref().map(|_| side(&from, &from_path));
+        let seq = identity::as_supervisor(|| held.renaming(from_side, side(&to, &to_path), exchange))?;
+        let done = rename();
+        identity::as_supervisor(|| held.outcome(seq, done))?;
+        if done.is_ok() && journal_from.is_none() {
+            identity::as_supervisor(|| held.moved_in(to.fd.as_fd(), &to.name))?;
+        }
+        done.map(|()| Answer::Value(0)).map_err(Stop::Fail)
     }
+}
+
+/// One side of a rename, as the journal takes it.
+fn side<'a>(p: &'a super::super::resolve::Parent, path: &'a [u8]) -> crate::journal::Side<'a> {
+    crate::journal::Side { dir: p.fd.as_fd(), dir_path: &p.path, name: &p.name, path }
 }

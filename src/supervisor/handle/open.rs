@@ -39,7 +39,12 @@ impl Call<'_> {
             let creates = (flags & libc::O_CREAT != 0 || tmpfile) && !o_path;
             Cover::backstop(sound, access).filter(|_| !creates || Cover::backstop(sound, Access::Create).is_some())
         };
-        if let Some(cover) = cover(asked).filter(|_| !o_path && resolve == 0) {
+        // With a journal, an open that may change a file is never the
+        // kernel's to make: its object is kept first, by the supervisor,
+        // on the very file it then opens (a path swapped after the check
+        // would otherwise change a file the journal never saw).
+        let journalled = self.cx.ground.journal.is_some() && (writes || create || tmpfile) && !o_path;
+        if let Some(cover) = cover(asked).filter(|_| !o_path && resolve == 0 && !journalled) {
             if self.continues_as_written(&written, at.dirfd, asked) {
                 return Ok(Answer::Continue(cover));
             }
@@ -136,10 +141,12 @@ impl Call<'_> {
             Target::Missing { .. } => None,
         };
         // What a person allowed (`--ask`) the backstop does not grant: the
-        // kernel would refuse it, so it is opened here.
-        if let Some(cover) = continued.filter(|_| !self.approved) {
+        // kernel would refuse it, so it is opened here; so is a change with
+        // a journal.
+        if let Some(cover) = continued.filter(|_| !self.approved && !journalled) {
             return Ok(Answer::Continue(cover));
         }
+        let journal = if journalled { self.journal_for(&r.path) } else { None };
         // The caller's flags, for an object reopened here: never as a
         // controlling terminal.
         let reopen = flags & !(libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW | libc::O_CLOEXEC) | libc::O_NOCTTY;
@@ -153,8 +160,14 @@ impl Call<'_> {
                 // check, fail instead of creating wherever it points.
                 let flags = (flags | libc::O_NOFOLLOW) & !libc::O_CLOEXEC;
                 let mode = self.creation_mode(parent.as_fd(), mode)?;
+                if let Some(journal) = journal {
+                    let fd = create_journalled(&journal, parent.as_fd(), &name, &r.path, flags, mode, exclusive)?;
+                    return Ok(wait.done(fd)?);
+                }
                 let first = fs::openat(Dir::Fd(parent.as_fd()), &name, flags | libc::O_NONBLOCK, mode);
-                self.install(first, wait, move || Ok(Opening { dir: parent, name, flags, mode, held: None }))
+                self.install(first, wait, move || {
+                    Ok(Opening { dir: parent, name, flags, mode, held: None, step: None })
+                })
             }
             Target::Exists { .. } if exclusive => Err(Errno::EEXIST.into()),
             Target::Exists { stat, fd } => {
@@ -184,11 +197,23 @@ impl Call<'_> {
                 let mode = if tmpfile { self.creation_mode(fd.as_fd(), mode)? } else { 0 };
                 let fifo = kind == libc::S_IFIFO;
                 let wait = Wait { fifo, reader: fifo && flags & libc::O_ACCMODE == libc::O_RDONLY, ..wait };
+                // A regular file changed with a journal: opened without
+                // O_TRUNC, kept from the descriptor opened, then truncated.
+                let step = journal.filter(|_| kind == libc::S_IFREG && !tmpfile).map(|journal| JournalStep {
+                    journal,
+                    path: r.path.clone(),
+                    truncate: reopen & libc::O_TRUNC != 0,
+                });
+                let reopen = if step.is_some() { reopen & !libc::O_TRUNC } else { reopen };
                 let resolver = &self.cx.ground.resolver;
                 let first = self.on_behalf(proc, || resolver.reopen(fd.as_fd(), reopen | libc::O_NONBLOCK, mode));
+                let first = match (&step, first) {
+                    (Some(step), Ok(opened)) => Ok(step.apply(opened)?),
+                    (_, first) => first,
+                };
                 self.install(first, wait, move || {
                     let (dir, name) = resolver.reopening(fd.as_fd())?;
-                    Ok(Opening { dir, name, flags: reopen, mode, held: Some(fd) })
+                    Ok(Opening { dir, name, flags: reopen, mode, held: Some(fd), step })
                 })
             }
             Target::Anonymous { fd } => {
@@ -400,12 +425,97 @@ pub(super) struct Opening {
     flags: i32,
     mode: u32,
     held: Option<OwnedFd>,
+    /// What the journal does with the file once it is open.
+    step: Option<JournalStep>,
 }
 
 impl Opening {
     fn open(&self) -> Result<OwnedFd, Errno> {
         let _ = &self.held;
-        fs::openat(Dir::Fd(self.dir.as_fd()), &self.name, self.flags | libc::O_NONBLOCK, self.mode)
+        let fd = fs::openat(Dir::Fd(self.dir.as_fd()), &self.name, self.flags | libc::O_NONBLOCK, self.mode)?;
+        match &self.step {
+            Some(step) => step.apply(fd),
+            None => Ok(fd),
+        }
+    }
+}
+
+/// An existing regular file opened to be changed, with a journal: its
+/// pre-image is kept from the descriptor opened (the object the caller
+/// gets, whatever its path says by now), then it is truncated if the
+/// caller asked for `O_TRUNC`, all under the journal's lock.
+pub(super) struct JournalStep {
+    journal: std::sync::Arc<crate::journal::Journal>,
+    path: Vec<u8>,
+    truncate: bool,
+}
+
+impl JournalStep {
+    fn apply(&self, fd: OwnedFd) -> Result<OwnedFd, Errno> {
+        let mut held = self.journal.lock()?;
+        identity::as_supervisor(|| held.keep(fd.as_fd(), &self.path, self.truncate || writes_content(&fd)))?;
+        if self.truncate {
+            truncate(&fd)?;
+        }
+        Ok(fd)
+    }
+}
+
+/// Whether `fd` was opened to write (not `O_RDONLY` with `O_TRUNC` alone).
+fn writes_content(fd: &OwnedFd) -> bool {
+    fs::status_flags(fd.as_fd()).is_ok_and(|f| f & libc::O_ACCMODE != libc::O_RDONLY)
+}
+
+/// Truncates the file `fd` opened to length 0, as `O_TRUNC` would (an
+/// `O_RDONLY | O_TRUNC` open truncates too, where the caller may write:
+/// the file is opened again for writing, with the caller's credentials).
+fn truncate(fd: &OwnedFd) -> Result<(), Errno> {
+    if writes_content(fd) {
+        return nix::unistd::ftruncate(fd, 0);
+    }
+    let again = fs::openat(
+        Dir::Cwd,
+        &super::super::resolve::Resolver::proc_path(fd.as_fd()),
+        libc::O_WRONLY | libc::O_NOCTTY | libc::O_NONBLOCK,
+        0,
+    )?;
+    nix::unistd::ftruncate(&again, 0)
+}
+
+/// Creates `name` in `parent` (at `path`) for an open with a journal: the
+/// directory's attributes kept first, the file made exclusively so that
+/// the journal knows it is the session's, and journalled as made. A name
+/// that appeared since the check (and the caller did not ask `O_EXCL`) is
+/// opened as the existing file it is, kept, and truncated if asked.
+fn create_journalled(
+    journal: &crate::journal::Journal,
+    parent: std::os::fd::BorrowedFd<'_>,
+    name: &std::ffi::CStr,
+    path: &[u8],
+    flags: i32,
+    mode: u32,
+    exclusive: bool,
+) -> Result<OwnedFd, Errno> {
+    let mut held = journal.lock()?;
+    let dir_path = &path[..path.iter().rposition(|&b| b == b'/').unwrap_or(0).max(1)];
+    identity::as_supervisor(|| held.keep(parent, dir_path, false))?;
+    match fs::openat(Dir::Fd(parent), name, flags | libc::O_EXCL | libc::O_NONBLOCK, mode) {
+        Ok(fd) => {
+            identity::as_supervisor(|| held.made_at(parent, name, path))?;
+            Ok(fd)
+        }
+        Err(Errno::EEXIST) if !exclusive => {
+            let existing = flags & !(libc::O_CREAT | libc::O_TRUNC);
+            let fd = fs::openat(Dir::Fd(parent), name, existing | libc::O_NONBLOCK, 0)?;
+            if fs::fstat(fd.as_fd())?.st_mode & libc::S_IFMT == libc::S_IFREG {
+                identity::as_supervisor(|| held.keep(fd.as_fd(), path, true))?;
+                if flags & libc::O_TRUNC != 0 {
+                    truncate(&fd)?;
+                }
+            }
+            Ok(fd)
+        }
+        Err(e) => Err(e),
     }
 }
 

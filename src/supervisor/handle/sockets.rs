@@ -257,19 +257,32 @@ impl Call<'_> {
         match self.address(addr, len)? {
             Address::Path(bytes) => {
                 let arg = self.socket_path(bytes)?;
-                let Some((dir, name)) = self.bind_place(&arg)? else {
+                let Some((dir, name, dir_path)) = self.bind_place(&arg)? else {
                     return Err(Errno::EADDRINUSE.into());
                 };
                 let umask = self.umask()?;
+                // With a journal, the socket file is a name made there.
+                let path = [&dir_path[..], b"/", name.as_bytes()].concat();
+                let journal = self.journal_for(&path);
+                let mut held = match &journal {
+                    Some(j) => Some(j.lock()?),
+                    None => None,
+                };
+                if let Some(held) = held.as_mut() {
+                    identity::as_supervisor(|| held.keep(dir.as_fd(), &dir_path, false))?;
+                }
                 // The socket file is made by the kernel's mknod, with the
                 // binding thread's umask and in its cwd: this worker's own
                 // (`identity::own_fs`), set to the caller's and the checked
                 // directory.
-                identity::in_directory(dir.as_fd(), umask, || {
+                let done = identity::in_directory(dir.as_fd(), umask, || {
                     socket::bind(sock.as_fd(), &unix_address(name.as_bytes()))
-                })
-                .map(|()| Answer::Value(0))
-                .map_err(|e| if e == Errno::EEXIST { Errno::EADDRINUSE } else { e }.into())
+                });
+                if let (Some(held), Ok(())) = (held.as_mut(), done) {
+                    identity::as_supervisor(|| held.made_at(dir.as_fd(), &name, &path))?;
+                }
+                done.map(|()| Answer::Value(0))
+                    .map_err(|e| if e == Errno::EEXIST { Errno::EADDRINUSE } else { e }.into())
             }
             Address::Abstract(bytes) => {
                 socket::bind(sock.as_fd(), &bytes)?;
@@ -297,14 +310,14 @@ impl Call<'_> {
     /// The checked directory and name a pathname bind makes its socket
     /// file in, decided as a create; `None` when the name exists (the
     /// kernel's `EADDRINUSE`) or names no entry.
-    fn bind_place(&mut self, arg: &PathArg) -> Result<Option<(OwnedFd, std::ffi::CString)>, Stop> {
+    fn bind_place(&mut self, arg: &PathArg) -> Result<Option<(OwnedFd, std::ffi::CString, Vec<u8>)>, Stop> {
         match self.parent(arg, Access::Create)? {
             super::Named::Entry(p) => {
                 if p.entry()?.is_some() {
                     return Ok(None);
                 }
                 self.check_entry(arg, &p, Access::Create)?;
-                Ok(Some((p.fd, p.name)))
+                Ok(Some((p.fd, p.name, p.path)))
             }
             super::Named::Nameless(..) => Ok(None),
         }
