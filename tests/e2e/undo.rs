@@ -721,3 +721,20 @@ for i in $(seq 8); do mkdir new$i; echo made > new$i/file; echo again > new$i/fi
     assert_eq!(o.status.code(), Some(0), "{}{}", stdout(&o), stderr(&o));
     assert_eq!(differences(&before, &manifest(&j.t.ws)), Vec::<String>::new());
 }
+
+/// A file whose other name is outside the journalled trees, removed from
+/// them: its content was not kept (it lived on), and undo, which does not
+/// look outside the trees, says that it put the name back empty.
+#[test]
+fn a_name_whose_file_lives_on_outside_the_trees_is_named_when_undone() {
+    let Some(j) = Journalled::new() else { return };
+    std::fs::write(j.t.outside.join("store"), "in a store elsewhere\n").unwrap();
+    std::fs::hard_link(j.t.outside.join("store"), j.t.ws.join("linked")).unwrap();
+    let journal = j.journal("journal");
+    let o = j.session(&journal, &[], "rm \"$WS/linked\"");
+    assert_eq!(o.status.code(), Some(0), "{}{}", stdout(&o), stderr(&o));
+    let o = j.undo(&journal, &[]);
+    assert_eq!(o.status.code(), Some(1), "{}{}", stdout(&o), stderr(&o));
+    assert!(stderr(&o).contains("linked: put back empty"), "{}", stderr(&o));
+    assert!(j.t.ws.join("linked").exists());
+}
