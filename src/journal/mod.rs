@@ -290,7 +290,7 @@ impl Journal {
         if self.failed.load(Ordering::SeqCst) || st.ended {
             return Err(Errno::EIO);
         }
-        Ok(Guard { journal: self, st })
+        Ok(Guard { journal: self, st, dying: Vec::new() })
     }
 
     /// Why it failed, if it did.
@@ -377,6 +377,10 @@ fn write_line(st: &mut State, line: &Line) -> Result<(), Errno> {
 pub struct Guard<'a> {
     journal: &'a Journal,
     st: std::sync::MutexGuard<'a, State>,
+    /// The objects the removal or rename under way takes the last name
+    /// of: once it is made, their identities are forgotten
+    /// ([`Guard::outcome`]).
+    dying: Vec<ObjectId>,
 }
 
 impl Guard<'_> {
@@ -517,12 +521,13 @@ impl Guard<'_> {
         path: &[u8],
         dir_path: &[u8],
     ) -> Result<Option<u64>, Errno> {
+        self.dying.clear();
         let parent = fs::fstat(dir)?;
         let Some(st) = fs::fstatat(Dir::Fd(dir), name, libc::AT_SYMLINK_NOFOLLOW).ok() else { return Ok(None) };
+        if last_name(&st) {
+            self.dying.push(ObjectId::of(&st));
+        }
         if self.made(&parent) && self.made(&st) {
-            if st.st_nlink <= 1 || st.st_mode & libc::S_IFMT == libc::S_IFDIR {
-                self.st.born.remove(&ObjectId::of(&st));
-            }
             return Ok(None);
         }
         self.keep(dir, dir_path, false)?;
@@ -543,26 +548,38 @@ impl Guard<'_> {
         Ok(Some(seq))
     }
 
-    /// Journals a rename before it is made: `from` (none when its
-    /// directory is outside the journalled trees) to `to`; its change
-    /// number, for [`Guard::outcome`], or `None` when there is nothing to
-    /// journal (everything involved was made by the session).
-    pub fn renaming(&mut self, from: Option<Side<'_>>, to: Side<'_>, exchange: bool) -> Result<Option<u64>, Errno> {
-        let moved = match &from {
-            Some(f) => fs::fstatat(Dir::Fd(f.dir), f.name, libc::AT_SYMLINK_NOFOLLOW)?,
-            None => return self.moving_in(to),
-        };
-        let from = from.expect("matched above");
+    /// Journals a rename before it is made: `from` (`inside`: in the
+    /// journalled trees; else moved in from outside them) to `to`; its
+    /// change number, for [`Guard::outcome`], or `None` when there is
+    /// nothing to journal (everything involved was made by the session,
+    /// or the rename changes nothing).
+    pub fn renaming(
+        &mut self,
+        from: Side<'_>,
+        inside: bool,
+        to: Side<'_>,
+        exchange: bool,
+    ) -> Result<Option<u64>, Errno> {
+        self.dying.clear();
+        let moved = fs::fstatat(Dir::Fd(from.dir), from.name, libc::AT_SYMLINK_NOFOLLOW)?;
         let victim = fs::fstatat(Dir::Fd(to.dir), to.name, libc::AT_SYMLINK_NOFOLLOW).ok();
+        // Two names of one file: the kernel's rename does nothing at all
+        // (undo would remove a name that was there before).
+        if victim.as_ref().is_some_and(|v| ObjectId::of(v) == ObjectId::of(&moved)) {
+            return Ok(None);
+        }
+        if !inside {
+            return self.moving_in(to, victim);
+        }
+        if let Some(v) = victim.as_ref().filter(|v| !exchange && last_name(v)) {
+            self.dying.push(ObjectId::of(v));
+        }
         let (from_dir, to_dir) = (fs::fstat(from.dir)?, fs::fstat(to.dir)?);
         let all_made = self.made(&from_dir)
             && self.made(&to_dir)
             && self.made(&moved)
             && victim.as_ref().is_none_or(|v| self.made(v));
         if all_made {
-            if let Some(v) = victim.filter(|v| v.st_nlink <= 1 && !exchange) {
-                self.st.born.remove(&ObjectId::of(&v));
-            }
             return Ok(None);
         }
         self.keep(from.dir, from.dir_path, false)?;
@@ -592,8 +609,10 @@ impl Guard<'_> {
 
     /// A rename into the journalled trees from outside them: the name it
     /// takes is removed by undo, what it replaces is put back.
-    fn moving_in(&mut self, to: Side<'_>) -> Result<Option<u64>, Errno> {
-        let victim = fs::fstatat(Dir::Fd(to.dir), to.name, libc::AT_SYMLINK_NOFOLLOW).ok();
+    fn moving_in(&mut self, to: Side<'_>, victim: Option<libc::stat>) -> Result<Option<u64>, Errno> {
+        if let Some(v) = victim.as_ref().filter(|v| last_name(v)) {
+            self.dying.push(ObjectId::of(v));
+        }
         self.keep(to.dir, to.dir_path, false)?;
         if let Some(v) = &victim {
             self.keep_at(to.dir, to.name, to.path, v.st_nlink <= 1)?;
@@ -617,9 +636,21 @@ impl Guard<'_> {
         Ok(Some(seq))
     }
 
-    /// After a journalled removal or rename: if the call failed, says that
-    /// nothing changed (a `void` line).
+    /// After a removal or rename ([`Guard::removing`], [`Guard::renaming`]):
+    /// if the call failed, says that nothing changed (a `void` line); if it
+    /// was made, forgets the objects it took the last name of. Their inode
+    /// numbers are free to be given to new objects from now on (file
+    /// systems such as ext4 do so at once), and a new object must not pass
+    /// for the old one: as one the session made it is never kept, and as
+    /// one kept already it would be thought made by the session.
     pub fn outcome(&mut self, seq: Option<u64>, result: Result<(), Errno>) -> Result<(), Errno> {
+        let dying = std::mem::take(&mut self.dying);
+        if result.is_ok() {
+            for id in dying {
+                self.st.kept.remove(&id);
+                self.st.born.remove(&id);
+            }
+        }
         match (seq, result) {
             (Some(entry), Err(errno)) => {
                 // Written even after a failure: the reserve made room.
@@ -638,6 +669,12 @@ impl Guard<'_> {
         self.st.born.insert(ObjectId::of(&st));
         Ok(())
     }
+}
+
+/// Whether removing a name of the object `st` describes removes the object
+/// ([`schema::last_name`]).
+fn last_name(st: &libc::stat) -> bool {
+    schema::last_name(Kind::of(st.st_mode), st.st_nlink)
 }
 
 /// One side of a rename: the pinned directory, its canonical path, the

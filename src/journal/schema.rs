@@ -86,6 +86,15 @@ impl Kind {
     }
 }
 
+/// Whether removing a name of an object of `kind` with `nlink` links
+/// removes the object itself: a file's last link, or a directory (whose
+/// link count counts its subdirectories' `..`, not other names: it has one
+/// name, and is removed only when empty). Its inode number is then free
+/// for the next object the file system makes.
+pub fn last_name(kind: Kind, nlink: u64) -> bool {
+    kind == Kind::Dir || nlink <= 1
+}
+
 /// An object's attributes as they were.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Meta {

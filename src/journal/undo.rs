@@ -7,16 +7,19 @@
 //! (`--force` goes on). Then the changes are undone in reverse order, each
 //! on the names as they were right after it: a rename moved back, a name
 //! made removed (a directory whole), a name removed put back (as a link to
-//! the object it named when that object lives on), and each pre-image put
-//! back where its object then was (content, mode, owner, extended
-//! attributes, times). Directories get their times once more at the end,
+//! the object it named when that object lives on under another name, else
+//! a new object that its pre-image fills), and each pre-image put back
+//! where its object then was (content, mode, owner, extended attributes,
+//! times). An object is told apart by its device and inode and by which
+//! life of that identity it is ([`Lives`]): the file system gives a freed
+//! inode number to the next object it makes. Directories get their times once more at the end,
 //! since putting back their entries changed them. Names are looked up
 //! without following any symlink, so nothing planted in the trees leads
 //! `undo` outside them.
 
 use super::keep::{copy, open_nofollow, size};
 use super::read::{self, ReadError, Tampered};
-use super::schema::{self, timespec, Keep, Kind, Line, ObjectId, Rename};
+use super::schema::{self, last_name, timespec, Keep, Kind, Line, ObjectId, Rename};
 use super::seal;
 use crate::audit::{Bytes, TrailKey};
 use crate::sys::fs::{self, Dir};
@@ -122,17 +125,16 @@ pub fn undo(
         }
         report.overridden = changed.into_iter().map(|(p, why)| format!("{p}: {why}")).collect();
     }
-    let mut undoer = Undoer::new(&journal, options.dry_run, say);
     let void = seal::voided(&journal.lines);
-    for line in journal.lines.iter().rev() {
-        if line.seq().is_some_and(|s| void.contains(&s)) {
-            continue;
-        }
+    let lines: Vec<&Line> = journal.lines.iter().filter(|l| l.seq().is_some_and(|s| !void.contains(&s))).collect();
+    let lives = Lives::of(&lines);
+    let mut undoer = Undoer::new(&journal, &lines, &lives, options.dry_run, say);
+    for (line, at) in lines.iter().zip(&lives.at).rev() {
         match line {
-            Line::Keep(k) => undoer.restore(k),
+            Line::Keep(k) => undoer.restore(k, at.object),
             Line::Create(c) => undoer.unmake(&c.path.0),
-            Line::Remove(r) => undoer.remake(&r.path.0, r.object, r.kind, r.nlink),
-            Line::Rename(r) => undoer.unrename(r),
+            Line::Remove(r) => undoer.remake(&r.path.0, at.object, r.kind, r.nlink),
+            Line::Rename(r) => undoer.unrename(r, at.victim),
             _ => {}
         }
     }
@@ -176,19 +178,97 @@ fn changed_since(journal: &read::Journal) -> Vec<(String, &'static str)> {
     changed
 }
 
+/// One object, as undo tells objects apart: its identity while the
+/// session ran, and which life of that identity. A file system gives the
+/// inode number of an object gone to the next object it makes (ext4 does
+/// at once: `git` removes a file and the lock file it makes next has its
+/// number), so within one session a device and inode can name several
+/// objects one after the other. Each journalled removal of an object's
+/// last name (a file's last link, or a directory) ends a life; the session
+/// forgets the identity then too ([`super::Guard::outcome`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+struct Life {
+    object: ObjectId,
+    n: u32,
+}
+
+/// The objects of one change line: the one it names (the object moved, for
+/// a rename) and what a rename put its name over.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct At {
+    object: Life,
+    victim: Option<Life>,
+}
+
+/// The lives of the objects the change lines name, played forward.
+#[derive(Debug, Default)]
+struct Lives {
+    /// One per change line, in order.
+    at: Vec<At>,
+    /// Each identity's last life: the object that has it when the session
+    /// ends, if any has.
+    last: HashMap<ObjectId, u32>,
+}
+
+impl Lives {
+    /// The lives of `lines`, the change lines of a journal that happened
+    /// (no voided ones), in order.
+    fn of(lines: &[&Line]) -> Lives {
+        let mut lives = Lives::default();
+        for line in lines {
+            let (object, victim) = match line {
+                Line::Keep(k) => (k.object, None),
+                Line::Create(c) => (c.object, None),
+                Line::Remove(r) => (r.object, None),
+                Line::Rename(r) => (r.object, r.victim.as_ref()),
+                _ => (ObjectId { dev: 0, ino: 0 }, None),
+            };
+            lives.at.push(At { object: lives.life(object), victim: victim.map(|v| lives.life(v.object)) });
+            match line {
+                Line::Remove(r) if last_name(r.kind, r.nlink) => lives.end(r.object),
+                Line::Rename(Rename { victim: Some(v), exchange: false, .. }) if last_name(v.kind, v.nlink) => {
+                    lives.end(v.object)
+                }
+                _ => {}
+            }
+        }
+        lives
+    }
+
+    /// The life `object` has now.
+    fn life(&self, object: ObjectId) -> Life {
+        Life { object, n: self.last.get(&object).copied().unwrap_or(0) }
+    }
+
+    /// The object with this identity is gone: the next one to have it is
+    /// another.
+    fn end(&mut self, object: ObjectId) {
+        *self.last.entry(object).or_default() += 1;
+    }
+
+    /// Whether `life` is its identity's last: the object (if one was
+    /// there before the session) is there when the session ends.
+    fn is_last(&self, life: Life) -> bool {
+        self.life(life.object) == life
+    }
+}
+
 /// The journal undone, change by change.
 struct Undoer<'a> {
     dry_run: bool,
     say: &'a mut dyn FnMut(&str),
+    lives: &'a Lives,
     /// Every pre-image of each object (a symlink's target is taken from
-    /// one when it is made again).
-    keeps: HashMap<ObjectId, Vec<&'a Keep>>,
+    /// one when it is made again). An object with one was there before the
+    /// session; the session keeps none of those it makes.
+    keeps: HashMap<Life, Vec<&'a Keep>>,
     /// Objects a removal left alive under another name: where they are is
     /// kept as a handle once known, to link their names back to.
-    linked: HashSet<ObjectId>,
-    handles: HashMap<ObjectId, OwnedFd>,
-    /// Where the linked objects live on (found by walking the trees once).
-    found: Option<HashMap<ObjectId, OwnedFd>>,
+    linked: HashSet<Life>,
+    handles: HashMap<Life, OwnedFd>,
+    /// Where the linked objects that were there before the session and are
+    /// there when it ends live on (found by walking the trees once).
+    found: Option<HashMap<Life, OwnedFd>>,
     roots: Vec<Vec<u8>>,
     objects: PathBuf,
     /// Directories whose times were put back, to put back again at the end.
@@ -197,17 +277,23 @@ struct Undoer<'a> {
 }
 
 impl<'a> Undoer<'a> {
-    fn new(journal: &'a read::Journal, dry_run: bool, say: &'a mut dyn FnMut(&str)) -> Self {
-        let mut keeps: HashMap<ObjectId, Vec<&Keep>> = HashMap::new();
+    fn new(
+        journal: &'a read::Journal,
+        lines: &[&'a Line],
+        lives: &'a Lives,
+        dry_run: bool,
+        say: &'a mut dyn FnMut(&str),
+    ) -> Self {
+        let mut keeps: HashMap<Life, Vec<&Keep>> = HashMap::new();
         let mut linked = HashSet::new();
-        for line in &journal.lines {
+        for (line, at) in lines.iter().zip(&lives.at) {
             match line {
-                Line::Keep(k) => keeps.entry(k.object).or_default().push(k),
-                Line::Remove(r) if r.nlink > 1 => {
-                    linked.insert(r.object);
+                Line::Keep(k) => keeps.entry(at.object).or_default().push(k),
+                Line::Remove(r) if !last_name(r.kind, r.nlink) => {
+                    linked.insert(at.object);
                 }
-                Line::Rename(Rename { victim: Some(v), .. }) if v.nlink > 1 => {
-                    linked.insert(v.object);
+                Line::Rename(Rename { victim: Some(v), exchange: false, .. }) if !last_name(v.kind, v.nlink) => {
+                    linked.extend(at.victim);
                 }
                 _ => {}
             }
@@ -215,6 +301,7 @@ impl<'a> Undoer<'a> {
         Undoer {
             dry_run,
             say,
+            lives,
             keeps,
             linked,
             handles: HashMap::new(),
@@ -236,7 +323,7 @@ impl<'a> Undoer<'a> {
     }
 
     /// A pre-image put back on the object now at its path.
-    fn restore(&mut self, k: &Keep) {
+    fn restore(&mut self, k: &Keep, life: Life) {
         let path = text(&k.path.0);
         if let Some(why) = &k.not_restorable {
             self.report.not_restorable.push(format!("{path}: {why}"));
@@ -273,8 +360,8 @@ impl<'a> Undoer<'a> {
                 self.dirs.push((again, k.meta.atime, k.meta.mtime));
             }
         }
-        if self.linked.contains(&k.object) && !self.handles.contains_key(&k.object) {
-            self.handles.insert(k.object, fd);
+        if self.linked.contains(&life) && !self.handles.contains_key(&life) {
+            self.handles.insert(life, fd);
         }
         self.did(format!("restored {path} ({what})"));
     }
@@ -334,9 +421,9 @@ impl<'a> Undoer<'a> {
     }
 
     /// A name the session removed, put back: a link to its object where
-    /// it lives on, else a new object of its kind (its content and
-    /// attributes follow from its pre-image).
-    fn remake(&mut self, path: &[u8], object: ObjectId, kind: Kind, nlink: u64) {
+    /// it lives on under another name, else a new object of its kind (its
+    /// content and attributes follow from its pre-image).
+    fn remake(&mut self, path: &[u8], life: Life, kind: Kind, nlink: u64) {
         let shown = text(path);
         if self.dry_run {
             return self.did(format!("would put back {shown}"));
@@ -346,18 +433,23 @@ impl<'a> Undoer<'a> {
         }
         let (dir, name) = match parent_of(path) {
             Ok(p) => p,
-            Err(e) => return self.problem(format!("{shown}: not put back: its directory: {e}")),
+            Err(e) => return self.problem(format!("{shown}: not put back: {e}")),
         };
-        if kind != Kind::Dir && (self.handles.contains_key(&object) || nlink > 1) {
-            let handle = match self.handles.get(&object) {
-                Some(h) => Some(h),
-                None => self.find(object),
-            };
-            if let Some(h) = handle {
-                match fs::link_handle(h.as_fd(), dir.as_fd(), &name) {
-                    Ok(()) => return self.did(format!("put back {shown} (a link, as it was)")),
-                    Err(e) => return self.problem(format!("{shown}: its link could not be made again: {e}")),
-                }
+        if !last_name(kind, nlink) {
+            if let Some(h) = self.living(life) {
+                return match fs::link_handle(h.as_fd(), dir.as_fd(), &name) {
+                    Ok(()) => self.did(format!("put back {shown} (a link, as it was)")),
+                    Err(e) => self.problem(format!("{shown}: its link could not be made again: {e}")),
+                };
+            }
+            // Where the session made it, its names all go again: any file
+            // stands in until then. One that was there before lived on
+            // where undo does not look, and its content was not kept.
+            if self.keeps.contains_key(&life) {
+                self.problem(format!(
+                    "{shown}: put back empty: it lived on under another name, which is not in the journalled \
+                     trees, and its content was not kept"
+                ));
             }
         }
         let made = match kind {
@@ -371,7 +463,7 @@ impl<'a> Undoer<'a> {
             Kind::Dir => fs::mkdirat(dir.as_fd(), &name, 0o700),
             Kind::Fifo => fs::mknodat(dir.as_fd(), &name, libc::S_IFIFO | 0o600, 0),
             Kind::Symlink => {
-                let target = self.keeps.get(&object).and_then(|ks| ks.iter().find_map(|k| k.target.clone()));
+                let target = self.keeps.get(&life).and_then(|ks| ks.iter().find_map(|k| k.target.clone()));
                 match target.and_then(|t| CString::new(t.0).ok()) {
                     Some(t) => fs::symlinkat(&t, dir.as_fd(), &name),
                     // Made by the session: any target stands in until the
@@ -386,16 +478,16 @@ impl<'a> Undoer<'a> {
         if let Err(e) = made {
             return self.problem(format!("{shown}: not put back: {e}"));
         }
-        if self.linked.contains(&object) {
+        if self.linked.contains(&life) {
             if let Ok(h) = fs::openat(Dir::Fd(dir.as_fd()), &name, libc::O_PATH | libc::O_NOFOLLOW, 0) {
-                self.handles.insert(object, h);
+                self.handles.insert(life, h);
             }
         }
         self.did(format!("put back {shown}"));
     }
 
     /// A rename undone: the name moved back, what it replaced put back.
-    fn unrename(&mut self, r: &Rename) {
+    fn unrename(&mut self, r: &Rename, victim: Option<Life>) {
         let to = text(&r.to.0);
         match &r.from {
             None => self.unmake(&r.to.0),
@@ -420,32 +512,54 @@ impl<'a> Undoer<'a> {
                 }
             }
         }
-        if let Some(v) = &r.victim {
-            self.remake(&r.to.0, v.object, v.kind, v.nlink);
+        if let (Some(v), Some(life)) = (&r.victim, victim) {
+            self.remake(&r.to.0, life, v.kind, v.nlink);
         }
     }
 
-    /// Where `object` lives on under another name: the journalled trees
-    /// are walked once for every such object.
-    fn find(&mut self, object: ObjectId) -> Option<&OwnedFd> {
+    /// Where the object `life` lives on under another name, at this point
+    /// of the undo: the object undo made again for it, or the very object,
+    /// found in the journalled trees by its inode. That is only trusted
+    /// for an object that was there before the session (it has a
+    /// pre-image) and has its identity still when the session ends: every
+    /// removal of such an object's last name is journalled (and undone
+    /// before, making it again), so while undo runs no other object can
+    /// have its inode. An object the session made, and one whose identity
+    /// another object took after it, may share its inode with anything.
+    fn living(&mut self, life: Life) -> Option<&OwnedFd> {
+        if self.handles.contains_key(&life) {
+            return self.handles.get(&life);
+        }
+        if !self.keeps.contains_key(&life) || !self.lives.is_last(life) {
+            return None;
+        }
         if self.found.is_none() {
+            let wanted: HashSet<ObjectId> = self
+                .linked
+                .iter()
+                .filter(|l| self.keeps.contains_key(l) && self.lives.is_last(**l))
+                .map(|l| l.object)
+                .collect();
             let mut found = HashMap::new();
             for root in &self.roots {
                 seal::walk(root, &mut |p, _| {
                     let Some(st) = lstat(p) else { return };
                     let id = ObjectId::of(&st);
-                    if self.linked.contains(&id) && !found.contains_key(&id) {
-                        if let Ok(h) = open_nofollow(p, libc::O_PATH) {
-                            found.insert(id, h);
-                        }
+                    let life = self.lives.life(id);
+                    if st.st_mode & libc::S_IFMT == libc::S_IFDIR || !wanted.contains(&id) || found.contains_key(&life)
+                    {
+                        return;
+                    }
+                    if let Ok(h) = open_nofollow(p, libc::O_PATH) {
+                        found.insert(life, h);
                     }
                 });
             }
             self.found = Some(found);
         }
-        let h = self.found.as_mut()?.remove(&object)?;
-        self.handles.insert(object, h);
-        self.handles.get(&object)
+        let h = self.found.as_mut()?.remove(&life)?;
+        self.handles.insert(life, h);
+        self.handles.get(&life)
     }
 
     /// Directories' times, once more: putting their entries back changed
@@ -556,4 +670,91 @@ fn remove_tree(dir: BorrowedFd<'_>, name: &CString, dev: u64) -> Result<(), Errn
 /// How much a journal keeps, in words.
 pub fn describe(bytes: u64) -> String {
     size(bytes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::schema::{Create, Meta, Remove, Victim};
+    use super::*;
+
+    fn id(ino: u64) -> ObjectId {
+        ObjectId { dev: 1, ino }
+    }
+    fn path(p: &str) -> Bytes {
+        Bytes(p.as_bytes().to_vec())
+    }
+    fn keep(seq: u64, ino: u64, p: &str) -> Line {
+        let meta = Meta { mode: 0o644, uid: 0, gid: 0, size: 0, nlink: 1, atime: [0, 0], mtime: [0, 0] };
+        Line::Keep(Box::new(Keep {
+            seq,
+            object: id(ino),
+            path: path(p),
+            kind: Kind::File,
+            meta,
+            target: None,
+            xattrs: None,
+            content: None,
+            packed: None,
+            reflink: false,
+            not_restorable: None,
+        }))
+    }
+    fn create(seq: u64, ino: u64, p: &str, kind: Kind) -> Line {
+        Line::Create(Create { seq, path: path(p), kind, object: id(ino) })
+    }
+    fn remove(seq: u64, ino: u64, p: &str, kind: Kind, nlink: u64) -> Line {
+        Line::Remove(Remove { seq, path: path(p), kind, object: id(ino), nlink })
+    }
+    fn life(ino: u64, n: u32) -> Life {
+        Life { object: id(ino), n }
+    }
+
+    /// What `git` does on ext4: the inode of a file it removes is the next
+    /// lock file's, and a victim's the next object's.
+    #[test]
+    fn an_inode_number_given_again_names_another_object() {
+        let lines = [
+            keep(1, 7, "/w/sub/y"),
+            remove(2, 7, "/w/sub/y", Kind::File, 1),
+            create(3, 7, "/w/.git/objects/19", Kind::Dir),
+            // A directory's link count is not its names: removing it ends it.
+            remove(4, 7, "/w/.git/objects/19", Kind::Dir, 2),
+            create(5, 7, "/w/.git/index.lock", Kind::File),
+            keep(6, 9, "/w/.git/index"),
+            Line::Rename(Rename {
+                seq: 7,
+                from: Some(path("/w/.git/index.lock")),
+                to: path("/w/.git/index"),
+                exchange: false,
+                object: id(7),
+                kind: Kind::File,
+                victim: Some(Victim { object: id(9), kind: Kind::File, nlink: 1 }),
+            }),
+            create(8, 9, "/w/.git/objects/ab/tmp", Kind::File),
+            create(9, 9, "/w/.git/objects/ab/cd", Kind::File),
+            // One of two links: the object lives on, in the same life.
+            remove(10, 9, "/w/.git/objects/ab/tmp", Kind::File, 2),
+        ];
+        let refs: Vec<&Line> = lines.iter().collect();
+        let lives = Lives::of(&refs);
+        let objects: Vec<Life> = lives.at.iter().map(|a| a.object).collect();
+        assert_eq!(
+            objects,
+            vec![
+                life(7, 0),
+                life(7, 0),
+                life(7, 1),
+                life(7, 1),
+                life(7, 2),
+                life(9, 0),
+                life(7, 2),
+                life(9, 1),
+                life(9, 1),
+                life(9, 1),
+            ]
+        );
+        assert_eq!(lives.at[6].victim, Some(life(9, 0)));
+        assert!(lives.is_last(life(7, 2)) && lives.is_last(life(9, 1)));
+        assert!(!lives.is_last(life(7, 0)) && !lives.is_last(life(9, 0)));
+    }
 }

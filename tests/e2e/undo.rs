@@ -490,3 +490,251 @@ fn the_trail_and_the_journal_name_each_other() {
         .unwrap();
     assert_eq!(verify.status.code(), Some(0), "{}{}", stdout(&verify), stderr(&verify));
 }
+
+/// Whether `program` runs here; says why the test cannot run if not.
+fn have(program: &str) -> bool {
+    let ok = Command::new(program).arg("--version").stdout(Stdio::null()).stderr(Stdio::null()).status().is_ok();
+    if !ok {
+        cannot_run(&format!("{program} is not installed"));
+    }
+    ok
+}
+
+/// `git` run by the test itself (not sandboxed) in `dir`, with an author
+/// and no automatic maintenance.
+fn git(dir: &Path, args: &[&str]) -> Output {
+    Command::new("git")
+        .args(["-c", "user.name=t", "-c", "user.email=t@example.org", "-c", "init.defaultBranch=master"])
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .unwrap()
+}
+
+/// The session a coding agent makes of a repository: an edit, a subtree
+/// removed, a file moved, commits (each writes `.git/index.lock` and
+/// renames it over `.git/index`), a branch made and left, a stash made and
+/// popped, and `git gc` (objects packed, loose ones and their directories
+/// removed, `packed-refs` renamed over). On ext4 the inode of nearly every
+/// file removed is the next new file's: the lock files, objects and
+/// directories git makes next take them.
+const GIT_SESSION: &str = r#"set -e
+cd "$WS/repo"
+g() { git -c user.name=agent -c user.email=agent@example.org -c gc.auto=0 -c maintenance.auto=false "$@"; }
+echo changed >> f1.txt
+rm -rf sub
+g mv f2.txt renamed.txt
+g commit -qam wreck
+g checkout -q -b x
+echo on-x > x.txt
+g add x.txt
+g commit -qm x
+g checkout -q master
+echo dirty >> f5.txt
+g stash -q
+g gc -q
+g stash pop -q
+chmod 600 f3.txt
+ln -sf f4.txt link
+head -c 8388608 /dev/zero | tr '\0' 'x' > big
+"#;
+
+#[test]
+fn a_git_session_is_undone_exactly_and_the_repository_is_whole() {
+    let Some(j) = Journalled::new() else { return };
+    if !have("git") {
+        return;
+    }
+    let repo = j.t.ws.join("repo");
+    std::fs::create_dir(&repo).unwrap();
+    for i in 1..=30 {
+        std::fs::write(repo.join(format!("f{i}.txt")), format!("line {i}\n")).unwrap();
+    }
+    std::fs::create_dir_all(repo.join("sub/deep")).unwrap();
+    std::fs::write(repo.join("sub/deep/y"), "x\n").unwrap();
+    std::os::unix::fs::symlink("f1.txt", repo.join("link")).unwrap();
+    for args in [&["init", "-q"][..], &["add", "-A"], &["commit", "-qm", "init"]] {
+        let o = git(&repo, args);
+        assert!(o.status.success(), "git {args:?}: {}", stderr(&o));
+    }
+    let before = manifest(&j.t.ws);
+    let journal = j.journal("journal");
+    let o = j.session(&journal, &[], GIT_SESSION);
+    assert_eq!(o.status.code(), Some(0), "{}{}", stdout(&o), stderr(&o));
+    // It committed (on master, and on x).
+    assert_eq!(stdout(&git(&repo, &["log", "--oneline", "--all"])).lines().count(), 3);
+    let o = j.undo(&journal, &[]);
+    assert_eq!(o.status.code(), Some(0), "{}{}", stdout(&o), stderr(&o));
+    assert_eq!(differences(&before, &manifest(&j.t.ws)), Vec::<String>::new());
+    assert_eq!(before, manifest(&j.t.ws));
+    // The repository is as healthy as it was: one commit, nothing to
+    // commit, every object there.
+    let log = git(&repo, &["log", "--oneline", "--all"]);
+    assert_eq!(stdout(&log).lines().count(), 1, "{}{}", stdout(&log), stderr(&log));
+    assert!(stdout(&log).ends_with(" init\n"), "{}", stdout(&log));
+    let status = git(&repo, &["status", "--porcelain"]);
+    assert!(status.status.success() && stdout(&status).is_empty(), "{}{}", stdout(&status), stderr(&status));
+    let fsck = git(&repo, &["fsck", "--full", "--strict"]);
+    assert!(fsck.status.success() && stderr(&fsck).is_empty(), "{}{}", stdout(&fsck), stderr(&fsck));
+}
+
+/// A unified diff that changes `lib/f1.txt` to `lib/f6.txt`, removes
+/// `lib/old.txt` and adds `tests/unit/n1.txt` to `n3.txt`: in that order,
+/// the inodes the rewritten files free are the new directories'.
+fn change_diff() -> String {
+    let mut d = String::new();
+    for i in 1..=6 {
+        d += &format!(
+            "--- a/lib/f{i}.txt\n+++ b/lib/f{i}.txt\n@@ -1,2 +1,2 @@\n line one\n-line two {i}\n+line TWO {i}\n"
+        );
+    }
+    d += "--- a/lib/old.txt\n+++ /dev/null\n@@ -1 +0,0 @@\n-gone\n";
+    for i in 1..=3 {
+        d += &format!("--- /dev/null\n+++ b/tests/unit/n{i}.txt\n@@ -0,0 +1 @@\n+new {i}\n");
+    }
+    d
+}
+
+/// Tools that rewrite a file by writing a new one beside it and renaming
+/// it over the old (`patch`, `sed -i`, `perl -pi`), as editors and
+/// formatters do: each rename takes the old file's last name, and the
+/// next file or directory made takes its inode. A patch applied, reverted
+/// (its new files removed, and the directories they emptied) and applied
+/// again, then the files edited in place twice.
+#[test]
+fn files_rewritten_by_rename_over_are_put_back() {
+    let Some(j) = Journalled::new() else { return };
+    if !have("patch") || !have("perl") || !have("sed") {
+        return;
+    }
+    std::fs::create_dir(j.t.ws.join("lib")).unwrap();
+    for i in 1..=6 {
+        std::fs::write(j.t.ws.join(format!("lib/f{i}.txt")), format!("line one\nline two {i}\n")).unwrap();
+    }
+    std::fs::write(j.t.ws.join("lib/old.txt"), "gone\n").unwrap();
+    std::fs::set_permissions(j.t.ws.join("lib/f3.txt"), std::fs::Permissions::from_mode(0o600)).unwrap();
+    std::fs::write(j.t.ro.join("change.diff"), change_diff()).unwrap();
+    let before = manifest(&j.t.ws);
+    let journal = j.journal("journal");
+    let o = j.session(
+        &journal,
+        &[],
+        r#"set -e
+cd "$WS"
+patch -s -p1 < "$RO/change.diff"
+patch -s -p1 -R < "$RO/change.diff"
+patch -s -p1 < "$RO/change.diff"
+sed -i 's/one/ONE/' lib/*.txt tests/unit/*.txt
+perl -pi -e 's/TWO/2/' lib/*.txt
+"#,
+    );
+    assert_eq!(o.status.code(), Some(0), "{}{}", stdout(&o), stderr(&o));
+    assert_eq!(std::fs::read_to_string(j.t.ws.join("lib/f6.txt")).unwrap(), "line ONE\nline 2 6\n");
+    assert!(!j.t.ws.join("lib/old.txt").exists() && j.t.ws.join("tests/unit/n3.txt").exists());
+    let o = j.undo(&journal, &[]);
+    assert_eq!(o.status.code(), Some(0), "{}{}", stdout(&o), stderr(&o));
+    assert_eq!(differences(&before, &manifest(&j.t.ws)), Vec::<String>::new());
+    assert_eq!(before, manifest(&j.t.ws));
+}
+
+/// A file made, renamed over one that was there, then removed, with new
+/// files and directories made and removed between: the file renamed over
+/// comes back from the content kept when it lost its last name, not as a
+/// link to whatever has its inode number since (on ext4, one of the new
+/// objects).
+#[test]
+fn a_file_made_renamed_over_another_and_removed_in_one_session_is_undone() {
+    let Some(j) = Journalled::new() else { return };
+    std::fs::write(j.t.ws.join("victim.txt"), "the user's file\n").unwrap();
+    std::fs::write(j.t.ws.join("other.txt"), "another\n").unwrap();
+    let before = manifest(&j.t.ws);
+    let journal = j.journal("journal");
+    let o = j.session(
+        &journal,
+        &[],
+        r#"set -e
+cd "$WS"
+echo made > made.txt
+mv made.txt victim.txt
+for i in $(seq 32); do
+    echo $i > tmp$i; ln tmp$i obj$i; rm tmp$i
+    mkdir d$i; rmdir d$i
+done
+rm victim.txt obj*
+"#,
+    );
+    assert_eq!(o.status.code(), Some(0), "{}{}", stdout(&o), stderr(&o));
+    assert!(!j.t.ws.join("victim.txt").exists());
+    // Whether the file system gave the victim's inode to a new object
+    // (ext4 does): without that, only the plain case is tested.
+    let text = std::fs::read_to_string(journal.join("journal.jsonl")).unwrap();
+    let victim = text
+        .lines()
+        .find(|l| l.contains("\"type\":\"rename\""))
+        .and_then(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .map(|v| v["victim"]["object"]["ino"].clone())
+        .expect("the rename is journalled with its victim");
+    let reused = text
+        .lines()
+        .filter(|l| l.contains("\"type\":\"create\""))
+        .any(|l| serde_json::from_str::<serde_json::Value>(l).is_ok_and(|v| v["object"]["ino"] == victim));
+    if !reused {
+        eprintln!("note: the file system did not give the victim's inode number to a new object");
+    }
+    let o = j.undo(&journal, &[]);
+    assert_eq!(o.status.code(), Some(0), "{}{}", stdout(&o), stderr(&o));
+    assert_eq!(differences(&before, &manifest(&j.t.ws)), Vec::<String>::new());
+    assert_eq!(before, manifest(&j.t.ws));
+}
+
+/// Directories removed, then new ones made with files in them: on ext4 the
+/// new directories take the removed objects' inode numbers. They are the
+/// session's all the same, so nothing made inside them is journalled (undo
+/// removes each whole), and nothing the session made is kept.
+#[test]
+fn objects_made_where_removed_ones_were_are_the_sessions() {
+    let Some(j) = Journalled::new() else { return };
+    for i in 1..=8 {
+        std::fs::create_dir_all(j.t.ws.join(format!("old{i}/deep"))).unwrap();
+        std::fs::write(j.t.ws.join(format!("old{i}/deep/f")), format!("{i}\n")).unwrap();
+    }
+    let before = manifest(&j.t.ws);
+    let journal = j.journal("journal");
+    let o = j.session(
+        &journal,
+        &[],
+        r#"set -e
+cd "$WS"
+rm -rf old*
+for i in $(seq 8); do mkdir new$i; echo made > new$i/file; echo again > new$i/file; done
+"#,
+    );
+    assert_eq!(o.status.code(), Some(0), "{}{}", stdout(&o), stderr(&o));
+    let text = std::fs::read_to_string(journal.join("journal.jsonl")).unwrap();
+    let inside: Vec<&str> = text
+        .lines()
+        .filter(|l| l.contains("\"type\":\"create\"") || l.contains("\"type\":\"keep\""))
+        .filter(|l| l.contains("/new") && l.contains("/file\""))
+        .collect();
+    assert_eq!(inside, Vec::<&str>::new(), "journalled as if the user's");
+    let o = j.undo(&journal, &[]);
+    assert_eq!(o.status.code(), Some(0), "{}{}", stdout(&o), stderr(&o));
+    assert_eq!(differences(&before, &manifest(&j.t.ws)), Vec::<String>::new());
+}
+
+/// A file whose other name is outside the journalled trees, removed from
+/// them: its content was not kept (it lived on), and undo, which does not
+/// look outside the trees, says that it put the name back empty.
+#[test]
+fn a_name_whose_file_lives_on_outside_the_trees_is_named_when_undone() {
+    let Some(j) = Journalled::new() else { return };
+    std::fs::write(j.t.outside.join("store"), "in a store elsewhere\n").unwrap();
+    std::fs::hard_link(j.t.outside.join("store"), j.t.ws.join("linked")).unwrap();
+    let journal = j.journal("journal");
+    let o = j.session(&journal, &[], "rm \"$WS/linked\"");
+    assert_eq!(o.status.code(), Some(0), "{}{}", stdout(&o), stderr(&o));
+    let o = j.undo(&journal, &[]);
+    assert_eq!(o.status.code(), Some(1), "{}{}", stdout(&o), stderr(&o));
+    assert!(stderr(&o).contains("linked: put back empty"), "{}", stderr(&o));
+    assert!(j.t.ws.join("linked").exists());
+}

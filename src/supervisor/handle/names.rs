@@ -270,11 +270,12 @@ impl Call<'_> {
             (_, Some(j)) => j,
         };
         let mut held = journal.lock()?;
-        let from_side = journal_from.as_ref().map(|_| side(&from, &from_path));
-        let seq = identity::as_supervisor(|| held.renaming(from_side, side(&to, &to_path), exchange))?;
+        let inside = journal_from.is_some();
+        let seq =
+            identity::as_supervisor(|| held.renaming(side(&from, &from_path), inside, side(&to, &to_path), exchange))?;
         let done = rename();
         identity::as_supervisor(|| held.outcome(seq, done))?;
-        if done.is_ok() && journal_from.is_none() {
+        if done.is_ok() && !inside && seq.is_some() {
             identity::as_supervisor(|| held.moved_in(to.fd.as_fd(), &to.name))?;
         }
         done.map(|()| Answer::Value(0)).map_err(Stop::Fail)
