@@ -132,7 +132,7 @@ fn chromium() -> Result<()> {
 
 /// Debian packages the real-workload suite runs: (program that shows it is
 /// installed, package).
-const TOOLS: [(&str, &str); 10] = [
+const TOOLS: [(&str, &str); 12] = [
     ("/usr/bin/rsync", "rsync"),
     // A generated `configure` must run under the shipped policy (fidelity),
     // and the autoconf project's `autoreconf -i` copies automake's
@@ -147,6 +147,9 @@ const TOOLS: [(&str, &str); 10] = [
     ("/usr/bin/make", "make"),
     ("/usr/bin/gcc", "gcc"),
     ("/usr/bin/git", "git"),
+    // The undo tests' tools that rewrite files by renaming over them.
+    ("/usr/bin/patch", "patch"),
+    ("/usr/bin/perl", "perl"),
     // The network proxy's tests and the demo.
     ("/usr/bin/curl", "curl"),
 ];
