@@ -87,12 +87,13 @@ fn socket_in(t: &Tree) -> PathBuf {
 
 /// `interpose run --ask SOCKET --audit TRAIL EXTRA -- sh -c SCRIPT`, the
 /// script starting once `go` exists.
-fn spawn(t: &Tree, socket: &Path, extra: &[&str], script: &str) -> Child {
+fn spawn(t: &Tree, socket: &Path, extra: &[&str], script: &str, env: &[(&str, &str)]) -> Child {
     let trail = t.ws.parent().unwrap().join("trail.jsonl");
     let mut args = vec!["--ask", socket.to_str().unwrap(), "--audit", trail.to_str().unwrap()];
     args.extend_from_slice(extra);
     let script = format!("while [ ! -e go ]; do sleep 0.01; done; {script}");
-    t.command(&args, &["/bin/sh", "-c", &script]).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap()
+    let mut cmd = t.command(&args, &["/bin/sh", "-c", &script]);
+    cmd.envs(env.iter().copied()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap()
 }
 
 fn trail(t: &Tree) -> Vec<Value> {
@@ -119,6 +120,7 @@ fn a_person_allows_one_path_for_the_session_and_refuses_another() {
         &socket,
         &[],
         "cat $OUT/secret; cat $OUT/secret; cat $OUT/other; echo other=$?; echo made > $OUT/new; echo new=$?",
+        &[],
     );
     let client = Client::start(
         &socket,
@@ -188,6 +190,7 @@ fn carve_outs_credentials_and_metadata_are_never_asked() {
             h = home.display(),
             s = socket.display()
         ),
+        &[],
     );
     let client = Client::start(&socket, t.ws.join("go"), Box::new(|_| Some((Duration::ZERO, "allow", "once"))));
     let (out, err) = finish(child);
@@ -233,11 +236,7 @@ done_early = any(not th.is_alive() for th in ths)
 [th.join() for th in ths]
 print('held', len(got), 'before', before, 'during', during, 'early', done_early, flush=True)
 "#;
-    let trail_path = t.ws.parent().unwrap().join("trail.jsonl");
-    let args = ["--ask", socket.to_str().unwrap(), "--audit", trail_path.to_str().unwrap()];
-    let script = "while [ ! -e go ]; do sleep 0.01; done; exec /usr/bin/python3 -c \"$PROG\"";
-    let mut cmd = t.command(&args, &["/bin/sh", "-c", script]);
-    let child = cmd.env("PROG", program).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    let child = spawn(&t, &socket, &[], "exec /usr/bin/python3 -c \"$PROG\"", &[("PROG", program)]);
     let client = Client::start(&socket, t.ws.join("go"), Box::new(|_| Some((Duration::from_secs(2), "allow", "once"))));
     let (out, err) = finish(child);
     assert!(out.contains("held 20 "), "{out}\n{err}");
@@ -265,7 +264,7 @@ fn nobody_answering_or_no_client_means_deny() {
     let Some(t) = kernel_tree() else { return };
     let socket = socket_in(&t);
     // A client that is greeted but never answers: refused after the timeout.
-    let child = spawn(&t, &socket, &["--ask-timeout", "1"], "cat $OUT/secret; echo rc=$?");
+    let child = spawn(&t, &socket, &["--ask-timeout", "1"], "cat $OUT/secret; echo rc=$?", &[]);
     let started = Instant::now();
     let client = Client::start(&socket, t.ws.join("go"), Box::new(|_| None));
     let (out, err) = finish(child);
@@ -283,7 +282,7 @@ fn nobody_answering_or_no_client_means_deny() {
     let t = Tree::new();
     let socket = socket_in(&t);
     std::fs::write(t.ws.join("go"), "").unwrap();
-    let child = spawn(&t, &socket, &[], "cat $OUT/secret; echo rc=$?; echo after");
+    let child = spawn(&t, &socket, &[], "cat $OUT/secret; echo rc=$?; echo after", &[]);
     let (out, err) = finish(child);
     assert!(out.contains("rc=1") && out.contains("after"), "{out}\n{err}");
     let q = records(&trail(&t), "question").into_iter().next().cloned().expect("a question record");
@@ -313,11 +312,7 @@ os.kill(os.getpid(), signal.SIGUSR1)
 a.join(); b.join()
 print(sorted(out.items()), 'signals', len(got), flush=True)
 "#;
-    let trail_path = t.ws.parent().unwrap().join("trail.jsonl");
-    let args = ["--ask", socket.to_str().unwrap(), "--audit", trail_path.to_str().unwrap()];
-    let script = "while [ ! -e go ]; do sleep 0.01; done; exec /usr/bin/python3 -c \"$PROG\"";
-    let mut cmd = t.command(&args, &["/bin/sh", "-c", script]);
-    let child = cmd.env("PROG", program).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    let child = spawn(&t, &socket, &[], "exec /usr/bin/python3 -c \"$PROG\"", &[("PROG", program)]);
     let client = Client::start(&socket, t.ws.join("go"), Box::new(|_| Some((Duration::from_secs(1), "allow", "once"))));
     let (out, err) = finish(child);
     assert!(out.contains("[('a', 'top-secret-marker'), ('b', 'top-secret-marker')]"), "{out}\n{err}");
@@ -333,7 +328,7 @@ print(sorted(out.items()), 'signals', len(got), flush=True)
 fn bad_input_on_the_socket_is_an_error_and_never_an_allow() {
     let Some(t) = kernel_tree() else { return };
     let socket = socket_in(&t);
-    let child = spawn(&t, &socket, &["--ask-timeout", "3"], "cat $OUT/secret; echo rc=$?");
+    let child = spawn(&t, &socket, &["--ask-timeout", "3"], "cat $OUT/secret; echo rc=$?", &[]);
     let mut client = Client::start(&socket, t.ws.join("go"), Box::new(|_| None));
     wait_until("the request", 20, || !client.of_type("request").is_empty());
     let id = client.of_type("request")[0]["id"].as_u64().unwrap();
@@ -368,8 +363,13 @@ fn a_client_that_never_reads_does_not_stall_the_session() {
     let socket = socket_in(&t);
     std::fs::write(t.ws.join("go"), "").unwrap();
     // Connected before the command asks, and never reading a byte.
-    let child =
-        spawn(&t, &socket, &["--ask-timeout", "1"], "sleep 0.3; for i in 1 2 3; do cat $OUT/secret; done; echo done");
+    let child = spawn(
+        &t,
+        &socket,
+        &["--ask-timeout", "1"],
+        "sleep 0.3; for i in 1 2 3; do cat $OUT/secret; done; echo done",
+        &[],
+    );
     let _mute = connect(&socket);
     let started = Instant::now();
     let (out, err) = finish(child);
@@ -383,7 +383,7 @@ fn a_policy_answer_writes_the_narrowest_rule_and_the_next_session_keeps_it() {
     let Some(t) = kernel_tree() else { return };
     let socket = socket_in(&t);
     let policy = t.ws.parent().unwrap().join("approvals").join("approved.toml");
-    let child = spawn(&t, &socket, &["--ask-policy", policy.to_str().unwrap()], "cat $OUT/secret");
+    let child = spawn(&t, &socket, &["--ask-policy", policy.to_str().unwrap()], "cat $OUT/secret", &[]);
     let client = Client::start(&socket, t.ws.join("go"), Box::new(|_| Some((Duration::ZERO, "allow", "policy"))));
     let (out, err) = finish(child);
     assert!(out.contains("top-secret-marker"), "{out}\n{err}");
@@ -405,7 +405,7 @@ fn the_terminal_client_answers_with_keys() {
     let Some(t) = kernel_tree() else { return };
     let socket = socket_in(&t);
     std::fs::write(t.outside.join("other"), "other-marker\n").unwrap();
-    let child = spawn(&t, &socket, &[], "cat $OUT/secret; cat $OUT/secret; cat $OUT/other; echo other=$?");
+    let child = spawn(&t, &socket, &[], "cat $OUT/secret; cat $OUT/secret; cat $OUT/other; echo other=$?", &[]);
     // `s`: allow for the session; `n`: deny once. The client creates no
     // `go`: the test does once it is connected.
     wait_until("the socket", 30, || socket.exists());

@@ -111,6 +111,16 @@ impl Journalled {
             .output()
             .unwrap()
     }
+
+    /// Undoes `journal` and checks that it succeeded and that the tree's
+    /// manifest is `before` again; returns what undo said.
+    fn undone_to(&self, journal: &Path, before: &BTreeMap<String, Entry>) -> Output {
+        let o = self.undo(journal, &[]);
+        assert_eq!(o.status.code(), Some(0), "{}{}", stdout(&o), stderr(&o));
+        assert_eq!(differences(before, &manifest(&self.t.ws)), Vec::<String>::new());
+        assert_eq!(*before, manifest(&self.t.ws));
+        o
+    }
 }
 
 /// An 8 MiB file whose every block differs.
@@ -348,9 +358,7 @@ fn a_full_disk_stops_the_session_loudly_and_what_was_journalled_is_undone() {
     // ran after it.
     assert_eq!(std::fs::read(j.t.ws.join("big.bin")).unwrap(), big_content());
     assert!(!j.t.ws.join("after.txt").exists());
-    let o = j.undo(&journal, &[]);
-    assert_eq!(o.status.code(), Some(0), "{}{}", stdout(&o), stderr(&o));
-    assert_eq!(differences(&before, &manifest(&j.t.ws)), Vec::<String>::new());
+    j.undone_to(&journal, &before);
 }
 
 #[test]
@@ -428,9 +436,7 @@ fn a_racing_name_cannot_change_a_file_the_journal_did_not_keep() {
     };
     // The race ran: writes landed on many of the files.
     assert!(field("written=") > 100 && field("distinct=") > FILES / 2, "{out}");
-    let o = j.undo(&journal, &[]);
-    assert_eq!(o.status.code(), Some(0), "{}{}", stdout(&o), stderr(&o));
-    assert_eq!(differences(&before, &manifest(&j.t.ws)), Vec::<String>::new());
+    j.undone_to(&journal, &before);
 }
 
 #[test]
@@ -563,10 +569,7 @@ fn a_git_session_is_undone_exactly_and_the_repository_is_whole() {
     assert_eq!(o.status.code(), Some(0), "{}{}", stdout(&o), stderr(&o));
     // It committed (on master, and on x).
     assert_eq!(stdout(&git(&repo, &["log", "--oneline", "--all"])).lines().count(), 3);
-    let o = j.undo(&journal, &[]);
-    assert_eq!(o.status.code(), Some(0), "{}{}", stdout(&o), stderr(&o));
-    assert_eq!(differences(&before, &manifest(&j.t.ws)), Vec::<String>::new());
-    assert_eq!(before, manifest(&j.t.ws));
+    j.undone_to(&journal, &before);
     // The repository is as healthy as it was: one commit, nothing to
     // commit, every object there.
     let log = git(&repo, &["log", "--oneline", "--all"]);
@@ -631,10 +634,7 @@ perl -pi -e 's/TWO/2/' lib/*.txt
     assert_eq!(o.status.code(), Some(0), "{}{}", stdout(&o), stderr(&o));
     assert_eq!(std::fs::read_to_string(j.t.ws.join("lib/f6.txt")).unwrap(), "line ONE\nline 2 6\n");
     assert!(!j.t.ws.join("lib/old.txt").exists() && j.t.ws.join("tests/unit/n3.txt").exists());
-    let o = j.undo(&journal, &[]);
-    assert_eq!(o.status.code(), Some(0), "{}{}", stdout(&o), stderr(&o));
-    assert_eq!(differences(&before, &manifest(&j.t.ws)), Vec::<String>::new());
-    assert_eq!(before, manifest(&j.t.ws));
+    j.undone_to(&journal, &before);
 }
 
 /// A file made, renamed over one that was there, then removed, with new
@@ -681,10 +681,7 @@ rm victim.txt obj*
     if !reused {
         eprintln!("note: the file system did not give the victim's inode number to a new object");
     }
-    let o = j.undo(&journal, &[]);
-    assert_eq!(o.status.code(), Some(0), "{}{}", stdout(&o), stderr(&o));
-    assert_eq!(differences(&before, &manifest(&j.t.ws)), Vec::<String>::new());
-    assert_eq!(before, manifest(&j.t.ws));
+    j.undone_to(&journal, &before);
 }
 
 /// Directories removed, then new ones made with files in them: on ext4 the
@@ -717,9 +714,7 @@ for i in $(seq 8); do mkdir new$i; echo made > new$i/file; echo again > new$i/fi
         .filter(|l| l.contains("/new") && l.contains("/file\""))
         .collect();
     assert_eq!(inside, Vec::<&str>::new(), "journalled as if the user's");
-    let o = j.undo(&journal, &[]);
-    assert_eq!(o.status.code(), Some(0), "{}{}", stdout(&o), stderr(&o));
-    assert_eq!(differences(&before, &manifest(&j.t.ws)), Vec::<String>::new());
+    j.undone_to(&journal, &before);
 }
 
 /// A file whose other name is outside the journalled trees, removed from
