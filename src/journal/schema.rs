@@ -359,3 +359,37 @@ impl Line {
 pub fn timespec(t: [i64; 2]) -> libc::timespec {
     libc::timespec { tv_sec: t[0], tv_nsec: t[1] }
 }
+
+/// Journal lines for the unit tests of reading and undoing journals.
+#[cfg(test)]
+pub(crate) mod samples {
+    use super::*;
+
+    /// An object on device 1.
+    pub fn id(ino: u64) -> ObjectId {
+        ObjectId { dev: 1, ino }
+    }
+
+    /// A path.
+    pub fn path(p: &str) -> Bytes {
+        Bytes(p.as_bytes().to_vec())
+    }
+
+    /// The pre-image of a plain file `ino` at `p`.
+    pub fn keep(seq: u64, ino: u64, p: &str) -> Line {
+        let meta = Meta { mode: 0o644, uid: 0, gid: 0, size: 0, nlink: 1, atime: [0, 0], mtime: [0, 0] };
+        Line::Keep(Box::new(Keep {
+            seq,
+            object: id(ino),
+            path: path(p),
+            kind: Kind::File,
+            meta,
+            target: None,
+            xattrs: None,
+            content: None,
+            packed: None,
+            reflink: false,
+            not_restorable: None,
+        }))
+    }
+}

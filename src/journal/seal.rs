@@ -190,32 +190,16 @@ pub fn differs(then: Option<&Stat>, now: Option<&Stat>) -> Option<&'static str> 
 
 #[cfg(test)]
 mod tests {
-    use super::super::schema::{Create, Keep, ObjectId, Remove, Rename, Void};
+    use super::super::schema::{Create, Remove, Rename, Void};
     use super::*;
 
-    fn b(s: &str) -> Bytes {
-        Bytes(s.as_bytes().to_vec())
-    }
-    fn id(n: u64) -> ObjectId {
-        ObjectId { dev: 1, ino: n }
+    use super::super::schema::samples::{id, path as b};
+
+    fn keep(seq: u64, p: &str) -> Line {
+        super::super::schema::samples::keep(seq, seq, p)
     }
     fn meta() -> Meta {
         Meta { mode: 0o644, uid: 0, gid: 0, size: 0, nlink: 1, atime: [0, 0], mtime: [0, 0] }
-    }
-    fn keep(seq: u64, path: &str) -> Line {
-        Line::Keep(Box::new(Keep {
-            seq,
-            object: id(seq),
-            path: b(path),
-            kind: Kind::File,
-            meta: meta(),
-            target: None,
-            xattrs: None,
-            content: None,
-            packed: None,
-            reflink: false,
-            not_restorable: None,
-        }))
     }
     fn rename(seq: u64, from: &str, to: &str) -> Line {
         Line::Rename(Rename {

@@ -674,31 +674,11 @@ pub fn describe(bytes: u64) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::super::schema::{Create, Meta, Remove, Victim};
+    use super::super::schema::{Create, Remove, Victim};
     use super::*;
 
-    fn id(ino: u64) -> ObjectId {
-        ObjectId { dev: 1, ino }
-    }
-    fn path(p: &str) -> Bytes {
-        Bytes(p.as_bytes().to_vec())
-    }
-    fn keep(seq: u64, ino: u64, p: &str) -> Line {
-        let meta = Meta { mode: 0o644, uid: 0, gid: 0, size: 0, nlink: 1, atime: [0, 0], mtime: [0, 0] };
-        Line::Keep(Box::new(Keep {
-            seq,
-            object: id(ino),
-            path: path(p),
-            kind: Kind::File,
-            meta,
-            target: None,
-            xattrs: None,
-            content: None,
-            packed: None,
-            reflink: false,
-            not_restorable: None,
-        }))
-    }
+    use super::super::schema::samples::{id, keep, path};
+
     fn create(seq: u64, ino: u64, p: &str, kind: Kind) -> Line {
         Line::Create(Create { seq, path: path(p), kind, object: id(ino) })
     }

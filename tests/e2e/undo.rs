@@ -114,6 +114,17 @@ impl Journalled {
 
     /// Undoes `journal` and checks that it succeeded and that the tree's
     /// manifest is `before` again; returns what undo said.
+    /// Takes the tree's manifest, then runs `script` in a session journalled
+    /// into `journal` and checks that it succeeded; returns the journal and
+    /// the manifest.
+    fn session_ok(&self, script: &str) -> (PathBuf, BTreeMap<String, Entry>) {
+        let before = manifest(&self.t.ws);
+        let journal = self.journal("journal");
+        let o = self.session(&journal, &[], script);
+        assert_eq!(o.status.code(), Some(0), "{}{}", stdout(&o), stderr(&o));
+        (journal, before)
+    }
+
     fn undone_to(&self, journal: &Path, before: &BTreeMap<String, Entry>) -> Output {
         let o = self.undo(journal, &[]);
         assert_eq!(o.status.code(), Some(0), "{}{}", stdout(&o), stderr(&o));
@@ -617,11 +628,7 @@ fn files_rewritten_by_rename_over_are_put_back() {
     std::fs::write(j.t.ws.join("lib/old.txt"), "gone\n").unwrap();
     std::fs::set_permissions(j.t.ws.join("lib/f3.txt"), std::fs::Permissions::from_mode(0o600)).unwrap();
     std::fs::write(j.t.ro.join("change.diff"), change_diff()).unwrap();
-    let before = manifest(&j.t.ws);
-    let journal = j.journal("journal");
-    let o = j.session(
-        &journal,
-        &[],
+    let (journal, before) = j.session_ok(
         r#"set -e
 cd "$WS"
 patch -s -p1 < "$RO/change.diff"
@@ -631,7 +638,6 @@ sed -i 's/one/ONE/' lib/*.txt tests/unit/*.txt
 perl -pi -e 's/TWO/2/' lib/*.txt
 "#,
     );
-    assert_eq!(o.status.code(), Some(0), "{}{}", stdout(&o), stderr(&o));
     assert_eq!(std::fs::read_to_string(j.t.ws.join("lib/f6.txt")).unwrap(), "line ONE\nline 2 6\n");
     assert!(!j.t.ws.join("lib/old.txt").exists() && j.t.ws.join("tests/unit/n3.txt").exists());
     j.undone_to(&journal, &before);
@@ -647,11 +653,7 @@ fn a_file_made_renamed_over_another_and_removed_in_one_session_is_undone() {
     let Some(j) = Journalled::new() else { return };
     std::fs::write(j.t.ws.join("victim.txt"), "the user's file\n").unwrap();
     std::fs::write(j.t.ws.join("other.txt"), "another\n").unwrap();
-    let before = manifest(&j.t.ws);
-    let journal = j.journal("journal");
-    let o = j.session(
-        &journal,
-        &[],
+    let (journal, before) = j.session_ok(
         r#"set -e
 cd "$WS"
 echo made > made.txt
@@ -663,7 +665,6 @@ done
 rm victim.txt obj*
 "#,
     );
-    assert_eq!(o.status.code(), Some(0), "{}{}", stdout(&o), stderr(&o));
     assert!(!j.t.ws.join("victim.txt").exists());
     // Whether the file system gave the victim's inode to a new object
     // (ext4 does): without that, only the plain case is tested.
@@ -695,18 +696,13 @@ fn objects_made_where_removed_ones_were_are_the_sessions() {
         std::fs::create_dir_all(j.t.ws.join(format!("old{i}/deep"))).unwrap();
         std::fs::write(j.t.ws.join(format!("old{i}/deep/f")), format!("{i}\n")).unwrap();
     }
-    let before = manifest(&j.t.ws);
-    let journal = j.journal("journal");
-    let o = j.session(
-        &journal,
-        &[],
+    let (journal, before) = j.session_ok(
         r#"set -e
 cd "$WS"
 rm -rf old*
 for i in $(seq 8); do mkdir new$i; echo made > new$i/file; echo again > new$i/file; done
 "#,
     );
-    assert_eq!(o.status.code(), Some(0), "{}{}", stdout(&o), stderr(&o));
     let text = std::fs::read_to_string(journal.join("journal.jsonl")).unwrap();
     let inside: Vec<&str> = text
         .lines()
