@@ -86,8 +86,17 @@ impl Hub {
         let state = State { next_id: 1, ..State::default() };
         let hub = Arc::new(Hub { state: Mutex::new(state), wake: write, timeout, policy, thread: Mutex::default() });
         let me = Arc::clone(&hub);
-        let thread =
-            std::thread::Builder::new().name("interpose-ask".into()).spawn(move || me.run(listener, read, settle))?;
+        let thread = std::thread::Builder::new().name("interpose-ask".into()).spawn(move || {
+            // A bug that panics here must not leave held calls waiting for
+            // answers that can no longer come: every open question is
+            // refused, and so is every later one.
+            let run = std::panic::AssertUnwindSafe(|| me.run(listener, read, &settle));
+            if std::panic::catch_unwind(run).is_err() {
+                tracing::error!("approvals: the hub failed; every open and later question is refused");
+                me.lock().stopping = true;
+                me.end_all(SettledBy::SessionEnd).into_iter().for_each(&settle);
+            }
+        })?;
         *hub.thread.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(thread);
         Ok(hub)
     }
@@ -135,7 +144,7 @@ impl Hub {
         }
     }
 
-    fn run(self: Arc<Self>, listener: UnixListener, wake: OwnedFd, settle: OnSettled) {
+    fn run(&self, listener: UnixListener, wake: OwnedFd, settle: &OnSettled) {
         let mut client: Option<(UnixStream, Vec<u8>)> = None;
         loop {
             let (next_deadline, want_write, stopping) = {
@@ -145,7 +154,7 @@ impl Hub {
             };
             if stopping {
                 let ended = self.end_all(SettledBy::SessionEnd);
-                ended.into_iter().for_each(&settle);
+                ended.into_iter().for_each(settle);
                 return;
             }
             let timeout = next_deadline.map_or(PollTimeout::NONE, |d| {
@@ -200,14 +209,26 @@ impl Hub {
                 settled.extend(self.end_all(SettledBy::ClientGone));
             }
             settled.extend(self.expire());
-            settled.into_iter().for_each(&settle);
+            settled.into_iter().for_each(settle);
         }
     }
 
     /// Takes a new connection as the client, or turns it away when there
     /// is one already.
     fn accept(&self, listener: &UnixListener, client: &mut Option<(UnixStream, Vec<u8>)>) {
-        while let Ok((mut stream, _)) = listener.accept() {
+        loop {
+            let mut stream = match listener.accept() {
+                Ok((stream, _)) => stream,
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(e) => {
+                    // Out of descriptors, say: the connection stays queued,
+                    // and the next poll would report it at once.
+                    tracing::warn!("approvals: accepting a client failed: {e}");
+                    std::thread::sleep(Duration::from_millis(50));
+                    return;
+                }
+            };
             if client.is_some() {
                 let busy = ToClient::Error { id: None, message: "another approvals client is connected".into() };
                 let _ = stream.set_nonblocking(true);
