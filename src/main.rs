@@ -1,6 +1,5 @@
 //! The `interpose` binary.
 
-use clap::Parser;
 use interpose::cli::{self, Cli, Command, DebugCommand};
 use std::process::ExitCode;
 
@@ -13,11 +12,14 @@ fn main() -> ExitCode {
         .with_writer(std::io::stderr)
         .init();
     let argv: Vec<std::ffi::OsString> = std::env::args_os().collect();
-    if let Some((word, verb)) = cli::misspelled_verb(&argv) {
+    // Built once: building the command is most of what parsing costs.
+    let command = <Cli as clap::CommandFactory>::command();
+    let verbs = cli::verbs(&command);
+    if let Some((word, verb)) = cli::misspelled_verb(&verbs, &argv) {
         eprintln!("interpose: `{word}` is not a verb; did you mean `{verb}`? (to run a program of that name: interpose run -- {word} ...)");
         return ExitCode::from(cli::USAGE as u8);
     }
-    let args = Cli::try_parse_from(cli::with_default_verb(argv));
+    let args = cli::parse(command, &verbs, argv);
     let args = match args {
         Ok(a) => a,
         Err(e) if e.use_stderr() => {

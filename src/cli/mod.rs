@@ -602,14 +602,22 @@ pub struct WhyArgs {
     pub path: PathBuf,
 }
 
-/// Inserts the default verb `run` when the first argument is not a verb.
-pub fn with_default_verb(mut args: Vec<std::ffi::OsString>) -> Vec<std::ffi::OsString> {
-    use clap::CommandFactory;
-    let command = Cli::command();
+/// The verbs' names and aliases, from one build of the command (which is
+/// most of what parsing the command line costs: built once per run).
+pub fn verbs(command: &clap::Command) -> Vec<String> {
+    command
+        .get_subcommands()
+        .flat_map(|c| std::iter::once(c.get_name().to_string()).chain(c.get_all_aliases().map(String::from)))
+        .collect()
+}
+
+/// `args` with `run` inserted where the first word is not a verb (`interpose
+/// --rw . -- make` is `interpose run --rw . -- make`); `verbs` from
+/// [`verbs`].
+pub fn with_default_verb(verbs: &[String], mut args: Vec<std::ffi::OsString>) -> Vec<std::ffi::OsString> {
     let is_verb = |a: &std::ffi::OsStr| {
         let a = a.to_string_lossy();
-        ["help", "--help", "-h", "--version", "-V"].contains(&a.as_ref())
-            || command.get_subcommands().any(|c| c.get_name() == a || c.get_all_aliases().any(|al| al == a))
+        ["help", "--help", "-h", "--version", "-V"].contains(&a.as_ref()) || verbs.iter().any(|v| *v == a)
     };
     if args.len() > 1 && !is_verb(&args[1]) {
         args.insert(1, "run".into());
@@ -617,26 +625,34 @@ pub fn with_default_verb(mut args: Vec<std::ffi::OsString>) -> Vec<std::ffi::OsS
     args
 }
 
+/// Parses the command line (`run` inserted where the first word is not a
+/// verb), building the command once.
+pub fn parse(command: clap::Command, verbs: &[String], args: Vec<std::ffi::OsString>) -> Result<Cli, clap::Error> {
+    use clap::FromArgMatches;
+    let mut matches = command.try_get_matches_from(with_default_verb(verbs, args))?;
+    Cli::from_arg_matches_mut(&mut matches).map_err(|e| {
+        use clap::CommandFactory;
+        e.format(&mut Cli::command())
+    })
+}
+
 /// The verb a bare first word is a slip of (`reprot`, `mount`), if any:
 /// then it is an error naming the verb, not a program run under the
 /// sandbox. One edit for words of up to four letters, two beyond (a swap of
 /// neighbours counts as one); a program of that name still runs after
 /// `run` or `--`.
-pub fn misspelled_verb(args: &[std::ffi::OsString]) -> Option<(String, String)> {
-    use clap::CommandFactory;
+pub fn misspelled_verb(verbs: &[String], args: &[std::ffi::OsString]) -> Option<(String, String)> {
     let word = args.get(1)?.to_str()?;
     // Three letters are too few to tell a slip from a program (`who`).
     if word.starts_with('-') || word.len() < 4 {
         return None;
     }
-    let command = Cli::command();
-    let verbs: Vec<String> = command.get_subcommands().map(|c| c.get_name().to_string()).collect();
     if verbs.iter().any(|v| v == word) {
         return None;
     }
     let limit = if word.chars().count() <= 4 { 1 } else { 2 };
-    let best = verbs.into_iter().map(|v| (edits(word, &v), v)).filter(|(d, _)| *d <= limit).min()?;
-    Some((word.to_string(), best.1))
+    let best = verbs.iter().map(|v| (edits(word, v), v)).filter(|(d, _)| *d <= limit).min()?;
+    Some((word.to_string(), best.1.clone()))
 }
 
 /// Edits between `a` and `b`: insertions, deletions, substitutions and
@@ -668,19 +684,24 @@ mod tests {
 
     #[test]
     fn a_slip_of_a_verb_is_named_and_programs_are_not() {
+        use clap::CommandFactory;
+        let verbs = verbs(&Cli::command());
         let args = |w: &str| vec!["interpose".into(), std::ffi::OsString::from(w), "x".into()];
-        assert_eq!(misspelled_verb(&args("reprot")).map(|(_, v)| v), Some("report".into()));
-        assert_eq!(misspelled_verb(&args("mount")).map(|(_, v)| v), Some("mounts".into()));
-        assert_eq!(misspelled_verb(&args("polciy")).map(|(_, v)| v), Some("policy".into()));
+        assert_eq!(misspelled_verb(&verbs, &args("reprot")).map(|(_, v)| v), Some("report".into()));
+        assert_eq!(misspelled_verb(&verbs, &args("mount")).map(|(_, v)| v), Some("mounts".into()));
+        assert_eq!(misspelled_verb(&verbs, &args("polciy")).map(|(_, v)| v), Some("policy".into()));
         for program in
             ["true", "make", "git", "cat", "npm", "who", "python3", "cargo", "claude", "ls", "report", "--rw"]
         {
-            assert_eq!(misspelled_verb(&args(program)), None, "{program}");
+            assert_eq!(misspelled_verb(&verbs, &args(program)), None, "{program}");
         }
     }
 
     fn parse(args: &[&str]) -> Cli {
-        Cli::parse_from(with_default_verb(args.iter().map(Into::into).collect()))
+        use clap::CommandFactory;
+        let command = Cli::command();
+        let verbs = verbs(&command);
+        super::parse(command, &verbs, args.iter().map(Into::into).collect()).unwrap()
     }
 
     #[test]
