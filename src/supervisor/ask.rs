@@ -1,9 +1,11 @@
-//! Held calls (`interpose run --ask SOCKET`): a call the surface does not
+//! Answers (`interpose run --ask SOCKET`): a call the surface does not
 //! grant is not answered at once; it is held, offered to a person through
-//! the approvals hub ([`crate::approvals::hub`]), and answered when they
-//! decide, with what their answer's scope covers remembered for later
-//! calls. The worker that held it goes back to the listener at once, so
-//! every other thread and process keeps running while the question is open.
+//! the approvals hub ([`crate::approvals::hub`]; the held calls are
+//! [`super::held`]'s), and answered when they decide, with what their
+//! answer's scope covers remembered here for later calls, which the
+//! handlers consult. The worker that held it goes back to the listener at
+//! once, so every other thread and process keeps running while the
+//! question is open.
 //!
 //! What is never asked: carve-outs (deny entries and patterns, the host's
 //! secrets, the trail's key), credential locations, another process's
@@ -18,14 +20,11 @@
 //! after a signal included) are asked once: a call held while its question
 //! is open joins it and gets the same answer.
 
-use super::handle::Check;
-use crate::approvals::hub::{Hub, Settled};
 use crate::approvals::{Decision, Scope};
 use crate::policy::Access;
-use crate::sys::seccomp;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::Mutex;
 
 /// What a call asks: the object (canonical) and the access.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -36,34 +35,8 @@ pub struct Ask {
     pub access: Access,
 }
 
-/// One call held for a question.
-pub struct Held {
-    /// The notification, still pending.
-    pub notif: seccomp::Notif,
-    /// What its handling decided before it was held (the refusal last).
-    pub checks: Vec<Check>,
-    /// When it reached the supervisor, for the trail.
-    pub received_ns: u64,
-}
-
-/// An open question and the calls that wait for it.
-pub struct Question {
-    /// The asking process.
-    pub tgid: u32,
-    /// What was asked.
-    pub ask: Ask,
-    /// The calls held for it.
-    pub calls: Vec<Held>,
-    /// The request as sent.
-    pub request: crate::approvals::Request,
-    /// When it was asked, for the trail.
-    pub asked_ns: u64,
-}
-
-/// The approvals of one session; see the module documentation.
-pub struct Asking {
-    /// Started with the supervisor's workers.
-    pub hub: OnceLock<Arc<Hub>>,
+/// The answers given in one session; see the module documentation.
+pub struct Answers {
     state: Mutex<State>,
     /// `--ask-policy`: where a `policy` answer's rule is written.
     pub policy_file: Option<PathBuf>,
@@ -77,9 +50,6 @@ struct State {
     process: HashMap<(u32, Ask), Decision>,
     /// What one held call gets, by notification id (for its re-run).
     once: HashMap<u64, (Ask, Decision)>,
-    /// Open questions by id, and their ids by (process, object, access).
-    open: HashMap<u64, Question>,
-    by_key: HashMap<(u32, Ask), u64>,
 }
 
 /// A remembered answer that decides a call without asking.
@@ -91,10 +61,10 @@ pub struct Remembered {
     pub scope: Scope,
 }
 
-impl Asking {
+impl Answers {
     /// Approvals for a session, writing `policy` answers to `policy_file`.
-    pub fn new(policy_file: Option<PathBuf>) -> Asking {
-        Asking { hub: OnceLock::new(), state: Mutex::default(), policy_file }
+    pub fn new(policy_file: Option<PathBuf>) -> Answers {
+        Answers { state: Mutex::default(), policy_file }
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, State> {
@@ -139,63 +109,26 @@ impl Asking {
         None
     }
 
-    /// Joins `held` to the open question of the same process, object and
-    /// access; gives it back when there is none.
-    pub fn join(&self, tgid: u32, ask: &Ask, held: Held) -> Result<(), Held> {
+    /// Remembers what an answer of `decision` with `scope` to `ask`, asked
+    /// by process `tgid` for the held notifications `ids`, covers; a
+    /// `once` allow is found by notification id by each held call's re-run
+    /// ([`Answers::forget_once`] after).
+    pub fn remember(&self, (decision, scope): (Decision, Scope), tgid: u32, ask: &Ask, ids: &[u64]) {
         let mut s = self.lock();
-        let Some(id) = s.by_key.get(&(tgid, ask.clone())).copied() else { return Err(held) };
-        match s.open.get_mut(&id) {
-            Some(q) => {
-                q.calls.push(held);
-                Ok(())
-            }
-            None => Err(held),
-        }
-    }
-
-    /// Asks `question` through the hub; gives it back with why it was not
-    /// asked (no client, too many open).
-    pub fn ask(&self, question: Question) -> Result<u64, Box<(Question, crate::approvals::SettledBy)>> {
-        let Some(hub) = self.hub.get() else { return Err(Box::new((question, crate::approvals::SettledBy::NoClient))) };
-        // Held across the hub's ask, so the question is in place before
-        // anything can settle it (the hub settles on its own thread, which
-        // takes this lock without holding its own).
-        let mut s = self.lock();
-        let request = question.request.clone();
-        match hub.ask(move |id| crate::approvals::Request { id, ..request }) {
-            Ok(id) => {
-                let mut question = question;
-                question.request.id = id;
-                s.by_key.insert((question.tgid, question.ask.clone()), id);
-                s.open.insert(id, question);
-                Ok(id)
-            }
-            Err(by) => Err(Box::new((question, by))),
-        }
-    }
-
-    /// Takes the question `s` settled and remembers what its answer's scope
-    /// covers; for a `once` allow, each held call's re-run finds it by
-    /// notification id ([`Asking::forget_once`] after).
-    pub fn settle(&self, settled: &Settled) -> Option<Question> {
-        let mut s = self.lock();
-        let q = s.open.remove(&settled.id)?;
-        s.by_key.remove(&(q.tgid, q.ask.clone()));
-        match settled.scope {
-            Scope::Once if settled.decision == Decision::Allow => {
-                for held in &q.calls {
-                    s.once.insert(held.notif.id, (q.ask.clone(), Decision::Allow));
+        match scope {
+            Scope::Once if decision == Decision::Allow => {
+                for id in ids {
+                    s.once.insert(*id, (ask.clone(), Decision::Allow));
                 }
             }
             Scope::Once => {}
             Scope::Process => {
-                s.process.insert((q.tgid, q.ask.clone()), settled.decision);
+                s.process.insert((tgid, ask.clone()), decision);
             }
             Scope::Session | Scope::Policy => {
-                s.session.insert(q.ask.clone(), settled.decision);
+                s.session.insert(ask.clone(), decision);
             }
         }
-        Some(q)
     }
 
     /// Forgets the `once` answers of notifications `ids` (their calls
@@ -205,11 +138,6 @@ impl Asking {
         for id in ids {
             s.once.remove(id);
         }
-    }
-
-    /// The questions still open, settled as refused (the session ends).
-    pub fn open_ids(&self) -> Vec<u64> {
-        self.lock().open.keys().copied().collect()
     }
 }
 
@@ -332,7 +260,7 @@ mod tests {
 
     #[test]
     fn stat_exec_and_credentials_are_never_asked() {
-        let asking = Asking::new(None);
+        let asking = Answers::new(None);
         assert!(asking.askable(b"/data/a", Access::Read));
         assert!(asking.askable(b"/data/a", Access::Create));
         assert!(!asking.askable(b"/data/a", Access::Stat));

@@ -201,7 +201,7 @@ pub struct Context<'a> {
     /// The listener, to ask whether a notification is still pending.
     listener: BorrowedFd<'a>,
     /// With `--ask`: answers already given, and where a call is held.
-    pub ask: Option<&'a super::ask::Asking>,
+    pub ask: Option<&'a super::ask::Answers>,
 }
 
 impl<'a> Context<'a> {
@@ -210,7 +210,7 @@ impl<'a> Context<'a> {
         ground: &'a Ground,
         memory: &'a Memory,
         listener: BorrowedFd<'a>,
-        ask: Option<&'a super::ask::Asking>,
+        ask: Option<&'a super::ask::Answers>,
     ) -> Context<'a> {
         Context { ground, memory, listener, ask }
     }

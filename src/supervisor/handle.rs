@@ -559,7 +559,7 @@ impl Call<'_> {
     /// process's `/proc` and carve-outs never come here.
     fn ask(
         &mut self,
-        asking: &super::ask::Asking,
+        asking: &super::ask::Answers,
         arg: &PathArg,
         path: &[u8],
         access: Access,

@@ -14,6 +14,7 @@ mod context;
 pub mod cover;
 mod exec;
 mod handle;
+mod held;
 pub mod identity;
 mod later;
 pub mod procs;
@@ -155,8 +156,9 @@ pub struct Supervisor {
     /// Calls that would block on something the sandbox controls, retried
     /// by a thread of their own so that no worker waits on them.
     later: later::Later,
-    /// With `--ask`: calls held for a person to decide.
-    asking: Option<ask::Asking>,
+    /// With `--ask`: the answers given, and the calls held for a person to
+    /// decide.
+    asking: Option<(ask::Answers, held::Questions)>,
     /// With `--ask`: the socket and the question's timeout, until the hub
     /// starts with the workers.
     ask_setup: std::sync::Mutex<Option<AskConfig>>,
@@ -378,7 +380,7 @@ impl Supervisor {
             // Waiting calls hold descriptors; the command was started
             // with its own limits already.
             later: later::Later::new(crate::sys::process::raise_descriptor_limit().unwrap_or(1024)),
-            asking: ask.as_ref().map(|a| ask::Asking::new(a.policy_file.clone())),
+            asking: ask.as_ref().map(|a| (ask::Answers::new(a.policy_file.clone()), held::Questions::default())),
             ask_setup: std::sync::Mutex::new(ask),
         }))
     }
@@ -405,7 +407,7 @@ impl Supervisor {
 
     /// What a handler is given of this supervisor.
     fn context(&self) -> Context<'_> {
-        Context::new(&self.ground, &self.memory, self.listener.as_fd(), self.asking.as_ref())
+        Context::new(&self.ground, &self.memory, self.listener.as_fd(), self.asking.as_ref().map(|(a, _)| a))
     }
 
     /// Starts the first worker (it starts the one waiting to take over).
@@ -416,7 +418,7 @@ impl Supervisor {
     /// With `--ask`: starts the approvals hub, before [`Supervisor::start`].
     pub fn start_asking(self: &Arc<Self>) -> std::io::Result<()> {
         let setup = self.ask_setup.lock().unwrap_or_else(std::sync::PoisonError::into_inner).take();
-        let (Some(setup), Some(asking)) = (setup, &self.asking) else { return Ok(()) };
+        let (Some(setup), Some((_, questions))) = (setup, &self.asking) else { return Ok(()) };
         let me = Arc::downgrade(self);
         let settle = Box::new(move |s| {
             if let Some(me) = me.upgrade() {
@@ -425,14 +427,14 @@ impl Supervisor {
         });
         let policy = setup.policy_file.is_some();
         let hub = crate::approvals::hub::Hub::start(setup.listener, setup.timeout, policy, settle)?;
-        let _ = asking.hub.set(hub);
+        let _ = questions.hub.set(hub);
         Ok(())
     }
 
     /// Ends the approvals hub (open questions are refused) at the
     /// session's end.
     pub fn stop_asking(&self) {
-        if let Some(hub) = self.asking.as_ref().and_then(|a| a.hub.get()) {
+        if let Some(hub) = self.asking.as_ref().and_then(|(_, q)| q.hub.get()) {
             hub.stop();
         }
     }
@@ -585,10 +587,12 @@ impl Supervisor {
     /// an identical open one), or refuses it at once when it cannot be
     /// asked (no client, too many questions open).
     fn hold(self: &Arc<Self>, notif: &seccomp::Notif, ask: ask::Ask, checks: Vec<handle::Check>, received_ns: u64) {
-        let Some(asking) = &self.asking else { return self.answer(notif.id, Answer::Fail(Errno::EACCES)) };
-        let held = ask::Held { notif: *notif, checks, received_ns };
+        let Some((answers, questions)) = &self.asking else {
+            return self.answer(notif.id, Answer::Fail(Errno::EACCES));
+        };
+        let held = held::Held { notif: *notif, checks, received_ns };
         let tgid = procs_tgid(notif.pid);
-        let Err(held) = asking.join(tgid, &ask, held) else { return };
+        let Err(held) = questions.join(tgid, &ask, held) else { return };
         let (exe, argv) = ask::process_words(tgid);
         let request = crate::approvals::Request {
             id: 0,
@@ -599,10 +603,10 @@ impl Supervisor {
             syscall: held.checks.last().map_or("?", |c| c.syscall).to_string(),
             path: audit::Bytes(ask.path.clone()),
             access: AccessKind::from(ask.access),
-            what_else: ask::what_else(&ask.path, ask.access, asking.policy_file.is_some()),
+            what_else: ask::what_else(&ask.path, ask.access, answers.policy_file.is_some()),
         };
-        let question = ask::Question { tgid, ask, calls: vec![held], request, asked_ns: audit::now_ns() };
-        if let Err(refused) = asking.ask(question) {
+        let question = held::Question { tgid, ask, calls: vec![held], request, asked_ns: audit::now_ns() };
+        if let Err(refused) = questions.ask(question) {
             let (question, by) = *refused;
             self.refuse_held(question, by, 0, std::time::Duration::ZERO, None);
         }
@@ -612,11 +616,15 @@ impl Supervisor {
     /// (an allow: handled again, now finding the answer) or refused.
     fn settled(self: &Arc<Self>, s: crate::approvals::hub::Settled) {
         use crate::approvals::{Decision, Scope};
-        let Some(asking) = &self.asking else { return };
-        let Some(mut question) = asking.settle(&s) else { return };
+        let Some((answers, questions)) = &self.asking else { return };
+        let remember = |q: &held::Question| {
+            let ids: Vec<u64> = q.calls.iter().map(|c| c.notif.id).collect();
+            answers.remember((s.decision, s.scope), q.tgid, &q.ask, &ids);
+        };
+        let Some(mut question) = questions.settle(&s, remember) else { return };
         let mut policy_error = None;
         if s.decision == Decision::Allow && s.scope == Scope::Policy {
-            if let Some(file) = &asking.policy_file {
+            if let Some(file) = &answers.policy_file {
                 // As interpose, not as the last caller this thread acted for.
                 if let Err(e) = identity::as_supervisor(|| ask::write_policy_rule(file, &question.ask)) {
                     tracing::warn!("approvals: the rule was not written ({e}); allowed for the session");
@@ -633,14 +641,14 @@ impl Supervisor {
         for held in calls {
             self.dispatch(&held.notif, std::time::Instant::now());
         }
-        asking.forget_once(&ids);
+        answers.forget_once(&ids);
     }
 
     /// Refuses every call held for `question` (`by` says why), recording
     /// the refusal each would have had.
     fn refuse_held(
         self: &Arc<Self>,
-        mut question: ask::Question,
+        mut question: held::Question,
         by: crate::approvals::SettledBy,
         id: u64,
         waited: std::time::Duration,
@@ -661,7 +669,7 @@ impl Supervisor {
     /// Writes the question record of a settled question.
     fn record_question(
         &self,
-        q: &ask::Question,
+        q: &held::Question,
         (decision, scope, by): (Verdict, crate::approvals::Scope, crate::approvals::SettledBy),
         id: u64,
         waited: std::time::Duration,
