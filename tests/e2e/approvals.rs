@@ -167,6 +167,15 @@ fn a_person_allows_one_path_for_the_session_and_refuses_another() {
         Command::new(interpose()).arg("report").arg(t.ws.parent().unwrap().join("trail.jsonl")).output().unwrap();
     let text = stdout(&report);
     assert!(text.contains("questions (--ask") && text.contains("allowed (session), by client"), "{text}");
+    // What a person refused or allowed is not proposed back as a grant.
+    let suggest = Command::new(interpose())
+        .args(["report", "--suggest"])
+        .arg(t.ws.parent().unwrap().join("trail.jsonl"))
+        .output()
+        .unwrap();
+    let proposed = stdout(&suggest);
+    assert!(suggest.status.success(), "{proposed}{}", stderr(&suggest));
+    assert!(!proposed.contains(t.outside.to_str().unwrap()), "{proposed}");
     assert!(!socket.exists(), "the socket is removed at the end");
 }
 
