@@ -258,6 +258,7 @@ pub fn run(args: &Config) -> Result<i32, RunError> {
     // (with a user namespace when not root), which the command inherits.
     let namespace = sandbox::namespace::enter(!args.no_namespace);
     require_kernel()?;
+    let filter_ahead = FilterAhead::start(args, &namespace);
     let user = args.user.as_deref().map(parse_user).transpose()?;
     phase("namespace, kernel features");
 
@@ -329,7 +330,7 @@ pub fn run(args: &Config) -> Result<i32, RunError> {
         &parts.surface,
         (&namespace, &network),
         user,
-        trapping,
+        (trapping, filter_ahead),
         (program, &env),
         landlock,
         staging.as_deref(),
@@ -738,6 +739,46 @@ fn environment(
     (env, dropped)
 }
 
+/// As root, or with interpose's own user namespace, the command gets an IPC
+/// namespace of its own; otherwise the filter refuses System V IPC and
+/// POSIX message queues.
+fn own_ipc(namespace: &sandbox::namespace::Namespace) -> bool {
+    nix::unistd::geteuid().is_root() || namespace.unprivileged()
+}
+
+/// The filter built on a thread of its own while the session is set up
+/// (libseccomp takes ~0.4 ms to build it), for the options a run that is
+/// not in fast mode has; a run whose options turn out otherwise (a
+/// policy's `mode = "fast"`) builds its own.
+struct FilterAhead {
+    options: filter::Options,
+    built: std::thread::JoinHandle<Result<Vec<libc::sock_filter>, filter::FilterError>>,
+}
+
+impl FilterAhead {
+    /// Starts building, once the session's namespace is entered (a thread
+    /// before it would keep a user namespace from being made).
+    fn start(args: &Config, namespace: &sandbox::namespace::Namespace) -> Option<FilterAhead> {
+        if args.enforcement.fast() {
+            return None;
+        }
+        let options = filter::Options { trapping: crate::syscalls::Trapping::All, own_ipc: own_ipc(namespace) };
+        let built = std::thread::Builder::new()
+            .name("interpose-filter".into())
+            .spawn(move || filter::program_for(options))
+            .ok()?;
+        Some(FilterAhead { options, built })
+    }
+
+    /// The filter built, if it was built for `options` (the thread is
+    /// joined either way, so none is left running when the command is
+    /// forked).
+    fn take(self, options: filter::Options) -> Option<Result<Vec<libc::sock_filter>, filter::FilterError>> {
+        let built = self.built.join().ok()?;
+        (self.options == options).then_some(built)
+    }
+}
+
 /// What the child does between fork and exec.
 #[allow(clippy::too_many_arguments)]
 fn plan(
@@ -745,20 +786,22 @@ fn plan(
     surface: &Surface,
     (namespace, network): (&sandbox::namespace::Namespace, &net::NetSetup),
     user: Option<(u32, u32)>,
-    trapping: crate::syscalls::Trapping,
+    (trapping, ahead): (crate::syscalls::Trapping, Option<FilterAhead>),
     (program, env): (PathBuf, &[(OsString, OsString)]),
     landlock: Option<sandbox::landlock::Backstop>,
     staging: Option<&Path>,
 ) -> Result<Plan, RunError> {
-    // As root, or with interpose's own user namespace, the command gets an
-    // IPC namespace of its own; otherwise the filter refuses System V IPC
-    // and POSIX message queues.
-    let own_ipc = nix::unistd::geteuid().is_root() || namespace.unprivileged();
+    let own_ipc = own_ipc(namespace);
+    let options = filter::Options { trapping, own_ipc };
+    let filter = match ahead.and_then(|a| a.take(options)) {
+        Some(built) => built?,
+        None => filter::program_for(options)?,
+    };
     Ok(Plan {
         program: cstring(program.into_os_string().into_vec())?,
         argv: args.command.iter().map(|a| cstring(a.as_bytes())).collect::<Result<_, _>>()?,
         env: env.iter().map(|(k, v)| cstring([k.as_bytes(), b"=", v.as_bytes()].concat())).collect::<Result<_, _>>()?,
-        filter: filter::program_for(filter::Options { trapping, own_ipc })?,
+        filter,
         own_proc: landlock.as_ref().and_then(|b| b.own_proc.as_ref()).map(|o| o.access),
         masks: landlock.as_ref().map(|b| sandbox::MaskPlan::all(&b.layout)).unwrap_or_default(),
         // In a user namespace of its own interpose holds capabilities the
