@@ -91,44 +91,75 @@ pub fn set_up(surface: &mut Surface, dir: &Path, ns: &Namespace, owner: Option<(
     // Each cache's directories sit directly in `dir` (`N` when moved,
     // `N-upper` and `N-work` for an overlay): every directory made here is
     // removed at the end, and on this kind of host a directory costs
-    // ~0.1 ms to make and as much to remove (docs/performance.md).
-    for (n, cache) in all.iter().enumerate() {
-        let overlay = match cache.rule {
-            Some(_) if ns.can_mount() => mount_overlay(cache, dir, n),
-            Some(_) => Err(Errno::EPERM),
-            None => Err(Errno::ENOENT),
-        };
-        let kept = match overlay {
-            Ok(()) => {
+    // ~0.1 ms to make and as much to remove (docs/performance.md). They
+    // and the overlays are made on two threads (nothing else runs then),
+    // and the surface is changed after, in order.
+    let make = |n: usize| made(&all[n], dir, n, ns, owner);
+    let odd: Vec<usize> = (0..all.len()).filter(|n| n % 2 == 1).collect();
+    let mut made: Vec<Option<Made>> = (0..all.len()).map(|_| None).collect();
+    std::thread::scope(|s| {
+        let other = s.spawn(|| odd.iter().map(|&n| (n, make(n))).collect::<Vec<_>>());
+        for n in (0..all.len()).step_by(2) {
+            made[n] = Some(make(n));
+        }
+        // A panic on the other thread must not drop its caches.
+        for (n, m) in other.join().unwrap_or_else(|e| std::panic::resume_unwind(e)) {
+            made[n] = Some(m);
+        }
+    });
+    for (cache, m) in all.iter().zip(made) {
+        let kept = match m.expect("every cache was made") {
+            Made::Overlay => {
                 surface.set_overlaid(cache.path.clone());
                 Kept::Overlay
             }
-            Err(why) => match &cache.env {
-                Some(env) => match move_to(cache, &dir.join(n.to_string()), owner) {
-                    Ok(moved) => {
-                        surface.share_read_only(cache);
-                        surface.grant_moved(cache, moved.clone());
-                        caches.env.push((env.into(), moved.clone().into_os_string()));
-                        Kept::Moved { env: env.clone(), dir: moved }
-                    }
-                    Err(e) => {
-                        surface.share_read_only(cache);
-                        Kept::ReadOnly(format!("no private directory: {e}"))
-                    }
-                },
-                None => {
-                    surface.share_read_only(cache);
-                    Kept::ReadOnly(match why {
-                        Errno::EPERM => format!("no overlay: {ns}"),
-                        e => format!("no overlay: {e}"),
-                    })
-                }
-            },
+            Made::Moved(env, Ok(moved)) => {
+                surface.share_read_only(cache);
+                surface.grant_moved(cache, moved.clone());
+                caches.env.push((env.clone().into(), moved.clone().into_os_string()));
+                Kept::Moved { env, dir: moved }
+            }
+            Made::Moved(_, Err(e)) => {
+                surface.share_read_only(cache);
+                Kept::ReadOnly(format!("no private directory: {e}"))
+            }
+            Made::Neither(why) => {
+                surface.share_read_only(cache);
+                Kept::ReadOnly(match why {
+                    Errno::EPERM => format!("no overlay: {ns}"),
+                    e => format!("no overlay: {e}"),
+                })
+            }
         };
         tracing::debug!("cache {}: {kept}", cache.path.display());
         caches.kept.push((cache.path.clone(), kept));
     }
     caches
+}
+
+/// What was made on the file system for one cache.
+enum Made {
+    /// Its overlay is mounted.
+    Overlay,
+    /// Moved by this variable to a private directory (or why not).
+    Moved(String, std::io::Result<PathBuf>),
+    /// No overlay (why) and no variable to move it with.
+    Neither(Errno),
+}
+
+/// Mounts the overlay of `cache`, the `n`-th, or makes the private directory
+/// it is moved to; changes nothing else.
+fn made(cache: &Cache, dir: &Path, n: usize, ns: &Namespace, owner: Option<(u32, u32)>) -> Made {
+    let overlay = match cache.rule {
+        Some(_) if ns.can_mount() => mount_overlay(cache, dir, n),
+        Some(_) => Err(Errno::EPERM),
+        None => Err(Errno::ENOENT),
+    };
+    match (overlay, &cache.env) {
+        (Ok(()), _) => Made::Overlay,
+        (Err(_), Some(env)) => Made::Moved(env.clone(), move_to(cache, &dir.join(n.to_string()), owner)),
+        (Err(why), None) => Made::Neither(why),
+    }
 }
 
 fn c(p: &Path) -> CString {
