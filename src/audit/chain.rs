@@ -186,6 +186,12 @@ impl<R: BufRead> Reader<R> {
         if n == 0 {
             return Ok(false);
         }
+        if self.buf.last() != Some(&b'\n') && (n as u64) < MAX_LINE {
+            // The last line, cut off in the middle (its writer was killed
+            // while writing it): the trail ends before it, truncated.
+            self.buf.clear();
+            return Ok(false);
+        }
         self.line += 1;
         if self.buf.last() == Some(&b'\n') {
             self.buf.pop();

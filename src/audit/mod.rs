@@ -502,8 +502,12 @@ mod tests {
         assert_eq!(verify(&deleted), Err(ChainError::Broken { line: 3 }));
         let edited = good.replacen("cmd1", "cmdX", 1);
         assert_eq!(verify(&edited), Err(ChainError::Broken { line: 3 }));
-        let truncated = lines[..4].join("\n");
+        let truncated = lines[..4].join("\n") + "\n";
         assert_eq!(verify(&truncated), Err(ChainError::Truncated { lines: 4 }));
+        // Cut in the middle of a line (its writer killed while writing it):
+        // truncated there, not a malformed record.
+        let cut = truncated.clone() + &lines[4][..lines[4].len() / 2];
+        assert_eq!(verify(&cut), Err(ChainError::Truncated { lines: 4 }));
         assert!(matches!(Reader::new(&b"not json"[..]), Err(chain::ReadError::NotATrail(_))));
         let other = good.replacen(&format!("\"schema\":{SCHEMA}"), "\"schema\":1", 1);
         assert!(matches!(Reader::new(other.as_bytes()), Err(chain::ReadError::Schema { found: 1 })));
