@@ -156,6 +156,18 @@ pub enum SettledBy {
 }
 
 impl SettledBy {
+    /// As written in the protocol and the trail.
+    pub fn name(self) -> &'static str {
+        match self {
+            SettledBy::Client => "client",
+            SettledBy::Timeout => "timeout",
+            SettledBy::NoClient => "no_client",
+            SettledBy::ClientGone => "client_gone",
+            SettledBy::TooMany => "too_many",
+            SettledBy::SessionEnd => "session_end",
+        }
+    }
+
     /// Why a call was refused without a person's answer, in words.
     pub fn refusal(self) -> &'static str {
         match self {
@@ -183,6 +195,9 @@ mod tests {
         assert!(serde_json::from_str::<FromClient>(r#"{"type":"answer","id":4,"decision":"maybe"}"#).is_err());
         assert!(serde_json::from_str::<FromClient>(r#"{"type":"answer","id":4,"decision":"allow","x":1}"#).is_err());
         assert!(serde_json::from_str::<FromClient>(r#"{"type":"request","id":4}"#).is_err());
+        for by in [SettledBy::Client, SettledBy::NoClient, SettledBy::ClientGone, SettledBy::SessionEnd] {
+            assert_eq!(serde_json::to_value(by).unwrap(), by.name());
+        }
     }
 
     #[test]

@@ -56,8 +56,9 @@ pub struct Outcome {
     /// the answer (after it the caller's memory is replaced).
     pub argv: Option<(Vec<Vec<u8>>, bool)>,
     /// With `--ask`: the call is held, unanswered, for a person to decide
-    /// this (the refusal it would get otherwise is the last check).
-    pub held: Option<super::ask::Ask>,
+    /// this, asked by this process (the refusal it would get otherwise is
+    /// the last check).
+    pub held: Option<(super::ask::Ask, u32)>,
 }
 
 impl Outcome {
@@ -272,8 +273,8 @@ struct Call<'a> {
     /// performed here, never continued, since the backstop does not grant
     /// it.
     approved: bool,
-    /// What the call is held for ([`Stop::Held`]).
-    held: Option<super::ask::Ask>,
+    /// What the call is held for ([`Stop::Held`]), and the asking process.
+    held: Option<(super::ask::Ask, u32)>,
 }
 
 impl Call<'_> {
@@ -568,11 +569,7 @@ impl Call<'_> {
         use crate::approvals::Decision;
         let name = AccessKind::from(access);
         let ask = super::ask::Ask { path: path.to_vec(), access };
-        let tgid = *self.tgid.get_or_init(|| {
-            super::resolve::proc_status_field(self.notif.pid, "Tgid:")
-                .and_then(|v| v.parse().ok())
-                .unwrap_or(self.notif.pid)
-        });
+        let tgid = self.tgid();
         match asking.remembered(self.notif.id, tgid, &ask) {
             Some(r) if r.decision == Decision::Allow => {
                 let why = Why::Note(super::ask::allowed_note(r.scope), RuleKind::Approval);
@@ -589,7 +586,7 @@ impl Call<'_> {
                 // The refusal it gets if nobody allows it, kept with the
                 // held call.
                 self.push(arg, Some(path), name, Verdict::Deny, Some(Errno::EACCES), why);
-                self.held = Some(ask);
+                self.held = Some((ask, tgid));
                 Err(Stop::Held)
             }
         }
@@ -668,6 +665,16 @@ impl Call<'_> {
         }
     }
 
+    /// The caller's process id (`Tgid` in `/proc/<tid>/status`), read
+    /// once per call.
+    fn tgid(&self) -> u32 {
+        *self.tgid.get_or_init(|| {
+            super::resolve::proc_status_field(self.notif.pid, "Tgid:")
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(self.notif.pid)
+        })
+    }
+
     /// The undo journal, when a change at the canonical `path` is one it
     /// covers (the user's own writable trees).
     fn journal_for(&self, path: &[u8]) -> Option<std::sync::Arc<crate::journal::Journal>> {
@@ -724,11 +731,7 @@ impl Call<'_> {
                     // With a journal: the content is kept first, under
                     // the journal's lock, from the very file truncated.
                     let _held = match &journal {
-                        Some((j, path)) => {
-                            let mut held = j.lock()?;
-                            identity::as_supervisor(|| held.keep(file.as_fd(), path, true))?;
-                            Some(held)
-                        }
+                        Some((j, path)) => Some(kept(j, file.as_fd(), path, true)?),
                         None => None,
                     };
                     nix::unistd::ftruncate(&file, length)?;
@@ -757,6 +760,20 @@ impl Call<'_> {
             Op::Creds => Ok(Answer::Continue(Cover::credentials())),
         }
     }
+}
+
+/// `journal` locked for one change, with the pre-image of the object behind
+/// `fd` (at `path`; with `content`, a regular file's content too) kept
+/// first, as interpose.
+fn kept<'j>(
+    journal: &'j crate::journal::Journal,
+    fd: std::os::fd::BorrowedFd<'_>,
+    path: &[u8],
+    content: bool,
+) -> Result<crate::journal::Guard<'j>, Errno> {
+    let mut held = journal.lock()?;
+    identity::as_supervisor(|| held.keep(fd, path, content))?;
+    Ok(held)
 }
 
 /// Whether `path` names one of the caller's own descriptors through procfs

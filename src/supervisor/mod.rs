@@ -528,8 +528,8 @@ impl Supervisor {
                 tracing::error!("handling syscall {} panicked; the call is refused", notif.data.nr);
                 handle::Outcome::refused(Errno::EPERM)
             });
-        if let Some(ask) = outcome.held {
-            return self.hold(notif, ask, outcome.checks, received_ns);
+        if let Some((ask, tgid)) = outcome.held {
+            return self.hold(notif, (ask, tgid), outcome.checks, received_ns);
         }
         self.finish(notif, outcome, (started, received_ns));
     }
@@ -586,12 +586,17 @@ impl Supervisor {
     /// `--ask`: holds `notif`, which asks `ask`, for a question (joining
     /// an identical open one), or refuses it at once when it cannot be
     /// asked (no client, too many questions open).
-    fn hold(self: &Arc<Self>, notif: &seccomp::Notif, ask: ask::Ask, checks: Vec<handle::Check>, received_ns: u64) {
+    fn hold(
+        self: &Arc<Self>,
+        notif: &seccomp::Notif,
+        (ask, tgid): (ask::Ask, u32),
+        checks: Vec<handle::Check>,
+        received_ns: u64,
+    ) {
         let Some((answers, questions)) = &self.asking else {
             return self.answer(notif.id, Answer::Fail(Errno::EACCES));
         };
         let held = held::Held { notif: *notif, checks, received_ns };
-        let tgid = procs_tgid(notif.pid);
         let Err(held) = questions.join(tgid, &ask, held) else { return };
         let (exe, argv) = ask::process_words(tgid);
         let request = crate::approvals::Request {
@@ -676,7 +681,6 @@ impl Supervisor {
         policy_error: Option<String>,
     ) {
         let Some(sink) = &self.audit else { return };
-        let by = serde_json::to_value(by).ok().and_then(|v| v.as_str().map(String::from)).unwrap_or_default();
         sink.send(audit::Record::Question(Box::new(audit::Question {
             seq: sink.next_seq(),
             time_ns: q.asked_ns,
@@ -689,7 +693,7 @@ impl Supervisor {
             access: q.request.access,
             decision,
             scope: scope.name().to_string(),
-            by,
+            by: by.name().to_string(),
             wait_ms: waited.as_millis() as u64,
             calls: q.calls.len() as u32,
             policy_error,
@@ -1084,9 +1088,4 @@ impl Supervisor {
             }
         }
     }
-}
-
-/// The process thread `tid` belongs to (itself when that cannot be read).
-fn procs_tgid(tid: u32) -> u32 {
-    resolve::proc_status_field(tid, "Tgid:").and_then(|v| v.parse().ok()).unwrap_or(tid)
 }

@@ -310,11 +310,7 @@ impl Call<'_> {
         // the change is made through, under the journal's lock.
         let journal = self.journal_for(&canonical);
         let _held = match &journal {
-            Some(j) => {
-                let mut held = j.lock()?;
-                identity::as_supervisor(|| held.keep(fd.as_fd(), &canonical, false))?;
-                Some(held)
-            }
+            Some(j) => Some(kept(j, fd.as_fd(), &canonical, false)?),
             None => None,
         };
         let path = super::super::resolve::Resolver::proc_path(fd.as_fd());

@@ -452,8 +452,7 @@ pub(super) struct JournalStep {
 
 impl JournalStep {
     fn apply(&self, fd: OwnedFd) -> Result<OwnedFd, Errno> {
-        let mut held = self.journal.lock()?;
-        identity::as_supervisor(|| held.keep(fd.as_fd(), &self.path, self.truncate || writes_content(&fd)))?;
+        let _held = kept(&self.journal, fd.as_fd(), &self.path, self.truncate || writes_content(&fd))?;
         if self.truncate {
             truncate(&fd)?;
         }
@@ -496,9 +495,8 @@ fn create_journalled(
     mode: u32,
     exclusive: bool,
 ) -> Result<OwnedFd, Errno> {
-    let mut held = journal.lock()?;
     let dir_path = &path[..path.iter().rposition(|&b| b == b'/').unwrap_or(0).max(1)];
-    identity::as_supervisor(|| held.keep(parent, dir_path, false))?;
+    let mut held = kept(journal, parent, dir_path, false)?;
     match fs::openat(Dir::Fd(parent), name, flags | libc::O_EXCL | libc::O_NONBLOCK, mode) {
         Ok(fd) => {
             identity::as_supervisor(|| held.made_at(parent, name, path))?;

@@ -26,7 +26,7 @@
 //! without blocking. What the other side sees of its peer is the caller's
 //! effective uid and gid; its pid is interpose's.
 
-use super::{Call, PathArg, Stop, Why, MISDECODED};
+use super::{kept, Call, PathArg, Stop, Why, MISDECODED};
 use crate::audit::{AccessKind, RuleKind, Verdict};
 use crate::policy::Access;
 use crate::supervisor::identity;
@@ -265,12 +265,9 @@ impl Call<'_> {
                 let path = [&dir_path[..], b"/", name.as_bytes()].concat();
                 let journal = self.journal_for(&path);
                 let mut held = match &journal {
-                    Some(j) => Some(j.lock()?),
+                    Some(j) => Some(kept(j, dir.as_fd(), &dir_path, false)?),
                     None => None,
                 };
-                if let Some(held) = held.as_mut() {
-                    identity::as_supervisor(|| held.keep(dir.as_fd(), &dir_path, false))?;
-                }
                 // The socket file is made by the kernel's mknod, with the
                 // binding thread's umask and in its cwd: this worker's own
                 // (`identity::own_fs`), set to the caller's and the checked
