@@ -16,8 +16,17 @@ pub const CHAIN_START: &str = "0000000000000000000000000000000000000000000000000
 /// writes (paths are at most 4 KiB, argv at most 64 x 512 bytes).
 const MAX_LINE: u64 = 1 << 20;
 
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
+/// `bytes` in lowercase hex. Every record of a trail takes a hash in hex,
+/// so this is a table, not a `format!` per byte (which was half of the
+/// trail writer's time).
+pub fn hex(bytes: &[u8]) -> String {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut out = String::with_capacity(bytes.len() * 2);
+    for &b in bytes {
+        out.push(char::from(DIGITS[usize::from(b >> 4)]));
+        out.push(char::from(DIGITS[usize::from(b & 0xf)]));
+    }
+    out
 }
 
 /// SHA-256 of one line of the trail (without its newline), in hex.
@@ -30,8 +39,15 @@ pub fn line_hash(line: &[u8]) -> String {
 /// `prev`, is the hash of the line before it. The undo journal's lines are
 /// chained the same way.
 pub fn chained_line<T: serde::Serialize>(record: &T, prev: &str) -> serde_json::Result<String> {
-    let body = serde_json::to_string(record)?;
-    Ok(format!("{{\"prev\":\"{prev}\",{}", &body[1..]))
+    let mut line = Vec::with_capacity(512);
+    line.extend_from_slice(b"{\"prev\":\"");
+    line.extend_from_slice(prev.as_bytes());
+    line.extend_from_slice(b"\",");
+    let body = line.len();
+    serde_json::to_writer(&mut line, record)?;
+    // The record's own opening brace gives way to the `prev` field's.
+    line.remove(body);
+    Ok(String::from_utf8(line).expect("serde_json writes UTF-8"))
 }
 
 /// Why a trail is not intact.
@@ -358,4 +374,29 @@ pub fn verify(path: &std::path::Path) -> Result<Result<usize, ChainError>, ReadE
         record?;
     }
     Ok(reader.integrity())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hex_is_lowercase_two_digits_a_byte() {
+        let all: Vec<u8> = (0..=255).collect();
+        let expected: String = all.iter().map(|b| format!("{b:02x}")).collect();
+        assert_eq!(hex(&all), expected);
+        assert_eq!(hex(&[]), "");
+    }
+
+    #[test]
+    fn a_chained_line_puts_prev_first_and_keeps_the_record() {
+        let record = serde_json::json!({"type": "decision", "path": "/a \"b\"", "seq": 3});
+        let line = chained_line(&record, CHAIN_START).unwrap();
+        assert!(line.starts_with(&format!("{{\"prev\":\"{CHAIN_START}\",\"")), "{line}");
+        let parsed: serde_json::Value = serde_json::from_str(&line).unwrap();
+        assert_eq!(parsed["prev"], CHAIN_START);
+        assert_eq!(parsed["path"], "/a \"b\"");
+        assert_eq!(parsed["seq"], 3);
+        assert_eq!(parsed.as_object().unwrap().len(), 4);
+    }
 }

@@ -5,6 +5,7 @@
 //! removed after the fact, but a program that can write the trail can also
 //! write a whole new, self-consistent chain; it cannot make the anchor.
 
+use super::chain::hex;
 use super::schema::Anchor;
 use hmac::{KeyInit, Mac};
 use std::path::{Path, PathBuf};
@@ -19,10 +20,6 @@ pub struct TrailKey {
     pub id: String,
     /// Where it was read from.
     pub path: PathBuf,
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// Where the key lives unless `--audit-key` says otherwise:

@@ -178,7 +178,7 @@ pub fn agent_config(args: &AgentConfigArgs) -> Result<i32, LayersError> {
                 digest.update([0]);
             }
             digest.update(std::env::current_dir().map_err(LayersError::CurrentDir)?.as_os_str().as_encoded_bytes());
-            let id: String = digest.finalize().iter().take(8).map(|b| format!("{b:02x}")).collect();
+            let id = crate::audit::chain::hex(&digest.finalize()[..8]);
             crate::audit::key::state_dir()
                 .ok_or(LayersError::NoHome)?
                 .join("agent-config")

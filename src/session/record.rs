@@ -125,7 +125,7 @@ pub(super) fn session_start(
             .iter()
             .map(|(name, text)| audit::PolicySource {
                 name: name.clone(),
-                sha256: sha2::Sha256::digest(text.as_bytes()).iter().map(|b| format!("{b:02x}")).collect(),
+                sha256: audit::chain::hex(&sha2::Sha256::digest(text.as_bytes())),
             })
             .collect(),
         cwd: resolved.cwd.to_string_lossy().into_owned(),
