@@ -259,6 +259,7 @@ pub fn run(args: &Config) -> Result<i32, RunError> {
     let namespace = sandbox::namespace::enter(!args.no_namespace);
     require_kernel()?;
     let filter_ahead = FilterAhead::start(args, &namespace);
+    let net_ahead = net::NetAhead::start(args, &namespace);
     let user = args.user.as_deref().map(parse_user).transpose()?;
     phase("namespace, kernel features");
 
@@ -332,6 +333,7 @@ pub fn run(args: &Config) -> Result<i32, RunError> {
         user,
         (trapping, filter_ahead),
         (program, &env),
+        net_ahead,
         landlock,
         staging.as_deref(),
     )?;
@@ -788,6 +790,7 @@ fn plan(
     user: Option<(u32, u32)>,
     (trapping, ahead): (crate::syscalls::Trapping, Option<FilterAhead>),
     (program, env): (PathBuf, &[(OsString, OsString)]),
+    net_ahead: Option<net::NetAhead>,
     landlock: Option<sandbox::landlock::Backstop>,
     staging: Option<&Path>,
 ) -> Result<Plan, RunError> {
@@ -808,7 +811,7 @@ fn plan(
         // user does not have outside it: the command keeps none.
         capabilities: if namespace.unprivileged() { 0 } else { sandbox::kept_capabilities() },
         user,
-        no_network: network.own_namespace,
+        net_namespace: net::NetAhead::take(net_ahead, network),
         proxy_port: network.child_proxy_port(),
         forwards: network.child_forwards(),
         new_ipc: own_ipc,

@@ -512,6 +512,13 @@ pub fn unshare(flags: i32) -> Result<(), Errno> {
     cvt(unsafe { libc::unshare(flags) } as libc::c_long).map(drop)
 }
 
+/// `setns(2)`: enters the namespace `ns` names, of type `nstype`.
+/// Async-signal-safe.
+pub fn setns(ns: BorrowedFd<'_>, nstype: i32) -> Result<(), Errno> {
+    // SAFETY: a descriptor the caller holds and an integer.
+    cvt(unsafe { libc::setns(ns.as_raw_fd(), nstype) } as libc::c_long).map(drop)
+}
+
 /// A TCP socket listening on `at` (IPv4 or IPv6; an IPv6 one takes only
 /// IPv6). Async-signal-safe: no allocation.
 pub fn listen_on(at: std::net::SocketAddr) -> Result<OwnedFd, Errno> {
