@@ -237,15 +237,22 @@ impl MaskPlan {
 /// The entries of `base` that earlier runs of interpose made and left
 /// behind: named `interpose-<pid>` or `interpose-<pid>-<anything>`, whose
 /// pid no longer runs interpose (it was killed before it could clean up).
+/// This process's own are never among them, nor those of a process with
+/// this one's name (a copy of interpose under another name).
 pub fn left_by_dead_runs(base: &std::path::Path) -> Vec<std::fs::DirEntry> {
     let Ok(entries) = std::fs::read_dir(base) else { return Vec::new() };
+    let comm = |pid: &dyn std::fmt::Display| {
+        crate::sys::procfs::read(format!("/proc/{pid}/comm")).ok().map(|c| c.trim_ascii_end().to_vec())
+    };
+    let own = (std::process::id(), comm(&"self"));
     entries
         .flatten()
         .filter(|e| {
             let name = e.file_name();
             let pid = name.to_str().and_then(|n| n.strip_prefix("interpose-")?.split('-').next()?.parse::<u32>().ok());
             pid.is_some_and(|pid| {
-                !std::fs::read_to_string(format!("/proc/{pid}/comm")).is_ok_and(|c| c.trim() == "interpose")
+                let name = if pid == own.0 { own.1.clone() } else { comm(&pid) };
+                !name.is_some_and(|n| n == b"interpose" || Some(&n) == own.1.as_ref())
             })
         })
         .collect()
@@ -703,8 +710,15 @@ mod tests {
         std::os::unix::fs::symlink("/bin/sleep", &exe).unwrap();
         let mut live = std::process::Command::new(&exe).arg("30").spawn().unwrap();
         let base = dir.path().join("base");
-        let names =
-            [format!("interpose-{}-a", live.id()), "interpose-1-b".into(), "interpose-1".into(), "other-1".into()];
+        // This test's own process (a copy of interpose under another name,
+        // for the sweep) is alive too.
+        let names = [
+            format!("interpose-{}-a", live.id()),
+            format!("interpose-{}-own", std::process::id()),
+            "interpose-1-b".into(),
+            "interpose-1".into(),
+            "other-1".into(),
+        ];
         for n in &names {
             std::fs::create_dir_all(base.join(n)).unwrap();
         }

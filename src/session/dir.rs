@@ -21,7 +21,14 @@ pub(super) struct SessionDir {
 impl SessionDir {
     pub(super) fn create(keep: bool) -> Result<SessionDir, RunError> {
         let base = std::env::temp_dir();
-        remove_stale(&base);
+        // Off the start-up's path: listing the temporary directory grows
+        // with it (hundreds of entries on a developer's machine). The sweep
+        // spares every run whose interpose still runs, this one included;
+        // one cut short when the session ends is finished by the next.
+        let sweep = base.clone();
+        if std::thread::Builder::new().name("interpose-sweep".into()).spawn(move || remove_stale(&sweep)).is_err() {
+            remove_stale(&base);
+        }
         for attempt in 0..16u32 {
             let nonce = audit::now_ns() ^ (u64::from(attempt) << 48);
             let path = base.join(format!("interpose-{}-{nonce:x}", std::process::id()));
