@@ -121,7 +121,7 @@ impl NetSetup {
         }
         let flags = match &args.net {
             Net::Host => return Ok(open(false)),
-            Net::None => return Ok(open(own_namespace(&args.net, unprivileged))),
+            Net::None => return Ok(open(true)),
             Net::Connect(ports) => {
                 return Ok(NetSetup {
                     rule: NetRule::Ports(ports.clone()),
