@@ -17,6 +17,7 @@ pub mod channel;
 pub mod features;
 pub mod filter;
 pub mod isolate;
+pub mod keeper;
 pub mod landlock;
 pub mod namespace;
 pub mod pids;

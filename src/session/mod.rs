@@ -257,6 +257,7 @@ pub fn run(args: &Config) -> Result<i32, RunError> {
     // While interpose is single-threaded: the session's own mount namespace
     // (with a user namespace when not root), which the command inherits.
     let namespace = sandbox::namespace::enter(!args.no_namespace);
+    let keeper = sandbox::keeper::Keeper::start();
     require_kernel()?;
     let filter_ahead = FilterAhead::start(args, &namespace);
     let net_ahead = net::NetAhead::start(args, &namespace);
@@ -369,12 +370,17 @@ pub fn run(args: &Config) -> Result<i32, RunError> {
     };
     process::set_child_subreaper().map_err(errno("PR_SET_CHILD_SUBREAPER"))?;
     phase("audit sink, pids cgroup");
-    let started = sandbox::start(&plan, original.as_ref(), |pid| match &pids {
-        Some(cgroup) => cgroup.add(pid).map_err(|e| sandbox::SpawnError::Parent {
-            what: "moving the command into its pids cgroup",
-            errno: Errno::from_raw(e.raw_os_error().unwrap_or(libc::EIO)),
-        }),
-        None => Ok(()),
+    let started = sandbox::start(&plan, original.as_ref(), |pid| {
+        if let Some(keeper) = &keeper {
+            keeper.hold_mounts_of(pid);
+        }
+        match &pids {
+            Some(cgroup) => cgroup.add(pid).map_err(|e| sandbox::SpawnError::Parent {
+                what: "moving the command into its pids cgroup",
+                errno: Errno::from_raw(e.raw_os_error().unwrap_or(libc::EIO)),
+            }),
+            None => Ok(()),
+        }
     })?;
     let program = PathBuf::from(OsStr::from_bytes(plan.program.as_bytes()));
     drop(plan);

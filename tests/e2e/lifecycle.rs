@@ -534,3 +534,60 @@ fn the_own_floors_run_commands_as_they_run_natively() {
     let o = Command::new(interpose()).args(["debug", "floor", "emulate", "--", "no-such-program"]).output().unwrap();
     assert_ne!(o.status.code(), Some(0), "{}", stderr(&o));
 }
+
+/// The process that takes the end of interpose's namespaces off interpose's
+/// exit (`sandbox::keeper`) holds none of the caller's descriptors (a pipe
+/// reading interpose's output ends when interpose does), is no child of
+/// interpose's (whose end reaps every child), holds the command's mount
+/// namespace, and is gone once interpose is.
+#[test]
+fn the_namespace_keeper_holds_nothing_of_the_callers_and_ends_with_interpose() {
+    use std::io::{BufRead, Write};
+    use std::process::Stdio;
+    let Some(t) = kernel_tree() else { return };
+    let mut run = t
+        .command(&[], &["/bin/sh", "-c", "echo ready; read line"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut ready = String::new();
+    std::io::BufReader::new(run.stdout.as_mut().unwrap()).read_line(&mut ready).unwrap();
+    assert_eq!(ready, "ready\n");
+    let me = run.id();
+    let fd_targets = |pid: u32| -> Vec<String> {
+        let Ok(fds) = std::fs::read_dir(format!("/proc/{pid}/fd")) else { return Vec::new() };
+        fds.flatten().filter_map(|e| std::fs::read_link(e.path()).ok()).map(|l| l.display().to_string()).collect()
+    };
+    // A keeper names the interpose it waits for in its pidfd's fdinfo.
+    let keeper_of = |interpose: u32| -> Option<u32> {
+        std::fs::read_dir("/proc").ok()?.flatten().filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok()).find(
+            |&p| {
+                let comm = std::fs::read_to_string(format!("/proc/{p}/comm")).unwrap_or_default();
+                comm == "interpose-keep\n"
+                    && (0..8).any(|fd| {
+                        std::fs::read_to_string(format!("/proc/{p}/fdinfo/{fd}"))
+                            .is_ok_and(|i| i.lines().any(|l| l == format!("Pid:\t{interpose}")))
+                    })
+            },
+        )
+    };
+    let keeper = keeper_of(me).expect("a keeper for this interpose");
+    let stat = std::fs::read_to_string(format!("/proc/{keeper}/stat")).unwrap();
+    let parent: u32 = stat[stat.rfind(')').unwrap() + 2..].split(' ').nth(1).unwrap().parse().unwrap();
+    assert_ne!(parent, me, "the keeper is interpose's child");
+    let held = fd_targets(keeper);
+    for target in &held {
+        assert!(
+            target == "/dev/null"
+                || target.starts_with("anon_inode:[pidfd]")
+                || target.starts_with("mnt:[")
+                || target.starts_with("socket:["),
+            "the keeper holds {target}: {held:?}"
+        );
+    }
+    assert!(held.iter().any(|t| t.starts_with("mnt:[")), "the command's mount namespace is not held: {held:?}");
+    run.stdin.as_mut().unwrap().write_all(b"done\n").unwrap();
+    assert!(run.wait().unwrap().success());
+    wait_until("the keeper outlived interpose", 10, || keeper_of(me).is_none());
+}
