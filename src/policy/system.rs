@@ -132,21 +132,34 @@ fn etc_link_targets() -> Vec<PathBuf> {
 }
 
 /// Entries beneath `dir`, to `depth` levels, whose mode denies "others"
-/// read. The walk is a stat per entry (1,200 of them in a desktop's `/etc`,
-/// a good part of interpose's start-up), so the top level's entries are
-/// split between this thread and one more.
+/// read, sorted. The walk is a stat per entry (1,200 of them in a
+/// desktop's `/etc`, a good part of interpose's start-up), so this thread
+/// and one more take the top level's entries one at a time from a shared
+/// cursor, directories first: the subtrees differ by hundreds of entries
+/// (`alternatives`, `ssl`), and halves fixed in advance left one thread
+/// with twice the other's work.
 fn unreadable_by_others(dir: &Path, depth: u32) -> Vec<PathBuf> {
+    use std::sync::atomic::{AtomicUsize, Ordering};
     let Ok(entries) = std::fs::read_dir(dir) else { return Vec::new() };
-    let entries: Vec<std::fs::DirEntry> = entries.flatten().collect();
-    let (first, second) = entries.split_at(entries.len() / 2);
-    std::thread::scope(|s| {
-        let other = s.spawn(|| scan(first, depth));
-        let rest = scan(second, depth);
-        // A panic in the other half must not drop its carve-outs.
-        let mut out = other.join().unwrap_or_else(|e| std::panic::resume_unwind(e));
-        out.extend(rest);
+    let mut entries: Vec<std::fs::DirEntry> = entries.flatten().collect();
+    entries.sort_by_key(|e| !e.file_type().is_ok_and(|t| t.is_dir()));
+    let next = AtomicUsize::new(0);
+    let take = || {
+        let mut out = Vec::new();
+        while let Some(e) = entries.get(next.fetch_add(1, Ordering::Relaxed)) {
+            out.extend(scan(std::slice::from_ref(e), depth));
+        }
         out
-    })
+    };
+    let mut out = std::thread::scope(|s| {
+        let other = s.spawn(take);
+        let mut out = take();
+        // A panic in the other thread must not drop its carve-outs.
+        out.extend(other.join().unwrap_or_else(|e| std::panic::resume_unwind(e)));
+        out
+    });
+    out.sort();
+    out
 }
 
 /// [`unreadable_by_others`] for the entries of one directory.
@@ -186,6 +199,36 @@ pub fn proc_mounts() -> Vec<PathBuf> {
 mod tests {
     use super::*;
     use crate::policy::{Access, NoProcesses as Nobody};
+
+    #[test]
+    fn the_walk_finds_what_others_may_not_read_as_deep_as_it_walks() {
+        use std::os::unix::fs::PermissionsExt;
+        let root = tempfile::tempdir().unwrap();
+        let at = |p: &str| root.path().join(p);
+        let file = |p: &str, mode: u32| {
+            std::fs::write(at(p), "x").unwrap();
+            std::fs::set_permissions(at(p), std::fs::Permissions::from_mode(mode)).unwrap();
+        };
+        for d in ["a/b/c", "closed", "many"] {
+            std::fs::create_dir_all(at(d)).unwrap();
+        }
+        file("open.txt", 0o644);
+        file("top.key", 0o600);
+        file("a/secret", 0o600);
+        file("a/b/key", 0o640);
+        // Below the depth walked: not looked at.
+        file("a/b/c/deep", 0o600);
+        // A heavy subtree beside light ones, whichever thread takes it.
+        for n in 0..200 {
+            file(&format!("many/f{n}"), if n == 137 { 0o600 } else { 0o644 });
+        }
+        std::os::unix::fs::symlink(at("a/secret"), at("link")).unwrap();
+        std::fs::set_permissions(at("closed"), std::fs::Permissions::from_mode(0o700)).unwrap();
+        let found = unreadable_by_others(root.path(), 3);
+        let want: Vec<PathBuf> =
+            ["a/b/key", "a/secret", "closed", "many/f137", "top.key"].iter().map(|p| at(p)).collect();
+        assert_eq!(found, want);
+    }
 
     #[test]
     fn system_surface_reads_programs_but_not_secrets() {
