@@ -255,9 +255,90 @@ impl GlobRule {
     /// Whether `path` (canonical, absolute) matches the pattern.
     pub fn matches(&self, path: &[u8]) -> bool {
         use std::os::unix::ffi::OsStrExt;
+        self.under_base(path) && self.matcher.is_match(Path::new(std::ffi::OsStr::from_bytes(path)))
+    }
+
+    /// Whether `path` lies beneath the pattern's base (never the base
+    /// itself): the first half of [`GlobRule::matches`].
+    pub fn under_base(&self, path: &[u8]) -> bool {
+        use std::os::unix::ffi::OsStrExt;
         let base = self.base.as_os_str().as_bytes();
         path.strip_prefix(base).is_some_and(|rest| rest.first() == Some(&b'/'))
-            && self.matcher.is_match(Path::new(std::ffi::OsStr::from_bytes(path)))
+    }
+
+    /// The pattern less its base, as a glob matching paths taken from the
+    /// base (`**/*.key` for `/ws/**/*.key`): the same names, and a form
+    /// `globset` recognizes (an extension, a file name) where the absolute
+    /// one needed its automaton.
+    fn relative(&self) -> Option<globset::Glob> {
+        let rest = self.pattern.strip_prefix(&self.base).ok()?.to_str()?;
+        globset::GlobBuilder::new(rest).literal_separator(true).backslash_escape(true).build().ok()
+    }
+}
+
+/// Patterns matched together ([`Patterns::first`]): one
+/// [`globset::GlobSet`] per base, of the patterns less their base, so that
+/// a name is looked at once for all of them and one no pattern's
+/// extension, suffix or file name fits is turned away before any automaton
+/// runs. Where a set cannot be built (the regex size limit), the patterns
+/// are matched one by one.
+#[derive(Clone)]
+pub struct Patterns<'a> {
+    patterns: &'a [&'a GlobRule],
+    sets: Option<Vec<BaseSet<'a>>>,
+    hits: Vec<usize>,
+}
+
+/// The patterns of one base: the base, their set, and the index in
+/// [`Patterns`]'s list of each of the set's globs.
+type BaseSet<'a> = (&'a [u8], globset::GlobSet, Vec<usize>);
+
+impl<'a> Patterns<'a> {
+    /// Compiles `patterns` into their sets.
+    pub fn new(patterns: &'a [&'a GlobRule]) -> Patterns<'a> {
+        use std::os::unix::ffi::OsStrExt;
+        let mut groups: Vec<(&[u8], globset::GlobSetBuilder, Vec<usize>)> = Vec::new();
+        let mut whole = true;
+        for (i, g) in patterns.iter().enumerate() {
+            let base = g.base.as_os_str().as_bytes();
+            let Some(glob) = g.relative() else {
+                whole = false;
+                break;
+            };
+            match groups.iter_mut().find(|(b, _, _)| *b == base) {
+                Some((_, set, indices)) => {
+                    set.add(glob);
+                    indices.push(i);
+                }
+                None => {
+                    let mut set = globset::GlobSetBuilder::new();
+                    set.add(glob);
+                    groups.push((base, set, vec![i]));
+                }
+            }
+        }
+        let sets = whole
+            .then(|| {
+                groups.into_iter().map(|(b, set, ix)| Some((b, set.build().ok()?, ix))).collect::<Option<Vec<_>>>()
+            })
+            .flatten();
+        Patterns { patterns, sets, hits: Vec::new() }
+    }
+
+    /// The index of the first pattern `path` (canonical, absolute) matches.
+    pub fn first(&mut self, path: &[u8]) -> Option<usize> {
+        use std::os::unix::ffi::OsStrExt;
+        let Some(sets) = &self.sets else { return self.patterns.iter().position(|g| g.matches(path)) };
+        let mut first = None;
+        for (base, set, indices) in sets {
+            let Some(rest) = path.strip_prefix(*base).and_then(|r| r.strip_prefix(b"/")) else { continue };
+            set.matches_into(Path::new(std::ffi::OsStr::from_bytes(rest)), &mut self.hits);
+            // A set's indices come in the order its globs were added.
+            if let Some(&k) = self.hits.first() {
+                first = Some(first.map_or(indices[k], |f: usize| f.min(indices[k])));
+            }
+        }
+        first
     }
 }
 

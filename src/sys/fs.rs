@@ -100,6 +100,34 @@ pub fn openat(dir: Dir<'_>, path: &CStr, flags: i32, mode: u32) -> Result<OwnedF
     owned(unsafe { libc::openat(dir.raw(), path.as_ptr(), flags | libc::O_CLOEXEC, mode) } as libc::c_long)
 }
 
+/// The entries of the directory open at `dir` (`getdents64(2)`, read from
+/// where its offset stands, `buf.len()` bytes at a time): `each` gets every
+/// name but `.` and `..`, with its `d_type` (`DT_UNKNOWN` where the file
+/// system does not say). No `fstat` and no path walk, as `opendir(3)` on a
+/// path would make. A record the kernel would never write is `EIO`.
+pub fn entries(dir: BorrowedFd<'_>, buf: &mut [u8], mut each: impl FnMut(&CStr, u8)) -> Result<(), Errno> {
+    // struct linux_dirent64: d_ino (8), d_off (8), d_reclen (2), d_type (1), d_name.
+    const NAME: usize = 19;
+    loop {
+        // SAFETY: the kernel writes at most `buf.len()` bytes into `buf`.
+        let n =
+            cvt(unsafe { libc::syscall(libc::SYS_getdents64, dir.as_raw_fd(), buf.as_mut_ptr(), buf.len()) })? as usize;
+        if n == 0 {
+            return Ok(());
+        }
+        let mut at = 0;
+        while at < n {
+            let record = buf.get(at..n).filter(|r| r.len() > NAME).ok_or(Errno::EIO)?;
+            let len = usize::from(u16::from_ne_bytes([record[16], record[17]]));
+            let name = record.get(NAME..len).and_then(|r| CStr::from_bytes_until_nul(r).ok()).ok_or(Errno::EIO)?;
+            if name != c"." && name != c".." {
+                each(name, record[18]);
+            }
+            at += len;
+        }
+    }
+}
+
 /// `readlinkat(2)` into `buf`; `ENAMETOOLONG` if the target does not fit.
 pub fn readlinkat(dir: Dir<'_>, path: &CStr, buf: &mut [u8]) -> Result<usize, Errno> {
     // SAFETY: the kernel writes at most `buf.len()` bytes into `buf`.
