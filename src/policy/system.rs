@@ -2,6 +2,10 @@
 //! minus the host's secrets. Built once at start-up from the host's files.
 
 use super::{Mode, Origin, Rule, Surface};
+use crate::sys::fs;
+use std::ffi::{CString, OsStr};
+use std::os::fd::{AsFd, BorrowedFd};
+use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::{FileTypeExt, MetadataExt};
 use std::path::{Path, PathBuf};
 
@@ -139,14 +143,15 @@ fn etc_link_targets() -> Vec<PathBuf> {
 /// with twice the other's work.
 fn unreadable_by_others(dir: &Path, depth: u32) -> Vec<PathBuf> {
     use std::sync::atomic::{AtomicUsize, Ordering};
-    let Ok(entries) = std::fs::read_dir(dir) else { return Vec::new() };
-    let mut entries: Vec<std::fs::DirEntry> = entries.flatten().collect();
-    entries.sort_by_key(|e| !e.file_type().is_ok_and(|t| t.is_dir()));
+    let Ok(top) = CString::new(dir.as_os_str().as_bytes()) else { return Vec::new() };
+    let Ok(top) = fs::openat(fs::Dir::Cwd, &top, DIRECTORY, 0) else { return Vec::new() };
+    let mut entries = names(top.as_fd());
+    entries.sort_by_key(|(_, kind)| *kind != libc::DT_DIR);
     let next = AtomicUsize::new(0);
     let take = || {
         let mut out = Vec::new();
         while let Some(e) = entries.get(next.fetch_add(1, Ordering::Relaxed)) {
-            out.extend(scan(std::slice::from_ref(e), depth));
+            scan(top.as_fd(), dir, std::slice::from_ref(e), depth, &mut out);
         }
         out
     };
@@ -161,27 +166,39 @@ fn unreadable_by_others(dir: &Path, depth: u32) -> Vec<PathBuf> {
     out
 }
 
-/// [`unreadable_by_others`] for the entries of one directory.
-fn scan(entries: &[std::fs::DirEntry], depth: u32) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    for e in entries {
-        // The type comes with the directory entry; the mode needs a stat,
-        // made relative to the open directory (no path walk).
-        if e.file_type().is_ok_and(|t| t.is_symlink()) {
+/// How the walk opens a directory: no symlink, not even as the last name.
+const DIRECTORY: i32 = libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW;
+
+/// The names in the directory open at `dir`, with their `d_type`s (what
+/// could be read of them).
+fn names(dir: BorrowedFd<'_>) -> Vec<(CString, u8)> {
+    let mut names = Vec::new();
+    let _ = fs::entries(dir, &mut vec![0u8; 32 * 1024], |name, kind| names.push((name.to_owned(), kind)));
+    names
+}
+
+/// [`unreadable_by_others`] for `entries` of the directory open at `dir`
+/// (whose path is `path`): each is looked at relative to its directory's
+/// handle (no lookup from `/`), and a subdirectory opened from it.
+fn scan(dir: BorrowedFd<'_>, path: &Path, entries: &[(CString, u8)], depth: u32, out: &mut Vec<PathBuf>) {
+    for (name, kind) in entries {
+        // The type comes with the directory entry; the mode needs a stat.
+        if *kind == libc::DT_LNK {
             continue;
         }
-        let Ok(md) = e.metadata() else { continue };
-        if md.file_type().is_symlink() {
+        let Ok(st) = fs::fstatat(fs::Dir::Fd(dir), name, libc::AT_SYMLINK_NOFOLLOW) else { continue };
+        let format = st.st_mode & libc::S_IFMT;
+        if format == libc::S_IFLNK {
             continue;
         }
-        if md.mode() & 0o004 == 0 {
-            out.push(e.path());
-        } else if md.is_dir() && depth > 1 {
-            let Ok(inner) = std::fs::read_dir(e.path()) else { continue };
-            out.extend(scan(&inner.flatten().collect::<Vec<_>>(), depth - 1));
+        let at = path.join(OsStr::from_bytes(name.to_bytes()));
+        if st.st_mode & 0o004 == 0 {
+            out.push(at);
+        } else if format == libc::S_IFDIR && depth > 1 {
+            let Ok(inner) = fs::openat(fs::Dir::Fd(dir), name, DIRECTORY, 0) else { continue };
+            scan(inner.as_fd(), &at, &names(inner.as_fd()), depth - 1, out);
         }
     }
-    out
 }
 
 /// Mount points of every procfs in this mount namespace.
