@@ -295,8 +295,18 @@ impl Call<'_> {
     /// `bytes` with its starting directory `dirfd` opened if it needs one
     /// (a relative path, or one anchored there).
     fn based(&self, bytes: Vec<u8>, dirfd: i32, anchored: bool) -> Result<PathArg, Stop> {
-        let base = if bytes.first() == Some(&b'/') && !anchored { None } else { Some((dirfd, self.open_dir(dirfd)?)) };
-        Ok(PathArg { bytes, base })
+        if bytes.first() == Some(&b'/') && !anchored {
+            return Ok(PathArg { bytes, base: None });
+        }
+        let dir = match dirfd {
+            // The caller's own descriptor, duplicated through the pidfd kept
+            // for its thread: one system call, where opening
+            // `/proc/<tid>/fd/<n>` walks procfs (find's `openat(dirfd, name)`
+            // and `newfstatat(dirfd, name)` of every entry).
+            fd if fd >= 0 => self.caller_fd(fd)?,
+            fd => self.open_dir(fd)?,
+        };
+        Ok(PathArg { bytes, base: Some((dirfd, dir)) })
     }
 
     /// A duplicate of the caller's descriptor `fd` (same open file
