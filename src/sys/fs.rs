@@ -429,6 +429,35 @@ mod tests {
     use super::*;
 
     #[test]
+    fn entries_lists_every_name_once_whatever_the_buffer_holds() {
+        use std::os::fd::AsFd;
+        use std::os::unix::ffi::OsStrExt;
+        let dir = tempfile::tempdir().unwrap();
+        let mut want: Vec<Vec<u8>> =
+            (0..120).map(|n| format!("entry-{n:03}-{}", "x".repeat(n % 40)).into_bytes()).collect();
+        for name in &want {
+            std::fs::write(dir.path().join(std::ffi::OsStr::from_bytes(name)), "").unwrap();
+        }
+        std::fs::create_dir(dir.path().join("sub")).unwrap();
+        want.push(b"sub".to_vec());
+        want.sort();
+        // A buffer of a few records at a time: many reads, each record whole.
+        for size in [128, 32 * 1024] {
+            let fd = std::fs::File::open(dir.path()).unwrap();
+            let mut got = Vec::new();
+            let mut kinds = Vec::new();
+            entries(fd.as_fd(), &mut vec![0u8; size], |name, kind| {
+                got.push(name.to_bytes().to_vec());
+                kinds.push((name.to_bytes() == b"sub", kind));
+            })
+            .unwrap();
+            got.sort();
+            assert_eq!(got, want, "buffer of {size}");
+            assert!(kinds.iter().all(|&(sub, kind)| kind == if sub { libc::DT_DIR } else { libc::DT_REG }));
+        }
+    }
+
+    #[test]
     fn decimal_formats() {
         let mut b = [0u8; 24];
         assert_eq!(decimal(0, &mut b).to_bytes(), b"0");
