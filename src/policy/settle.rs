@@ -132,7 +132,7 @@ fn walk(surface: &Surface, root: &Path, patterns: &[&GlobRule], found: &mut dyn 
         return 1;
     }
     let Ok(top) = CString::new(root.as_os_str().as_bytes()) else { return 0 };
-    let Ok(top) = fs::openat(fs::Dir::Cwd, &top, DIRECTORY, 0) else { return 0 };
+    let Ok(top) = fs::openat(fs::Dir::Cwd, &top, fs::LIST_DIRECTORY, 0) else { return 0 };
     let work = Work {
         state: Mutex::new(Pending { dirs: vec![(Place::Open(top), root.to_path_buf())], busy: 0 }),
         changed: Condvar::new(),
@@ -152,9 +152,6 @@ fn walk(surface: &Surface, root: &Path, patterns: &[&GlobRule], found: &mut dyn 
     }
     seen
 }
-
-/// How the walk opens a directory: no symlink, not even as the last name.
-const DIRECTORY: i32 = libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW;
 
 /// A directory still to list: open already (the root), or a name in its
 /// parent, whose handle its siblings share.
@@ -202,7 +199,7 @@ impl Work {
                 Place::In(parent) => path
                     .file_name()
                     .and_then(|n| CString::new(n.as_bytes()).ok())
-                    .and_then(|n| fs::openat(fs::Dir::Fd(parent.as_fd()), &n, DIRECTORY, 0).ok()),
+                    .and_then(|n| fs::openat(fs::Dir::Fd(parent.as_fd()), &n, fs::LIST_DIRECTORY, 0).ok()),
             };
             // A directory that cannot be opened or read is passed over.
             let Some(dir) = dir.map(Arc::new) else { continue };

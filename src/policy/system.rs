@@ -144,7 +144,7 @@ fn etc_link_targets() -> Vec<PathBuf> {
 fn unreadable_by_others(dir: &Path, depth: u32) -> Vec<PathBuf> {
     use std::sync::atomic::{AtomicUsize, Ordering};
     let Ok(top) = CString::new(dir.as_os_str().as_bytes()) else { return Vec::new() };
-    let Ok(top) = fs::openat(fs::Dir::Cwd, &top, DIRECTORY, 0) else { return Vec::new() };
+    let Ok(top) = fs::openat(fs::Dir::Cwd, &top, fs::LIST_DIRECTORY, 0) else { return Vec::new() };
     let mut entries = names(top.as_fd());
     entries.sort_by_key(|(_, kind)| *kind != libc::DT_DIR);
     let next = AtomicUsize::new(0);
@@ -165,9 +165,6 @@ fn unreadable_by_others(dir: &Path, depth: u32) -> Vec<PathBuf> {
     out.sort();
     out
 }
-
-/// How the walk opens a directory: no symlink, not even as the last name.
-const DIRECTORY: i32 = libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW;
 
 /// The names in the directory open at `dir`, with their `d_type`s (what
 /// could be read of them).
@@ -195,7 +192,7 @@ fn scan(dir: BorrowedFd<'_>, path: &Path, entries: &[(CString, u8)], depth: u32,
         if st.st_mode & 0o004 == 0 {
             out.push(at);
         } else if format == libc::S_IFDIR && depth > 1 {
-            let Ok(inner) = fs::openat(fs::Dir::Fd(dir), name, DIRECTORY, 0) else { continue };
+            let Ok(inner) = fs::openat(fs::Dir::Fd(dir), name, fs::LIST_DIRECTORY, 0) else { continue };
             scan(inner.as_fd(), &at, &names(inner.as_fd()), depth - 1, out);
         }
     }

@@ -100,6 +100,10 @@ pub fn openat(dir: Dir<'_>, path: &CStr, flags: i32, mode: u32) -> Result<OwnedF
     owned(unsafe { libc::openat(dir.raw(), path.as_ptr(), flags | libc::O_CLOEXEC, mode) } as libc::c_long)
 }
 
+/// The flags a walk opens a directory with, to list it: no symlink, not
+/// even as the last name.
+pub const LIST_DIRECTORY: i32 = libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW;
+
 /// The entries of the directory open at `dir` (`getdents64(2)`, read from
 /// where its offset stands, `buf.len()` bytes at a time): `each` gets every
 /// name but `.` and `..`, with its `d_type` (`DT_UNKNOWN` where the file
