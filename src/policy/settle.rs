@@ -204,11 +204,20 @@ impl Work {
             // A directory that cannot be opened or read is passed over.
             let Some(dir) = dir.map(Arc::new) else { continue };
             let mut subdirs = Vec::new();
+            // Each name is matched in one buffer holding the directory's
+            // path: a path is made only for a match or a subdirectory.
+            let mut child = path.as_os_str().as_bytes().to_vec();
+            if child.last() != Some(&b'/') {
+                child.push(b'/');
+            }
+            let stem = child.len();
             let _ = fs::entries(dir.as_fd(), &mut buf, |name, kind| {
                 seen += 1;
-                let child = path.join(OsStr::from_bytes(name.to_bytes()));
-                if let Some(k) = matching.first(child.as_os_str().as_bytes()) {
-                    hits.push((child, k));
+                child.truncate(stem);
+                child.extend_from_slice(name.to_bytes());
+                let owned = || PathBuf::from(OsStr::from_bytes(&child));
+                if let Some(k) = matching.first(&child) {
+                    hits.push((owned(), k));
                     return;
                 }
                 let is_dir = match kind {
@@ -217,8 +226,8 @@ impl Work {
                         .is_ok_and(|st| st.st_mode & libc::S_IFMT == libc::S_IFDIR),
                     _ => false,
                 };
-                if is_dir && !carved(&child) {
-                    subdirs.push((Place::In(Arc::clone(&dir)), child));
+                if is_dir && !carved(owned().as_path()) {
+                    subdirs.push((Place::In(Arc::clone(&dir)), owned()));
                 }
             });
             self.state.lock().unwrap_or_else(PoisonError::into_inner).dirs.extend(subdirs);
