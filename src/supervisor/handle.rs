@@ -295,24 +295,22 @@ impl Call<'_> {
     /// `bytes` with its starting directory `dirfd` opened if it needs one
     /// (a relative path, or one anchored there).
     fn based(&self, bytes: Vec<u8>, dirfd: i32, anchored: bool) -> Result<PathArg, Stop> {
-        if bytes.first() == Some(&b'/') && !anchored {
-            return Ok(PathArg { bytes, base: None });
-        }
-        let dir = match dirfd {
-            // The caller's own descriptor, duplicated through the pidfd kept
-            // for its thread: one system call, where opening
-            // `/proc/<tid>/fd/<n>` walks procfs (find's `openat(dirfd, name)`
-            // and `newfstatat(dirfd, name)` of every entry).
-            fd if fd >= 0 => self.caller_fd(fd)?,
-            fd => self.open_dir(fd)?,
-        };
-        Ok(PathArg { bytes, base: Some((dirfd, dir)) })
+        let base = if bytes.first() == Some(&b'/') && !anchored { None } else { Some((dirfd, self.open_dir(dirfd)?)) };
+        Ok(PathArg { bytes, base })
     }
 
     /// A duplicate of the caller's descriptor `fd` (same open file
     /// description), taken with `pidfd_getfd` and checked to belong to the
     /// caller still waiting for this notification.
     fn caller_fd(&self, fd: i32) -> Result<OwnedFd, Stop> {
+        let dup = self.dup_caller_fd(fd)?;
+        self.still_valid()?;
+        Ok(dup)
+    }
+
+    /// [`Call::caller_fd`] for a caller that checks the notification is
+    /// still pending itself before it acts on anything it read.
+    fn dup_caller_fd(&self, fd: i32) -> Result<OwnedFd, Stop> {
         let tid = self.notif.pid;
         // A pidfd kept from this thread number's last call: it names the
         // task it was opened for, and only one live task holds a number, so
@@ -321,10 +319,7 @@ impl Call<'_> {
         if let Some(pidfd) = PIDFD.with(|c| c.borrow().get(tid)) {
             match crate::sys::process::pidfd_getfd(pidfd.as_fd(), fd) {
                 Err(Errno::ESRCH) => PIDFD.with(|c| c.borrow_mut().0 = None),
-                other => {
-                    self.still_valid()?;
-                    return Ok(other?);
-                }
+                other => return Ok(other?),
             }
         }
         // The calling thread's own table (a thread that unshared its
@@ -352,7 +347,6 @@ impl Call<'_> {
                 return Ok(crate::sys::process::pidfd_getfd(thread.as_fd(), fd)?);
             }
         };
-        self.still_valid()?;
         Ok(crate::sys::process::pidfd_getfd(pidfd.as_fd(), fd)?)
     }
 
@@ -386,16 +380,23 @@ impl Call<'_> {
         })
     }
 
-    /// Opens the caller's cwd or descriptor `dirfd` through `/proc/<tid>`.
-    fn open_dir(&self, dirfd: i32) -> Result<OwnedFd, Errno> {
+    /// The caller's cwd (`AT_FDCWD`) or descriptor `dirfd`, as a handle to
+    /// look names up from. A descriptor is the caller's own, duplicated
+    /// through the pidfd kept for its thread (one system call, where
+    /// opening `/proc/<tid>/fd/<n>` walks procfs: find's `openat(dirfd,
+    /// name)` and `newfstatat(dirfd, name)` of every entry); the cwd has no
+    /// such route and is opened through `/proc/<tid>/cwd`. Every caller
+    /// checks that the notification is still pending before it acts on
+    /// what it looks up.
+    fn open_dir(&self, dirfd: i32) -> Result<OwnedFd, Stop> {
+        if dirfd >= 0 {
+            return self.dup_caller_fd(dirfd);
+        }
         let cpath = self.dir_link(dirfd)?;
         // The caller's own starting point, looked up by the supervisor for
         // it (a caller that changed its credentials has its /proc entries
         // owned by root).
-        match identity::retry_as_supervisor(|| fs::openat(Dir::Cwd, &cpath, libc::O_PATH, 0)) {
-            Err(Errno::ENOENT) if dirfd != libc::AT_FDCWD => Err(Errno::EBADF),
-            other => other,
-        }
+        Ok(identity::retry_as_supervisor(|| fs::openat(Dir::Cwd, &cpath, libc::O_PATH, 0))?)
     }
 
     /// Everything read from the caller so far belongs to it only if the

@@ -39,10 +39,11 @@ impl Call<'_> {
                 row.op,
                 Op::Chmod | Op::Chown | Op::Utimensat | Op::Setxattr | Op::Removexattr | Op::Getxattr | Op::Listxattr
             );
-            if open_file && fs::status_flags(self.caller_fd(fd)?.as_fd())? & libc::O_PATH != 0 {
+            let held = self.open_dir(fd)?;
+            if open_file && fs::status_flags(held.as_fd())? & libc::O_PATH != 0 {
                 return Err(Errno::EBADF.into());
             }
-            return Ok((PathArg { bytes: Vec::new(), base: Some((fd, self.open_dir(fd)?)) }, follow, true));
+            return Ok((PathArg { bytes: Vec::new(), base: Some((fd, held)) }, follow, true));
         }
         // readlinkat takes an empty name for its descriptor (an O_PATH
         // handle on a symlink), without a flag to say so; never for the cwd.
