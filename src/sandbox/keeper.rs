@@ -37,7 +37,7 @@ impl Keeper {
     /// thread running, or where it cannot be made, `None`, and the
     /// namespaces end in interpose's own exit, as they would have.
     pub fn start() -> Option<Keeper> {
-        if !single_threaded() {
+        if crate::sys::procfs::own_thread_count() != Some(1) {
             tracing::debug!("no keeper for the namespaces: interpose runs threads already");
             return None;
         }
@@ -77,15 +77,6 @@ impl Keeper {
             tracing::debug!("keeper: a namespace not handed over: {e}");
         }
     }
-}
-
-/// Whether this process has one thread (`/proc/self/stat`, field 20).
-fn single_threaded() -> bool {
-    let Ok(stat) = crate::sys::procfs::read("/proc/self/stat") else { return false };
-    // The command name (field 2) may hold spaces: fields count from its `)`.
-    let Some(end) = stat.iter().rposition(|&b| b == b')') else { return false };
-    let threads = stat[end + 1..].split(|&b| b == b' ').filter(|f| !f.is_empty()).nth(17);
-    threads == Some(b"1")
 }
 
 fn start() -> Result<Keeper, Errno> {

@@ -59,19 +59,30 @@ impl Status {
     }
 }
 
+/// A `stat` file's command name (field 2) and the fields after it, from
+/// the state (field 3) on. The name may hold spaces and parentheses: the
+/// fields resume after the last ')'.
+fn stat_fields(stat: &[u8]) -> Option<(&[u8], impl Iterator<Item = &[u8]>)> {
+    let open = stat.iter().position(|&c| c == b'(')?;
+    let close = stat.iter().rposition(|&c| c == b')')?;
+    let fields = stat.get(close + 1..)?.split(|&c| c == b' ').filter(|f| !f.is_empty());
+    Some((stat.get(open + 1..close)?, fields))
+}
+
 /// The name and parent pid of `pid`, from one read of `/proc/<pid>/stat`
 /// (for a thread id, the parent of its process).
 pub fn name_and_parent(pid: u32) -> Option<(String, u32)> {
     let stat = read(format!("/proc/{pid}/stat")).ok()?;
-    // The command name may hold spaces and parentheses; fields resume after
-    // the last ')'.
-    let open = stat.iter().position(|&c| c == b'(')?;
-    let close = stat.iter().rposition(|&c| c == b')')?;
-    let name = String::from_utf8_lossy(stat.get(open + 1..close)?).into_owned();
-    let mut fields = stat[close + 1..].split(|&c| c == b' ').filter(|f| !f.is_empty());
-    let _state = fields.next()?;
-    let parent = std::str::from_utf8(fields.next()?).ok()?.parse().ok()?;
-    Some((name, parent))
+    let (name, mut fields) = stat_fields(&stat)?;
+    let parent = std::str::from_utf8(fields.nth(1)?).ok()?.parse().ok()?;
+    Some((String::from_utf8_lossy(name).into_owned(), parent))
+}
+
+/// How many threads this process has (`/proc/self/stat`, field 20).
+pub fn own_thread_count() -> Option<u32> {
+    let stat = read("/proc/self/stat").ok()?;
+    let (_, mut fields) = stat_fields(&stat)?;
+    std::str::from_utf8(fields.nth(17)?).ok()?.parse().ok()
 }
 
 /// One file mapping of `/proc/<pid>/maps`: start, end, file offset, path.
@@ -207,6 +218,18 @@ fn unescape(s: &str) -> PathBuf {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn stat_fields_resume_after_the_last_parenthesis() {
+        let (name, mut fields) = stat_fields(b"42 (a b) c) S 7 42 42 0 -1").unwrap();
+        assert_eq!(name, b"a b) c");
+        assert_eq!(fields.nth(1), Some(&b"7"[..]));
+        // Field 20, the thread count, is the 18th after the name.
+        let line = b"9 (x) S 1 9 9 0 -1 4194560 1 0 0 0 0 0 0 0 20 0 3 0 100";
+        assert_eq!(stat_fields(line).unwrap().1.nth(17), Some(&b"3"[..]));
+        assert!(own_thread_count().is_some_and(|n| n >= 1));
+        assert!(name_and_parent(std::process::id()).is_some_and(|(_, parent)| parent > 0));
+    }
 
     #[test]
     fn a_file_reads_whole_across_the_first_buffer() {
