@@ -9,6 +9,7 @@
 #![allow(unsafe_code)]
 
 pub mod fs;
+pub mod keeper;
 pub mod landlock;
 pub mod mem;
 pub mod process;

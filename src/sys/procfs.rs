@@ -78,13 +78,6 @@ pub fn name_and_parent(pid: u32) -> Option<(String, u32)> {
     Some((String::from_utf8_lossy(name).into_owned(), parent))
 }
 
-/// How many threads this process has (`/proc/self/stat`, field 20).
-pub fn own_thread_count() -> Option<u32> {
-    let stat = read("/proc/self/stat").ok()?;
-    let (_, mut fields) = stat_fields(&stat)?;
-    std::str::from_utf8(fields.nth(17)?).ok()?.parse().ok()
-}
-
 /// One file mapping of `/proc/<pid>/maps`: start, end, file offset, path.
 pub type Mapping = (u64, u64, u64, String);
 
@@ -224,10 +217,6 @@ mod tests {
         let (name, mut fields) = stat_fields(b"42 (a b) c) S 7 42 42 0 -1").unwrap();
         assert_eq!(name, b"a b) c");
         assert_eq!(fields.nth(1), Some(&b"7"[..]));
-        // Field 20, the thread count, is the 18th after the name.
-        let line = b"9 (x) S 1 9 9 0 -1 4194560 1 0 0 0 0 0 0 0 20 0 3 0 100";
-        assert_eq!(stat_fields(line).unwrap().1.nth(17), Some(&b"3"[..]));
-        assert!(own_thread_count().is_some_and(|n| n >= 1));
         assert!(name_and_parent(std::process::id()).is_some_and(|(_, parent)| parent > 0));
     }
 

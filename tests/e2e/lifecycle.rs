@@ -587,6 +587,20 @@ fn the_namespace_keeper_holds_nothing_of_the_callers_and_ends_with_interpose() {
         );
     }
     assert!(held.iter().any(|t| t.starts_with("mnt:[")), "the command's mount namespace is not held: {held:?}");
+    // It lives in interpose's own address space (made with CLONE_VM: no
+    // page of interpose's is copied on its next write), and so takes no
+    // signal (a handler would run on its stack, as interpose's code).
+    // SAFETY: kcmp compares two processes' address spaces; integers only.
+    let same_vm = unsafe {
+        libc::syscall(libc::SYS_kcmp, me as libc::pid_t, keeper as libc::pid_t, 1 /* KCMP_VM */, 0, 0)
+    };
+    assert_eq!(same_vm, 0, "the keeper has an address space of its own");
+    // Every signal the kernel lets a process block (all but SIGKILL and
+    // SIGSTOP) is blocked.
+    let status = std::fs::read_to_string(format!("/proc/{keeper}/status")).unwrap();
+    let blocked = status.lines().find_map(|l| l.strip_prefix("SigBlk:\t")).map(|m| u64::from_str_radix(m, 16).unwrap());
+    let unblockable = 1u64 << (libc::SIGKILL - 1) | 1u64 << (libc::SIGSTOP - 1);
+    assert_eq!(blocked.map(|m| m | unblockable), Some(u64::MAX), "the keeper takes signals:\n{status}");
     run.stdin.as_mut().unwrap().write_all(b"done\n").unwrap();
     assert!(run.wait().unwrap().success());
     wait_until("the keeper outlived interpose", 10, || keeper_of(me).is_none());
