@@ -3,7 +3,7 @@
 
 use super::{Mode, Origin, Rule, Surface};
 use crate::sys::fs;
-use std::ffi::{CString, OsStr};
+use std::ffi::{CStr, CString, OsStr};
 use std::os::fd::{AsFd, BorrowedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::{FileTypeExt, MetadataExt};
@@ -150,8 +150,10 @@ fn unreadable_by_others(dir: &Path, depth: u32) -> Vec<PathBuf> {
     let next = AtomicUsize::new(0);
     let take = || {
         let mut out = Vec::new();
-        while let Some(e) = entries.get(next.fetch_add(1, Ordering::Relaxed)) {
-            scan(top.as_fd(), dir, std::slice::from_ref(e), depth, &mut out);
+        // One listing buffer per level below the top, for the whole walk.
+        let mut listings = vec![vec![0u8; LISTING]; depth.saturating_sub(1) as usize];
+        while let Some((name, kind)) = entries.get(next.fetch_add(1, Ordering::Relaxed)) {
+            look(top.as_fd(), dir, name, *kind, (depth, &mut listings), &mut out);
         }
         out
     };
@@ -170,31 +172,43 @@ fn unreadable_by_others(dir: &Path, depth: u32) -> Vec<PathBuf> {
 /// could be read of them).
 fn names(dir: BorrowedFd<'_>) -> Vec<(CString, u8)> {
     let mut names = Vec::new();
-    let _ = fs::entries(dir, &mut vec![0u8; 32 * 1024], |name, kind| names.push((name.to_owned(), kind)));
+    let _ = fs::entries(dir, &mut vec![0u8; LISTING], |name, kind| names.push((name.to_owned(), kind)));
     names
 }
 
-/// [`unreadable_by_others`] for `entries` of the directory open at `dir`
-/// (whose path is `path`): each is looked at relative to its directory's
-/// handle (no lookup from `/`), and a subdirectory opened from it.
-fn scan(dir: BorrowedFd<'_>, path: &Path, entries: &[(CString, u8)], depth: u32, out: &mut Vec<PathBuf>) {
-    for (name, kind) in entries {
-        // The type comes with the directory entry; the mode needs a stat.
-        if *kind == libc::DT_LNK {
-            continue;
-        }
-        let Ok(st) = fs::fstatat(fs::Dir::Fd(dir), name, libc::AT_SYMLINK_NOFOLLOW) else { continue };
-        let format = st.st_mode & libc::S_IFMT;
-        if format == libc::S_IFLNK {
-            continue;
-        }
+/// How much of a directory one `getdents64` of the `/etc` walk reads.
+const LISTING: usize = 16 * 1024;
+
+/// [`unreadable_by_others`] for entry `name` (of type `kind`) of the
+/// directory open at `dir`, whose path is `path`: looked at relative to its
+/// directory's handle (no lookup from `/`), a subdirectory opened from it
+/// and listed into the first of `listings` (the levels below use the rest,
+/// so a listing is never read again while its entries recurse). A path is
+/// made only for what is found and for a subdirectory.
+fn look(
+    dir: BorrowedFd<'_>,
+    path: &Path,
+    name: &CStr,
+    kind: u8,
+    (depth, listings): (u32, &mut [Vec<u8>]),
+    out: &mut Vec<PathBuf>,
+) {
+    // The type comes with the directory entry; the mode needs a stat.
+    if kind == libc::DT_LNK {
+        return;
+    }
+    let Ok(st) = fs::fstatat(fs::Dir::Fd(dir), name, libc::AT_SYMLINK_NOFOLLOW) else { return };
+    let format = st.st_mode & libc::S_IFMT;
+    if format == libc::S_IFLNK {
+        return;
+    }
+    if st.st_mode & 0o004 == 0 {
+        out.push(path.join(OsStr::from_bytes(name.to_bytes())));
+    } else if format == libc::S_IFDIR && depth > 1 {
+        let Some((listing, deeper)) = listings.split_first_mut() else { return };
+        let Ok(inner) = fs::openat(fs::Dir::Fd(dir), name, fs::LIST_DIRECTORY, 0) else { return };
         let at = path.join(OsStr::from_bytes(name.to_bytes()));
-        if st.st_mode & 0o004 == 0 {
-            out.push(at);
-        } else if format == libc::S_IFDIR && depth > 1 {
-            let Ok(inner) = fs::openat(fs::Dir::Fd(dir), name, fs::LIST_DIRECTORY, 0) else { continue };
-            scan(inner.as_fd(), &at, &names(inner.as_fd()), depth - 1, out);
-        }
+        let _ = fs::entries(inner.as_fd(), listing, |n, k| look(inner.as_fd(), &at, n, k, (depth - 1, deeper), out));
     }
 }
 
