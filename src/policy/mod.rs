@@ -440,6 +440,10 @@ pub struct Surface {
     /// Mount points of procfs instances, where `/<mount>/<pid>` is decided by
     /// sandbox membership instead of by the trie.
     proc_mounts: Vec<PathBuf>,
+    /// Which entries are in effect ([`Surface::effective_rules`]), found
+    /// once after the last entry was added: the session's start asks for
+    /// them in loops over the carve-outs.
+    effective: std::sync::OnceLock<Vec<u32>>,
 }
 
 impl Surface {
@@ -460,6 +464,7 @@ impl Surface {
         let idx = self.rules.len() as u32;
         self.trie.insert(rule.path.as_os_str().as_bytes(), idx);
         self.rules.push(rule);
+        self.effective = std::sync::OnceLock::new();
     }
 
     /// Adds an entry for `path` as given and, when that differs from its
@@ -656,9 +661,12 @@ impl Surface {
     /// The entries that are in effect: the last one added for each path.
     pub fn effective_rules(&self) -> impl Iterator<Item = (u32, &Rule)> {
         use std::os::unix::ffi::OsStrExt;
-        self.rules.iter().enumerate().filter_map(move |(i, r)| {
-            (self.trie.lookup(r.path.as_os_str().as_bytes()) == Some(i as u32)).then_some((i as u32, r))
-        })
+        let effective = self.effective.get_or_init(|| {
+            (0..self.rules.len() as u32)
+                .filter(|&i| self.trie.lookup(self.rules[i as usize].path.as_os_str().as_bytes()) == Some(i))
+                .collect()
+        });
+        effective.iter().map(|&i| (i, &self.rules[i as usize]))
     }
 
     /// The procfs mount points.
