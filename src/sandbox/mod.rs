@@ -653,21 +653,33 @@ fn own_proc(access: u64, ruleset: BorrowedFd<'_>) -> Result<(), Errno> {
 /// inside that, writable again). A carve-out that is gone since it was
 /// planned could now be made by the command where the backstop was built
 /// assuming a mask: that fails the start, except in procfs, where nothing
-/// can be made. Raw syscalls only.
+/// can be made. Only the first denied file takes a bind of `/dev/null`
+/// and a remount: every later one is bound from that mask, and a bind
+/// mount keeps its source's flags (one mount call each, not two). Raw
+/// syscalls only.
 pub fn apply_masks(masks: &[MaskPlan]) -> Result<(), Errno> {
     const NONE: Option<&CStr> = None;
     let hidden = libc::MS_RDONLY | libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC;
+    // The first denied file masked: a read-only `nodev` `/dev/null`.
+    let mut null: Option<&CStr> = None;
     for m in masks {
         let target = m.target.as_c_str();
         match m.kind {
-            landlock::MaskKind::Hide => match process::mount(Some(c"/dev/null"), target, NONE, libc::MS_BIND, NONE) {
-                Ok(()) => process::remount_bind(target, true, hidden)?,
-                Err(Errno::ENOTDIR) => {
-                    process::mount(Some(c"tmpfs"), target, Some(c"tmpfs"), hidden, Some(c"size=0,mode=000"))?
+            landlock::MaskKind::Hide => {
+                let bound = match null {
+                    Some(masked) => process::mount(Some(masked), target, NONE, libc::MS_BIND, NONE),
+                    None => process::mount(Some(c"/dev/null"), target, NONE, libc::MS_BIND, NONE)
+                        .and_then(|()| process::remount_bind(target, true, hidden)),
+                };
+                match bound {
+                    Ok(()) => _ = null.get_or_insert(target),
+                    Err(Errno::ENOTDIR) => {
+                        process::mount(Some(c"tmpfs"), target, Some(c"tmpfs"), hidden, Some(c"size=0,mode=000"))?
+                    }
+                    Err(Errno::ENOENT) if target.to_bytes().starts_with(b"/proc/") => {}
+                    Err(e) => return Err(e),
                 }
-                Err(Errno::ENOENT) if target.to_bytes().starts_with(b"/proc/") => {}
-                Err(e) => return Err(e),
-            },
+            }
             landlock::MaskKind::ReadOnly | landlock::MaskKind::Writable => {
                 process::mount(Some(target), target, NONE, libc::MS_BIND | libc::MS_REC, NONE)?;
                 process::remount_bind(target, m.kind == landlock::MaskKind::ReadOnly, 0)?;

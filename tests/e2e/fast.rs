@@ -123,6 +123,34 @@ fn read_only_opens_are_left_to_landlock_with_a_procfs_of_the_commands_own() {
     assert!(!trail.contains("/mine\""), "a read-only open was trapped:\n{trail}");
 }
 
+/// Every denied file is masked by a read-only, `nosuid`, `nodev`,
+/// `noexec` bind of `/dev/null` in the command's mount namespace (opening
+/// one fails with EACCES, whatever the backstop would allow): the first
+/// takes the flags by a remount, every later one by being bound from it.
+#[test]
+fn every_file_mask_is_a_read_only_nodev_null() {
+    let Some(t) = kernel_tree() else { return };
+    let o = t.command(&[], &["/bin/cat", "/proc/self/mountinfo"]).output().unwrap();
+    let out = stdout(&o);
+    // mountinfo: id, parent, major:minor, root, mount point, options, ...
+    let masks: Vec<(&str, &str)> = out
+        .lines()
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split(' ').collect();
+            (f.get(3) == Some(&"/null")).then(|| (f[4], f[5]))
+        })
+        .collect();
+    // The system surface's secrets in procfs are masked on every host.
+    assert!(masks.iter().any(|(at, _)| *at == "/proc/kallsyms"), "{out}");
+    assert!(masks.len() >= 3, "{out}");
+    for (at, options) in &masks {
+        let options: Vec<&str> = options.split(',').collect();
+        for flag in ["ro", "nosuid", "nodev", "noexec"] {
+            assert!(options.contains(&flag), "{at} is masked without {flag}: {options:?}");
+        }
+    }
+}
+
 /// Without a PID namespace of its own the command's `/proc` is the host's,
 /// so fast mode says at start that opens stay trapped, and they are.
 #[test]
