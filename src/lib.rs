@@ -45,6 +45,7 @@ pub mod layers;
 pub mod library;
 pub mod network;
 pub mod oci;
+mod parallel;
 pub mod policy;
 pub mod sandbox;
 pub mod session;

@@ -142,27 +142,14 @@ fn etc_link_targets() -> Vec<PathBuf> {
 /// (`alternatives`, `ssl`), and halves fixed in advance left one thread
 /// with twice the other's work.
 fn unreadable_by_others(dir: &Path, depth: u32) -> Vec<PathBuf> {
-    use std::sync::atomic::{AtomicUsize, Ordering};
     let Ok(top) = CString::new(dir.as_os_str().as_bytes()) else { return Vec::new() };
     let Ok(top) = fs::openat(fs::Dir::Cwd, &top, fs::LIST_DIRECTORY, 0) else { return Vec::new() };
     let mut entries = names(top.as_fd());
     entries.sort_by_key(|(_, kind)| *kind != libc::DT_DIR);
-    let next = AtomicUsize::new(0);
-    let take = || {
-        let mut out = Vec::new();
-        // One listing buffer per level below the top, for the whole walk.
-        let mut listings = vec![vec![0u8; LISTING]; depth.saturating_sub(1) as usize];
-        while let Some((name, kind)) = entries.get(next.fetch_add(1, Ordering::Relaxed)) {
-            look(top.as_fd(), dir, name, *kind, (depth, &mut listings), &mut out);
-        }
-        out
-    };
-    let mut out = std::thread::scope(|s| {
-        let other = s.spawn(take);
-        let mut out = take();
-        // A panic in the other thread must not drop its carve-outs.
-        out.extend(other.join().unwrap_or_else(|e| std::panic::resume_unwind(e)));
-        out
+    // One listing buffer per level below the top, for each thread's whole walk.
+    let listings = || vec![vec![0u8; LISTING]; depth.saturating_sub(1) as usize];
+    let mut out = crate::parallel::on_two_threads(&entries, listings, |(name, kind), listings, out| {
+        look(top.as_fd(), dir, name, *kind, (depth, listings), out)
     });
     out.sort();
     out

@@ -93,31 +93,16 @@ pub fn set_up(surface: &mut Surface, dir: &Path, ns: &Namespace, owner: Option<(
     // removed at the end, and on this kind of host a directory costs
     // ~0.1 ms to make and as much to remove, an overlay ~0.4 ms of
     // overlayfs's own probes of its upper layer (docs/performance.md).
-    // This thread and one more take the caches one at a time from a shared
-    // cursor, overlays first (nothing else runs then), and the surface is
-    // changed after, in order.
+    // This thread and one more take the caches one at a time, overlays
+    // first (nothing else runs then), and the surface is changed after, in
+    // order.
     let make = |n: usize| made(&all[n], dir, n, ns, owner);
     let mut order: Vec<usize> = (0..all.len()).collect();
     order.sort_by_key(|&n| all[n].rule.is_none());
-    let next = std::sync::atomic::AtomicUsize::new(0);
-    let take = || {
-        let mut out = Vec::new();
-        while let Some(&n) = order.get(next.fetch_add(1, std::sync::atomic::Ordering::Relaxed)) {
-            out.push((n, make(n)));
-        }
-        out
-    };
     let mut made: Vec<Option<Made>> = (0..all.len()).map(|_| None).collect();
-    std::thread::scope(|s| {
-        let other = s.spawn(take);
-        for (n, m) in take() {
-            made[n] = Some(m);
-        }
-        // A panic on the other thread must not drop its caches.
-        for (n, m) in other.join().unwrap_or_else(|e| std::panic::resume_unwind(e)) {
-            made[n] = Some(m);
-        }
-    });
+    for (n, m) in crate::parallel::on_two_threads(&order, || (), |&n, _, out| out.push((n, make(n)))) {
+        made[n] = Some(m);
+    }
     for (cache, m) in all.iter().zip(made) {
         let kept = match m.expect("every cache was made") {
             Made::Overlay => {
