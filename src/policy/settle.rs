@@ -188,9 +188,7 @@ impl Work {
     /// Lists directories from the stack until none is left and none is
     /// being listed: the entries seen, and each match with its pattern.
     fn list_all(&self, surface: &Surface, mut matching: super::Patterns<'_>) -> (usize, Vec<(PathBuf, usize)>) {
-        let carved = |p: &Path| {
-            surface.lookup(p.as_os_str().as_bytes()).is_some_and(|i| surface.rules()[i as usize].mode == Mode::Deny)
-        };
+        let carved = |p: &[u8]| surface.lookup(p).is_some_and(|i| surface.rules()[i as usize].mode == Mode::Deny);
         let (mut seen, mut hits) = (0, Vec::new());
         let mut buf = vec![0u8; 32 * 1024];
         while let Some((place, path, listing)) = self.take() {
@@ -226,7 +224,7 @@ impl Work {
                         .is_ok_and(|st| st.st_mode & libc::S_IFMT == libc::S_IFDIR),
                     _ => false,
                 };
-                if is_dir && !carved(owned().as_path()) {
+                if is_dir && !carved(&child) {
                     subdirs.push((Place::In(Arc::clone(&dir)), owned()));
                 }
             });
