@@ -615,20 +615,21 @@ impl Call<'_> {
         reason: Why,
     ) {
         let audited = self.cx.ground.records;
-        let dirfd = match &arg.base {
-            Some((number, fd)) if audited => {
-                let hinted = self.base_hint.take().filter(|(n, written, _)| n == number && *written == arg.bytes);
-                let path = match hinted {
-                    Some((_, _, base)) => base,
-                    None => {
-                        let mut path = Vec::new();
-                        let _ = self.cx.ground.resolver.fd_path(fd.as_fd(), &mut path);
-                        path
-                    }
-                };
+        // The starting directory of a relative path: as its resolution or
+        // the continued open's check found it (the hint), else read back.
+        let hinted = self
+            .base_hint
+            .take()
+            .filter(|(n, written, _)| *written == arg.bytes && arg.base.as_ref().is_none_or(|(number, _)| number == n));
+        let dirfd = match (hinted, &arg.base) {
+            _ if !audited => None,
+            (Some((number, _, base)), _) => Some((number, base)),
+            (None, Some((number, fd))) => {
+                let mut path = Vec::new();
+                let _ = self.cx.ground.resolver.fd_path(fd.as_fd(), &mut path);
                 Some((*number, path))
             }
-            _ => None,
+            (None, None) => None,
         };
         // Refusals keep their paths even without a trail (rare, so cheap):
         // the session's end counts the paths refused and names the first

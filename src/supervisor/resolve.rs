@@ -266,6 +266,25 @@ impl Resolver {
         CString::new(format!("/proc/self/fd/{}", fd.as_raw_fd())).expect("no NUL in a number")
     }
 
+    /// The absolute `path` folded (`//` and a trailing `/`), if it names an
+    /// existing object with no symlink and no magic link on the way, in
+    /// `root` when the command has one of its own: then it is canonical as
+    /// written. One lookup, its handle closed at once.
+    pub fn canonical(&self, root: Option<BorrowedFd<'_>>, path: &[u8]) -> Option<Vec<u8>> {
+        let cpath = CString::new(path).ok()?;
+        let how = OpenHow {
+            // A symlink as the last component too is ELOOP: O_NOFOLLOW
+            // would open the link itself.
+            flags: libc::O_PATH as u64,
+            mode: 0,
+            resolve: fs::RESOLVE_NO_SYMLINKS
+                | fs::RESOLVE_NO_MAGICLINKS
+                | if root.is_some() { fs::RESOLVE_IN_ROOT } else { 0 },
+        };
+        fs::openat2(Dir::Fd(root.unwrap_or(self.root.as_fd())), &cpath, how).ok()?;
+        Some(lexical(path))
+    }
+
     /// Resolves `req` for `caller` the way the kernel would.
     pub fn resolve(&self, at: &Lookup<'_>, req: Request<'_>) -> Result<Resolved, ResolveError> {
         let Lookup { caller, .. } = *at;

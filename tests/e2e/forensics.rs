@@ -306,7 +306,11 @@ fn records_name_the_starting_directory_and_the_surface_digest() {
     std::fs::create_dir(t.ro.join("d")).unwrap();
     std::fs::write(t.ro.join("d/x"), "x\n").unwrap();
     std::os::unix::fs::symlink(t.ro.join("d"), t.ws.join("d")).unwrap();
-    let script = "import os\nfd = os.open(os.environ['RO'], os.O_RDONLY)\nos.open('data.txt', os.O_RDONLY, dir_fd=fd)\nos.open('d/x', os.O_RDONLY)\nprint(fd)";
+    // A relative path whose last component is a symlink (ws/lk -> ro/y):
+    // the record names the file opened, not the link.
+    std::fs::write(t.ro.join("y"), "y\n").unwrap();
+    std::os::unix::fs::symlink(t.ro.join("y"), t.ws.join("lk")).unwrap();
+    let script = "import os\nfd = os.open(os.environ['RO'], os.O_RDONLY)\nos.open('data.txt', os.O_RDONLY, dir_fd=fd)\nos.open('d/x', os.O_RDONLY)\nos.open('lk', os.O_RDONLY)\nprint(fd)";
     let o = t.command(&["--audit", trail.to_str().unwrap()], &["/usr/bin/python3", "-c", script]).output().unwrap();
     assert!(o.status.success(), "{}", stderr(&o));
     let fd: i64 = stdout(&o).trim().parse().unwrap();
@@ -318,6 +322,9 @@ fn records_name_the_starting_directory_and_the_surface_digest() {
     let linked = all.iter().find(|r| r["path"] == "d/x").expect("the open through the link");
     assert_eq!(linked["resolved"], t.ro.join("d/x").to_str().unwrap());
     assert_eq!(linked["dirfd_path"], t.ws.to_str().unwrap(), "the directory it started from, not the link's");
+    let last = all.iter().find(|r| r["path"] == "lk").expect("the open of the link");
+    assert_eq!(last["resolved"], t.ro.join("y").to_str().unwrap(), "{last}");
+    assert_eq!(last["dirfd_path"], t.ws.to_str().unwrap());
     // The same flags give the same digest; other flags another.
     let runs = std::cell::Cell::new(0);
     let digest = |extra: &[&str]| {

@@ -276,26 +276,30 @@ impl Call<'_> {
     /// symlink leads somewhere it grants less (`/proc/<pid>` without a
     /// procfs of the command's own, a grant pattern, a terminal the command
     /// created), the open fails closed.
-    /// Not with a trail of allowed calls (their records name the resolved
-    /// object), not for paths in procfs or `/dev` (decided per process or
-    /// opened here). Nothing read from the caller is acted on, so the
-    /// notification need not be checked as still pending: a stale one
-    /// takes no answer.
+    /// With a trail of allowed calls, whose records name the object and
+    /// the directory a relative path started from, only where the joined
+    /// path names an existing object with no symlink on the way (looked up
+    /// once more, [`crate::supervisor::resolve::Resolver::canonical`]): it
+    /// is then canonical as joined, and the record says what the check
+    /// found; anything else is resolved in full. Not for paths in procfs
+    /// or `/dev` (decided per process or opened here). Nothing read from
+    /// the caller is acted on, so the notification need not be checked as
+    /// still pending: a stale one takes no answer.
     pub(super) fn continues_as_written(&mut self, written: &[u8], dirfd: i32, access: Access) -> bool {
         let plain = written.split(|&b| b == b'/').all(|c| c != b"." && c != b"..");
-        if written.is_empty() || !plain || self.cx.ground.records_allowed || self.cx.ground.isolated {
+        if written.is_empty() || !plain || self.cx.ground.isolated {
             return false;
         }
+        let records = self.cx.ground.records;
         let joined;
+        let mut base: Option<Vec<u8>> = None;
         let path = match written.first() {
             Some(b'/') => written,
-            // A trail names the directory a relative path started from,
-            // which the supervisor's resolution reads: it goes that way.
-            _ if self.cx.ground.records => return false,
             _ => match self.dir_path(dirfd) {
                 // A descriptor with no path (a pipe, a socket) or none at
                 // all: the supervisor resolves the call.
                 Ok(mut p) if p.first() == Some(&b'/') => {
+                    base = records.then(|| p.clone());
                     if p.last() != Some(&b'/') {
                         p.push(b'/');
                     }
@@ -311,20 +315,28 @@ impl Call<'_> {
             return false;
         }
         // Outside procfs: decided by the trie and the patterns.
-        match surface.decide(path, access, &self.cx.ground.procs) {
-            v @ crate::policy::Verdict { allowed: true, reason: Reason::Rule(i) }
-                if self.cx.ground.landlock_exact(i) =>
-            {
-                self.decided_by = Some(v.reason);
-                // Allowed: its path is kept only with a trail (of
-                // refusals), and then it was written absolute.
-                let bytes = if self.cx.ground.records { written.to_vec() } else { Vec::new() };
-                let arg = PathArg { bytes, base: None };
-                self.push(&arg, None, AccessKind::from(access), Verdict::Allow, None, Why::Verdict(v.reason));
-                true
-            }
-            _ => false,
+        let v = surface.decide(path, access, &self.cx.ground.procs);
+        let exact = matches!(v.reason, Reason::Rule(i) if v.allowed && self.cx.ground.landlock_exact(i));
+        if !exact {
+            return false;
         }
+        let resolved = match self.cx.ground.records_allowed {
+            true => {
+                let Some(canonical) = self.cx.ground.resolver.canonical(self.cx.ground.command_root(), path) else {
+                    return false;
+                };
+                Some(canonical)
+            }
+            false => None,
+        };
+        self.decided_by = Some(v.reason);
+        // Allowed: its paths are kept only with a trail.
+        let arg = PathArg { bytes: if records { written.to_vec() } else { Vec::new() }, base: None };
+        if let Some(base) = base {
+            self.base_hint = Some((dirfd, arg.bytes.clone(), base));
+        }
+        self.push(&arg, resolved.as_deref(), AccessKind::from(access), Verdict::Allow, None, Why::Verdict(v.reason));
+        true
     }
 
     /// Reads an extensible struct of `size` bytes from the caller, of which
