@@ -310,7 +310,9 @@ fn records_name_the_starting_directory_and_the_surface_digest() {
     // the record names the file opened, not the link.
     std::fs::write(t.ro.join("y"), "y\n").unwrap();
     std::os::unix::fs::symlink(t.ro.join("y"), t.ws.join("lk")).unwrap();
-    let script = "import os\nfd = os.open(os.environ['RO'], os.O_RDONLY)\nos.open('data.txt', os.O_RDONLY, dir_fd=fd)\nos.open('d/x', os.O_RDONLY)\nos.open('lk', os.O_RDONLY)\nprint(fd)";
+    // O_CREAT of a file already there writes it: recorded as a write.
+    std::fs::write(t.ws.join("w.txt"), "w\n").unwrap();
+    let script = "import os\nfd = os.open(os.environ['RO'], os.O_RDONLY)\nos.open('data.txt', os.O_RDONLY, dir_fd=fd)\nos.open('d/x', os.O_RDONLY)\nos.open('lk', os.O_RDONLY)\nos.open('w.txt', os.O_WRONLY | os.O_CREAT)\nprint(fd)";
     let o = t.command(&["--audit", trail.to_str().unwrap()], &["/usr/bin/python3", "-c", script]).output().unwrap();
     assert!(o.status.success(), "{}", stderr(&o));
     let fd: i64 = stdout(&o).trim().parse().unwrap();
@@ -325,6 +327,9 @@ fn records_name_the_starting_directory_and_the_surface_digest() {
     let last = all.iter().find(|r| r["path"] == "lk").expect("the open of the link");
     assert_eq!(last["resolved"], t.ro.join("y").to_str().unwrap(), "{last}");
     assert_eq!(last["dirfd_path"], t.ws.to_str().unwrap());
+    let created = all.iter().find(|r| r["path"] == "w.txt").expect("the O_CREAT open");
+    assert_eq!(created["access"], "write", "{created}");
+    assert_eq!(created["resolved"], t.ws.join("w.txt").to_str().unwrap());
     // The same flags give the same digest; other flags another.
     let runs = std::cell::Cell::new(0);
     let digest = |extra: &[&str]| {

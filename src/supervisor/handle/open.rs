@@ -45,7 +45,16 @@ impl Call<'_> {
         // would otherwise change a file the journal never saw).
         let journalled = self.cx.ground.journal.is_some() && (writes || create || tmpfile) && !o_path;
         if let Some(cover) = cover(asked).filter(|_| !o_path && resolve == 0 && !journalled) {
-            if self.continues_as_written(&written, at.dirfd, asked) {
+            // With a trail, what an existing object is opened for, as the
+            // full resolution would record it (O_CREAT of a file already
+            // there writes or reads it; O_EXCL fails, and is resolved).
+            let existing = match () {
+                _ if exclusive => None,
+                _ if tmpfile => Some(Access::Create),
+                _ if writes => Some(Access::Write),
+                _ => Some(Access::Read),
+            };
+            if self.continues_as_written(&written, at.dirfd, (asked, existing)) {
                 return Ok(Answer::Continue(cover));
             }
         }
@@ -285,7 +294,12 @@ impl Call<'_> {
     /// or `/dev` (decided per process or opened here). Nothing read from
     /// the caller is acted on, so the notification need not be checked as
     /// still pending: a stale one takes no answer.
-    pub(super) fn continues_as_written(&mut self, written: &[u8], dirfd: i32, access: Access) -> bool {
+    pub(super) fn continues_as_written(
+        &mut self,
+        written: &[u8],
+        dirfd: i32,
+        (access, existing): (Access, Option<Access>),
+    ) -> bool {
         let plain = written.split(|&b| b == b'/').all(|c| c != b"." && c != b"..");
         if written.is_empty() || !plain || self.cx.ground.isolated {
             return false;
@@ -320,14 +334,15 @@ impl Call<'_> {
         if !exact {
             return false;
         }
-        let resolved = match self.cx.ground.records_allowed {
-            true => {
+        let (resolved, recorded) = match (self.cx.ground.records_allowed, existing) {
+            (true, Some(existing)) => {
                 let Some(canonical) = self.cx.ground.resolver.canonical(self.cx.ground.command_root(), path) else {
                     return false;
                 };
-                Some(canonical)
+                (Some(canonical), existing)
             }
-            false => None,
+            (true, None) => return false,
+            (false, _) => (None, access),
         };
         self.decided_by = Some(v.reason);
         // Allowed: its paths are kept only with a trail.
@@ -335,7 +350,7 @@ impl Call<'_> {
         if let Some(base) = base {
             self.base_hint = Some((dirfd, arg.bytes.clone(), base));
         }
-        self.push(&arg, resolved.as_deref(), AccessKind::from(access), Verdict::Allow, None, Why::Verdict(v.reason));
+        self.push(&arg, resolved.as_deref(), AccessKind::from(recorded), Verdict::Allow, None, Why::Verdict(v.reason));
         true
     }
 
