@@ -70,6 +70,9 @@ pub enum Stage {
     /// Listening for a forwarded loopback service in the command's network
     /// namespace.
     Forward = 19,
+    /// Entering the working directory again by its path, through the
+    /// command's mounts.
+    WorkingDirectory = 20,
 }
 
 impl Stage {
@@ -82,6 +85,7 @@ impl Stage {
             OwnProc,
             Masks,
             Forward,
+            WorkingDirectory,
             Network,
             Ipc,
             Isolate,
@@ -112,6 +116,9 @@ impl Stage {
             Stage::Masks => "masking the surface's carve-outs in the command's mount namespace",
             Stage::Forward => {
                 "listening in the command's network namespace for a loopback service the allowlist names (is IPv6 off, for ::1?)"
+            }
+            Stage::WorkingDirectory => {
+                "entering the working directory again by its path, through the command's mounts (start interpose from a directory that exists)"
             }
             Stage::Isolate => {
                 "building the isolated root (a mount namespace of the session's own, as root or in interpose's user namespace)"
@@ -211,6 +218,14 @@ pub struct Plan {
     /// `--isolate`, which applies them in its new root): the mounts that
     /// hold the surface's carve-outs ([`landlock::Mask`]).
     pub masks: Vec<MaskPlan>,
+    /// The working directory's path, entered again once the command's
+    /// mounts are made (not with `isolate`, which enters it in its own
+    /// root). The directory inherited is the one beneath any mount made
+    /// since interpose started there: a carve-out's mask or a cache's
+    /// overlay would leave it in what the mount hides, where the kernel
+    /// reads a masked secret by a relative path. `None` where the process
+    /// has no working directory to name (removed, or outside its root).
+    pub cwd: Option<CString>,
 }
 
 /// A [`landlock::Mask`] prepared for the child, which cannot allocate.
@@ -496,6 +511,13 @@ fn child(
             if let Err(e) = own_proc(access, ruleset.as_fd()) {
                 report(Stage::OwnProc, e);
             }
+        }
+    }
+    // Into what the mounts above, and the session's (the caches'
+    // overlays), now show at the working directory's path.
+    if let Some(cwd) = &plan.cwd {
+        if let Err(e) = process::chdir(cwd) {
+            report(Stage::WorkingDirectory, e);
         }
     }
     let network = match &plan.net_namespace {

@@ -830,6 +830,10 @@ fn plan(
             )),
             None => None,
         },
+        cwd: match staging {
+            Some(_) => None,
+            None => std::env::current_dir().ok().map(|d| cstring(d.into_os_string().into_vec())).transpose()?,
+        },
         landlock: landlock.map(|b| b.ruleset),
         // Where the session has a mount namespace, the command gets a PID
         // namespace too: every process of it dies with interpose.

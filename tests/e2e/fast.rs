@@ -241,3 +241,31 @@ fn fast_mode_engages_under_the_shipped_policy_with_an_agent_config_dir() {
     assert!(err.contains("opens stay trapped"), "{err}");
     assert_eq!(untrapped, 0);
 }
+
+/// A command started inside a carve-out, its working directory beneath
+/// the mount that masks the carve-out in the command's namespace, enters
+/// the mask: a relative path reaches nothing under it, in full and fast
+/// mode (left where it was started, fast mode read the file, since the
+/// kernel opened it beneath the mask).
+#[test]
+fn a_command_started_inside_a_carve_out_reads_nothing_of_it() {
+    let Some(t) = kernel_tree() else { return };
+    let secrets = t.ws.join("secrets");
+    std::fs::create_dir(&secrets).unwrap();
+    std::fs::write(secrets.join("key"), "top-secret-marker\n").unwrap();
+    let native = std::process::Command::new("/bin/cat").arg("key").current_dir(&secrets).output().unwrap();
+    assert_eq!(stdout(&native), "top-secret-marker\n", "the attack works natively");
+    for mode in [&[][..], &["--fast"][..]] {
+        let mut args = mode.to_vec();
+        args.extend(["--deny", secrets.to_str().unwrap()]);
+        let o = t
+            .command(&args, &["/bin/sh", "-c", "cat key; cat ./key; ls -a; pwd"])
+            .current_dir(&secrets)
+            .env("PWD", &secrets)
+            .output()
+            .unwrap();
+        assert!(!stdout(&o).contains("top-secret"), "{mode:?} read the carve-out: {}", stdout(&o));
+        assert!(!stdout(&o).contains("key"), "{mode:?} listed the carve-out: {}", stdout(&o));
+        assert!(stdout(&o).ends_with(&format!("{}\n", secrets.display())), "{mode:?}: {}", stdout(&o));
+    }
+}
