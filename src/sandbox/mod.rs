@@ -118,7 +118,7 @@ impl Stage {
                 "listening in the command's network namespace for a loopback service the allowlist names (is IPv6 off, for ::1?)"
             }
             Stage::WorkingDirectory => {
-                "entering the working directory again by its path, through the command's mounts (start interpose from a directory that exists)"
+                "entering the working directory again by its path, through the command's mounts (a carve-out masks it, or it is gone: start interpose elsewhere)"
             }
             Stage::Isolate => {
                 "building the isolated root (a mount namespace of the session's own, as root or in interpose's user namespace)"
