@@ -437,9 +437,18 @@ impl Call<'_> {
         Lookup { surface: &self.cx.ground.surface, procs: &self.cx.ground.procs, caller }
     }
 
-    fn resolve(&self, arg: &PathArg, follow: bool, empty_path: bool, resolve: u64) -> Result<Resolved, ResolveError> {
+    /// Resolves `arg` for this caller; `creates` for a call that may create
+    /// a missing last component ([`Request::creates`]).
+    fn resolve(
+        &self,
+        arg: &PathArg,
+        follow: bool,
+        empty_path: bool,
+        resolve: u64,
+        creates: bool,
+    ) -> Result<Resolved, ResolveError> {
         let root = self.root()?;
-        let req = Request { path: &arg.bytes, follow, empty_path, resolve };
+        let req = Request { path: &arg.bytes, follow, empty_path, resolve, creates };
         let caller = self.caller(arg, root.as_ref());
         self.cx.ground.resolver.resolve(&self.lookup(&caller), req)
     }
@@ -487,7 +496,11 @@ impl Call<'_> {
                 return Err(Stop::Fail(Errno::EACCES));
             }
         };
-        if matches!(r.target, Target::Missing { .. }) && access != Access::Create {
+        // Absent: a call that creates nothing (or an O_TMPFILE directory
+        // that is not there).
+        if matches!(r.target, Target::Absent)
+            || (matches!(r.target, Target::Missing { .. }) && access != Access::Create)
+        {
             // Reading, executing, writing, connecting to or removing what
             // does not exist fails with ENOENT inside the surface or out,
             // as the kernel looks a name up before it checks a permission:
@@ -668,12 +681,12 @@ impl Call<'_> {
         empty: bool,
         access: Access,
     ) -> Result<(OwnedFd, u32, Vec<u8>), Stop> {
-        let r = self.resolve(arg, follow, empty, 0);
+        let r = self.resolve(arg, follow, empty, 0, false);
         let r = self.check(arg, r, access)?;
         match r.target {
             Target::Exists { fd, stat } => Ok((fd, stat.st_mode, r.path)),
             Target::Anonymous { fd } => Ok((fd, 0, r.path)),
-            Target::Missing { .. } => Err(Errno::ENOENT.into()),
+            Target::Missing { .. } | Target::Absent => Err(Errno::ENOENT.into()),
         }
     }
 
@@ -754,7 +767,7 @@ impl Call<'_> {
             Op::Chdir => {
                 let (arg, follow, empty) = self.target()?;
                 self.still_valid()?;
-                let r = self.resolve(&arg, follow, empty, 0);
+                let r = self.resolve(&arg, follow, empty, 0, false);
                 self.check(&arg, r, Access::Stat)?;
                 // Only the caller can change its own cwd; one it leaves
                 // grants nothing by itself.

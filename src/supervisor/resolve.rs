@@ -1,8 +1,9 @@
 //! Path resolution as the kernel would do it for the trapped thread.
 //!
 //! The result is an `O_PATH` handle on the object the path names (or on its
-//! parent directory, when the last component does not exist) plus the
-//! object's canonical absolute path, which is what the surface decides on.
+//! parent directory, when the last component does not exist and the call
+//! may create it; nothing when it creates nothing) plus the object's
+//! canonical absolute path, which is what the surface decides on.
 //! Holding the handle pins the object: later operations act on it, not on a
 //! path a racing thread could change.
 //!
@@ -44,6 +45,10 @@ pub enum Target {
         /// The missing entry's name.
         name: CString,
     },
+    /// Nothing at the path, for a call that creates nothing: a component
+    /// is missing, before any symlink or `..`, so the kernel's lookup fails
+    /// there too (`ENOENT`, whatever the surface says).
+    Absent,
     /// An object with no path, reached through a magic link of a sandboxed
     /// process (a pipe or socket behind `/proc/self/fd/N`).
     Anonymous {
@@ -58,7 +63,9 @@ pub struct Resolved {
     /// What it names.
     pub target: Target,
     /// Canonical absolute path (for [`Target::Missing`], parent plus name;
-    /// for [`Target::Anonymous`], the kernel's description such as `pipe:[7]`).
+    /// for [`Target::Absent`], the path as written, joined to its starting
+    /// directory's; for [`Target::Anonymous`], the kernel's description
+    /// such as `pipe:[7]`).
     pub path: Vec<u8>,
     /// Found by a lookup that crossed no symlink and no `..`: the path
     /// is then the base directory's path followed by the path as written.
@@ -151,6 +158,11 @@ pub struct Request<'a> {
     pub empty_path: bool,
     /// The caller's `RESOLVE_*` flags (openat2), else 0.
     pub resolve: u64,
+    /// Whether the call may create a missing last component: the
+    /// directory that would hold it is then found too
+    /// ([`Target::Missing`]); otherwise a missing name is
+    /// [`Target::Absent`], found with one lookup.
+    pub creates: bool,
 }
 
 /// The caller's identity and its starting directory.
@@ -324,6 +336,7 @@ impl Resolver {
             match fs::openat2(Dir::Fd(base), &cpath, strict) {
                 Ok(fd) if absolute => return self.found(at, req, fd, lexical(req.path)).map(Resolved::straight),
                 Ok(fd) => return self.finish_existing(at, req, fd).map(Resolved::straight),
+                Err(Errno::ENOENT) if !req.creates => return self.absent(at, req, base),
                 Err(Errno::ENOENT) => return self.missing(at, req, base),
                 Err(_) if confined(caller, req) => return self.walk(at, req),
                 // A symlink on the way (ELOOP), or an error the general path
@@ -352,13 +365,13 @@ impl Resolver {
         let Some((dir, name)) = split_last(req.path) else { return Ok(None) };
         let dir = if dir.is_empty() { &b"."[..] } else { dir };
         let name = CString::new(name).map_err(|_| Errno::EINVAL)?;
-        let dir = Request { path: dir, follow: true, empty_path: false, resolve: req.resolve };
+        let dir = Request { path: dir, follow: true, empty_path: false, resolve: req.resolve, creates: false };
         let r = self.resolve(at, dir)?;
         match r.target {
             Target::Exists { fd, stat } if stat.st_mode & libc::S_IFMT == libc::S_IFDIR => {
                 Ok(Some(Parent { fd, path: r.path, name, trailing_slash: req.path.ends_with(b"/") }))
             }
-            Target::Missing { .. } => Err(Errno::ENOENT.into()),
+            Target::Missing { .. } | Target::Absent => Err(Errno::ENOENT.into()),
             _ => Err(Errno::ENOTDIR.into()),
         }
     }
@@ -384,6 +397,32 @@ impl Resolver {
         }
         let stat = fs::fstat(fd.as_fd())?;
         Ok(Resolved { target: Target::Exists { fd, stat }, path, straight: false })
+    }
+
+    /// The strict lookup (no symlink, no `..`) found nothing, for a call
+    /// that creates nothing: the kernel's own lookup crosses the same
+    /// components up to the missing one and fails there the same way, so
+    /// the directory that would hold the name is not looked for. Its path
+    /// is the one written (joined to its starting directory's); procfs
+    /// paths are walked, as everywhere.
+    fn absent(&self, at: &Lookup<'_>, req: Request<'_>, base: BorrowedFd<'_>) -> Result<Resolved, ResolveError> {
+        let path = if req.path.first() == Some(&b'/') {
+            lexical(req.path)
+        } else {
+            let mut path = Vec::new();
+            self.fd_path(base, &mut path)?;
+            if path.first() != Some(&b'/') {
+                return self.missing(at, req, base);
+            }
+            for name in req.path.split(|&c| c == b'/').filter(|n| !n.is_empty() && *n != b".") {
+                push_component(&mut path, name);
+            }
+            path
+        };
+        if at.surface.proc_relative(&path).is_some() {
+            return self.walk(at, req);
+        }
+        Ok(Resolved { target: Target::Absent, path, straight: false })
     }
 
     /// The fast path found nothing: find the parent for a create.
@@ -888,15 +927,18 @@ mod differential {
                 let rel: Vec<&str> =
                     (0..depth).map(|_| rng.pick(&["a", "b", "c", "l1", "l2", "l3", "f", "..", "."])).collect();
                 let rel = rel.join("/");
-                let req = Request { path: rel.as_bytes(), follow: true, empty_path: false, resolve: 0 };
+                // Half the lookups as for a create (the directory that would
+                // hold a missing name found too), half not.
+                let creates = rng.next() % 2 == 0;
+                let req = Request { path: rel.as_bytes(), follow: true, empty_path: false, resolve: 0, creates };
                 let ours = resolver.resolve(&Lookup { surface: &surface, procs: &procs, caller: &caller }, req);
                 let kernel = std::fs::canonicalize(root.join(&rel));
                 match (&ours, &kernel) {
                     (Ok(Resolved { target: Target::Exists { .. }, path, .. }), Ok(k)) => {
                         assert_eq!(path.as_slice(), k.as_os_str().as_bytes(), "{rel} in {}", root.display());
                     }
-                    (Ok(Resolved { target: Target::Missing { .. }, .. }), Err(e)) => {
-                        assert_eq!(e.kind(), std::io::ErrorKind::NotFound, "{rel}: ours Missing, kernel {e}");
+                    (Ok(Resolved { target: Target::Missing { .. } | Target::Absent, .. }), Err(e)) => {
+                        assert_eq!(e.kind(), std::io::ErrorKind::NotFound, "{rel}: ours missing, kernel {e}");
                     }
                     (Err(ResolveError::Errno(ours)), Err(e)) => {
                         assert_eq!(Some(*ours as i32), e.raw_os_error(), "{rel} in {}", root.display());

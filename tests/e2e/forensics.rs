@@ -714,3 +714,46 @@ fn why_verify_and_suggest_speak_json() {
     assert!(v["policy"].as_str().unwrap().contains("additional_reads"), "{v}");
     assert_eq!(v["chain"]["intact"], true);
 }
+
+/// A missing name is ENOENT inside the surface or out (as the kernel looks
+/// a name up before any permission), whether its directory exists or not,
+/// and its record names the path looked up: one lookup finds it missing
+/// for a call that creates nothing.
+#[test]
+fn a_missing_name_is_enoent_everywhere_and_recorded_as_looked_up() {
+    let Some(t) = kernel_tree() else { return };
+    let trail = t.outside.join("missing.jsonl");
+    let script = "import os, errno\n\
+        def code(f):\n    try:\n        f(); return 'ok'\n    except OSError as e:\n        return errno.errorcode[e.errno]\n\
+        ws, out = os.environ['WS'], os.environ['OUT']\n\
+        for p in ['/nonexistent-dir/x', ws + '/no/such/file', ws + '/nofile', out + '/missing', 'rel/missing']:\n\
+        \x20   print(code(lambda: os.stat(p)), code(lambda: os.open(p, os.O_RDONLY)))\n\
+        print(code(lambda: os.open(ws + '/nodir', os.O_TMPFILE | os.O_WRONLY)))\n\
+        print(code(lambda: os.open(ws + '/new', os.O_CREAT | os.O_WRONLY)))";
+    let native = std::process::Command::new("/usr/bin/python3")
+        .args(["-c", script])
+        .env("WS", &t.ws)
+        .env("OUT", &t.outside)
+        .current_dir(&t.ws)
+        .output()
+        .unwrap();
+    let expected = "ENOENT ENOENT\n".repeat(5) + "ENOENT\nok\n";
+    assert_eq!(stdout(&native), expected, "{}", stderr(&native));
+    std::fs::remove_file(t.ws.join("new")).unwrap();
+    let o = t.command(&["--audit", trail.to_str().unwrap()], &["/usr/bin/python3", "-c", script]).output().unwrap();
+    assert_eq!(stdout(&o), expected, "{}", stderr(&o));
+    let all = records(&trail);
+    let deep = format!("{}/no/such/file", t.ws.display());
+    let r = all.iter().find(|r| r["path"] == deep.as_str() && r["syscall"] == "newfstatat").expect("the stat's record");
+    assert_eq!(
+        (&r["decision"], &r["errno"], &r["rule"]),
+        (&"error".into(), &"ENOENT".into(), &"does not exist".into()),
+        "{r}"
+    );
+    let rel = all
+        .iter()
+        .find(|r| r["path"] == "rel/missing" && r["syscall"] == "newfstatat")
+        .expect("the relative stat's record");
+    assert_eq!(rel["resolved"], t.ws.join("rel/missing").to_str().unwrap(), "{rel}");
+    assert_eq!(rel["errno"], "ENOENT", "{rel}");
+}

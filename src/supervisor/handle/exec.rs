@@ -13,7 +13,7 @@ impl Call<'_> {
         self.still_valid()?;
         let empty = flags & AT_EMPTY_PATH != 0;
         let follow = flags & AT_SYMLINK_NOFOLLOW == 0;
-        let r = self.resolve(&arg, follow, empty, 0);
+        let r = self.resolve(&arg, follow, empty, 0, false);
         let r = self.check(&arg, r, Access::Exec)?;
         match r.target {
             // Allowed by a grant pattern only, in a place the kernel
@@ -47,7 +47,7 @@ impl Call<'_> {
                     None => Answer::VerifiedExec(super::super::exec::Verify { tid: self.notif.pid }),
                 })
             }
-            Target::Missing { .. } => Err(Errno::ENOENT.into()),
+            Target::Missing { .. } | Target::Absent => Err(Errno::ENOENT.into()),
             Target::Anonymous { .. } => Err(Errno::EACCES.into()),
         }
     }

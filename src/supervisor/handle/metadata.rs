@@ -96,12 +96,12 @@ impl Call<'_> {
             None => {
                 let (arg, follow, empty) = self.target()?;
                 self.still_valid()?;
-                let r = self.resolve(&arg, follow, empty, 0);
+                let r = self.resolve(&arg, follow, empty, 0, false);
                 let r = self.check(&arg, r, Access::Stat)?;
                 match r.target {
                     Target::Exists { fd, stat } => (fd, Some(stat), Some(r.path)),
                     Target::Anonymous { fd } => (fd, None, None),
-                    Target::Missing { .. } => return Err(Errno::ENOENT.into()),
+                    Target::Missing { .. } | Target::Absent => return Err(Errno::ENOENT.into()),
                 }
             }
         };

@@ -25,7 +25,7 @@ impl Call<'_> {
             return Ok(Named::Nameless(which, fd));
         }
         let root = self.root().map_err(|_| Stop::Gone)?;
-        let req = Request { path: &arg.bytes, follow: false, empty_path: false, resolve: 0 };
+        let req = Request { path: &arg.bytes, follow: false, empty_path: false, resolve: 0, creates: false };
         let caller = self.caller(arg, root.as_ref());
         match self.cx.ground.resolver.resolve_parent(&self.lookup(&caller), req) {
             Ok(Some(p)) => Ok(Named::Entry(p)),
@@ -182,9 +182,11 @@ impl Call<'_> {
             // As the kernel's do_linkat: two mounts are EXDEV before any
             // permission is checked, said wherever the source's metadata
             // may be known.
-            if let Ok(Resolved { target: Target::Exists { fd, .. }, path, .. }) = self.resolve(&src, follow, empty, 0) {
+            if let Ok(Resolved { target: Target::Exists { fd, .. }, path, .. }) =
+                self.resolve(&src, follow, empty, 0, false)
+            {
                 let root = self.root().map_err(|_| Stop::Gone)?;
-                let req = Request { path: &dst.bytes, follow: false, empty_path: false, resolve: 0 };
+                let req = Request { path: &dst.bytes, follow: false, empty_path: false, resolve: 0, creates: false };
                 let caller = self.caller(&dst, root.as_ref());
                 let to = self.cx.ground.resolver.resolve_parent(&self.lookup(&caller), req);
                 if let Ok(Some(to)) = to {

@@ -61,7 +61,7 @@ impl Call<'_> {
         let arg = self.based(written, at.dirfd, anchored)?;
         self.still_valid()?;
 
-        let r = self.resolve(&arg, follow, false, resolve);
+        let r = self.resolve(&arg, follow, false, resolve, create);
         let missing = matches!(r, Ok(Resolved { target: Target::Missing { .. }, .. }));
         // An O_PATH handle reads nothing: it names the object (to stat it,
         // make it the cwd, start further lookups from it, each checked on
@@ -124,7 +124,7 @@ impl Call<'_> {
             // path swapped in meanwhile yields a handle on another object,
             // which grants nothing by itself (docs/design.md, "O_PATH").
             return match r.target {
-                Target::Missing { .. } => Err(Errno::ENOENT.into()),
+                Target::Missing { .. } | Target::Absent => Err(Errno::ENOENT.into()),
                 _ => Ok(Answer::Continue(Cover::handle())),
             };
         }
@@ -147,7 +147,7 @@ impl Call<'_> {
                 _ => cover(access),
             },
             Target::Anonymous { .. } => cover(access),
-            Target::Missing { .. } => None,
+            Target::Missing { .. } | Target::Absent => None,
         };
         // What a person allowed (`--ask`) the backstop does not grant: the
         // kernel would refuse it, so it is opened here; so is a change with
@@ -161,6 +161,7 @@ impl Call<'_> {
         let reopen = flags & !(libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW | libc::O_CLOEXEC) | libc::O_NOCTTY;
         let wait = Wait { blocking: flags & libc::O_NONBLOCK == 0, cloexec, fifo: false, reader: false };
         match r.target {
+            Target::Absent => Err(Errno::ENOENT.into()),
             Target::Missing { fd: parent, name } => {
                 if !create {
                     return Err(Errno::ENOENT.into());

@@ -146,14 +146,14 @@ impl Call<'_> {
             Address::Unnamed => Ok(Destination { address: None, _held: None }),
             Address::Path(bytes) => {
                 let arg = self.socket_path(bytes)?;
-                let r = self.resolve(&arg, true, false, 0);
+                let r = self.resolve(&arg, true, false, 0, false);
                 let r = self.check(&arg, r, Access::Write)?;
                 match r.target {
                     Target::Exists { fd, stat } if stat.st_mode & libc::S_IFMT == libc::S_IFSOCK => {
                         let path = Resolver::proc_path(fd.as_fd());
                         Ok(Destination { address: Some(unix_address(path.as_bytes())), _held: Some(fd) })
                     }
-                    Target::Missing { .. } => Err(Errno::ENOENT.into()),
+                    Target::Missing { .. } | Target::Absent => Err(Errno::ENOENT.into()),
                     _ => Err(Errno::ECONNREFUSED.into()),
                 }
             }
