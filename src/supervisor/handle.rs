@@ -149,6 +149,7 @@ pub fn handle(cx: &Context<'_>, notif: &seccomp::Notif) -> Outcome {
         argv: None,
         decided_by: None,
         base_hint: None,
+        joined: None,
         approved: false,
         held: None,
     };
@@ -275,6 +276,9 @@ struct Call<'a> {
     approved: bool,
     /// What the call is held for ([`Stop::Held`]), and the asking process.
     held: Option<(super::ask::Ask, u32)>,
+    /// A stat's relative path already resolved by its starting directory's
+    /// path ([`Call::by_joined_path`]).
+    joined: Option<Resolved>,
 }
 
 impl Call<'_> {
@@ -297,6 +301,48 @@ impl Call<'_> {
     fn based(&self, bytes: Vec<u8>, dirfd: i32, anchored: bool) -> Result<PathArg, Stop> {
         let base = if bytes.first() == Some(&b'/') && !anchored { None } else { Some((dirfd, self.open_dir(dirfd)?)) };
         Ok(PathArg { bytes, base })
+    }
+
+    /// `newfstatat` and `statx` of a relative path with no `..`: looked up
+    /// as its starting directory's path (read back from procfs, one
+    /// `readlink`) joined to it, instead of from a handle on the directory
+    /// whose result's path is read back (an `open`, a `readlink` and a
+    /// `close` more, on the hottest call of `git status` and `find`). Where
+    /// the joined path crosses no symlink and no `..` the object is the one
+    /// at that path, canonical as joined, and that is what is decided and
+    /// answered: a directory another thread moves meanwhile is the race
+    /// the kernel has too, and nothing is mounted over a directory the
+    /// command is in (it cannot mount; interpose's mounts come before the
+    /// command enters its working directory). Anything else (a symlink, a
+    /// missing name, a directory with no path, procfs) gives the path back
+    /// to be resolved from a handle as before.
+    fn by_joined_path(&mut self, written: Vec<u8>, dirfd: i32, follow: bool) -> Result<PathArg, Vec<u8>> {
+        let plain = written.split(|&b| b == b'/').all(|c| c != b"..");
+        if !matches!(self.row.op, Op::Statbuf | Op::Statx)
+            || written.is_empty()
+            || written[0] == b'/'
+            || !plain
+            || self.cx.ground.isolated
+        {
+            return Err(written);
+        }
+        let Ok(dir) = self.dir_path(dirfd) else { return Err(written) };
+        if dir.first() != Some(&b'/') || dir.ends_with(b" (deleted)") {
+            return Err(written);
+        }
+        let root = match self.root() {
+            Ok(root) => root,
+            Err(_) => return Err(written),
+        };
+        let no_base = PathArg { bytes: Vec::new(), base: None };
+        let caller = self.caller(&no_base, root.as_ref());
+        let req = Request { path: &written, follow, empty_path: false, resolve: 0, creates: false };
+        let Some(r) = self.cx.ground.resolver.joined(&self.lookup(&caller), req, &dir) else { return Err(written) };
+        self.joined = Some(r);
+        if self.cx.ground.records {
+            self.base_hint = Some((dirfd, written.clone(), dir));
+        }
+        Ok(PathArg { bytes: written, base: None })
     }
 
     /// A duplicate of the caller's descriptor `fd` (same open file

@@ -297,6 +297,38 @@ impl Resolver {
         Some(lexical(path))
     }
 
+    /// A relative `req` (no `..`) looked up from the root as `dir`, the
+    /// canonical path of the directory it starts from, joined to it, with
+    /// no symlink and no magic link allowed on the way (the last component
+    /// not followed unless `req.follow`): the object found is the one at
+    /// that path, which is canonical as joined. `None` where that lookup
+    /// fails or the path lies in procfs: the caller resolves from a handle
+    /// on the directory.
+    pub fn joined(&self, at: &Lookup<'_>, req: Request<'_>, dir: &[u8]) -> Option<Resolved> {
+        let mut joined = dir.to_vec();
+        if joined.last() != Some(&b'/') {
+            joined.push(b'/');
+        }
+        // As written (a trailing `/` asks for a directory), and folded for
+        // the decision.
+        joined.extend_from_slice(req.path);
+        let path = lexical(&joined);
+        if at.surface.proc_relative(&path).is_some() {
+            return None;
+        }
+        let nofollow = if req.follow { 0 } else { libc::O_NOFOLLOW as u64 };
+        let in_root = if at.caller.root.is_some() { fs::RESOLVE_IN_ROOT } else { 0 };
+        let how = OpenHow {
+            flags: libc::O_PATH as u64 | nofollow,
+            mode: 0,
+            resolve: fs::RESOLVE_NO_SYMLINKS | fs::RESOLVE_NO_MAGICLINKS | in_root,
+        };
+        let cpath = CString::new(joined).ok()?;
+        let fd = fs::openat2(Dir::Fd(at.caller.root.unwrap_or(self.root.as_fd())), &cpath, how).ok()?;
+        let stat = fs::fstat(fd.as_fd()).ok()?;
+        Some(Resolved { target: Target::Exists { fd, stat }, path, straight: true })
+    }
+
     /// Resolves `req` for `caller` the way the kernel would.
     pub fn resolve(&self, at: &Lookup<'_>, req: Request<'_>) -> Result<Resolved, ResolveError> {
         let Lookup { caller, .. } = *at;

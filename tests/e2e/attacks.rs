@@ -224,6 +224,20 @@ fn path_buffer_race_on_stat_never_describes_the_denied_file() {
         let o = t.command(extra, &args).output().unwrap();
         assert_eq!(stdout(&o), "leaks=0 direct=0\n", "{extra:?}: {}", stderr(&o));
     }
+    // Relative paths, as git and find make them: the allowed name is
+    // looked up as its directory's path joined to it, the denied one
+    // crosses a symlink out of the workspace (ws/out -> outside) and is
+    // resolved from a handle on the cwd; the flip never makes either
+    // describe the other.
+    std::os::unix::fs::symlink(&t.outside, t.ws.join("out")).unwrap();
+    let rel = [bin.to_str().unwrap(), "ok.txt", "out/secret", "20000"];
+    let mut native =
+        (0..10).map(|_| stdout(&Command::new(rel[0]).args(&rel[1..]).current_dir(&t.ws).output().unwrap()));
+    assert!(native.any(|o| leaks(&o) > 0), "the relative attack works natively");
+    for extra in [&["--no-landlock"][..], &[][..]] {
+        let o = t.command(extra, &rel).output().unwrap();
+        assert_eq!(stdout(&o), "leaks=0 direct=0\n", "relative {extra:?}: {}", stderr(&o));
+    }
 }
 
 /// The 32-bit entry point uses other syscall numbers (5 is open); the filter

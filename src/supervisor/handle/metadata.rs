@@ -9,7 +9,7 @@ impl Call<'_> {
     /// followed, and whether an empty path names the descriptor itself. Rows
     /// without a path (fchmod, fsetxattr) and utimensat with a NULL path act
     /// on the descriptor.
-    pub(super) fn target(&self) -> Result<(PathArg, bool, bool), Stop> {
+    pub(super) fn target(&mut self) -> Result<(PathArg, bool, bool), Stop> {
         let (row, args) = (self.row, self.args);
         let flags = args.flag_bits();
         let follow = match row.follow {
@@ -49,7 +49,13 @@ impl Call<'_> {
         // handle on a symlink), without a flag to say so; never for the cwd.
         let names_descriptor = row.op == Op::Readlink && args.dirfd.is_some_and(|fd| fd >= 0);
         let empty = flags & AT_EMPTY_PATH != 0 || names_descriptor;
-        Ok((self.path_arg(args.first(), false)?, follow, empty))
+        let at = args.first();
+        let written = self.read_path(at.addr)?;
+        let arg = match self.by_joined_path(written, at.dirfd, follow) {
+            Ok(arg) => arg,
+            Err(written) => self.based(written, at.dirfd, false)?,
+        };
+        Ok((arg, follow, empty))
     }
 
     /// The stat family, statfs, access, xattr reads and readlink: the
@@ -96,7 +102,10 @@ impl Call<'_> {
             None => {
                 let (arg, follow, empty) = self.target()?;
                 self.still_valid()?;
-                let r = self.resolve(&arg, follow, empty, 0, false);
+                let r = match self.joined.take() {
+                    Some(r) => Ok(r),
+                    None => self.resolve(&arg, follow, empty, 0, false),
+                };
                 let r = self.check(&arg, r, Access::Stat)?;
                 match r.target {
                     Target::Exists { fd, stat } => (fd, Some(stat), Some(r.path)),
