@@ -349,14 +349,22 @@ impl Call<'_> {
     /// description), taken with `pidfd_getfd` and checked to belong to the
     /// caller still waiting for this notification.
     fn caller_fd(&self, fd: i32) -> Result<OwnedFd, Stop> {
-        let dup = self.dup_caller_fd(fd)?;
-        self.still_valid()?;
+        let (dup, pending) = self.dup_caller_fd(fd)?;
+        if !pending {
+            self.still_valid()?;
+        }
         Ok(dup)
     }
 
     /// [`Call::caller_fd`] for a caller that checks the notification is
-    /// still pending itself before it acts on anything it read.
-    fn dup_caller_fd(&self, fd: i32) -> Result<OwnedFd, Stop> {
+    /// still pending itself before it acts on anything it read; and
+    /// whether that is known already. It is when the duplicate came through
+    /// a thread's pidfd, which was kept once a notification of that thread
+    /// was found pending: the task it names is alive, so no other task has
+    /// held its number since, and (where a signal cannot end the wait) a
+    /// live caller still waits for the answer.
+    fn dup_caller_fd(&self, fd: i32) -> Result<(OwnedFd, bool), Stop> {
+        let waits = !self.cx.ground.signals_interrupt;
         let tid = self.notif.pid;
         // A pidfd kept from this thread number's last call: it names the
         // task it was opened for, and only one live task holds a number, so
@@ -365,7 +373,7 @@ impl Call<'_> {
         if let Some(pidfd) = PIDFD.with(|c| c.borrow().get(tid)) {
             match crate::sys::process::pidfd_getfd(pidfd.as_fd(), fd) {
                 Err(Errno::ESRCH) => PIDFD.with(|c| c.borrow_mut().0 = None),
-                other => return Ok(other?),
+                other => return Ok((other?, waits)),
             }
         }
         // The calling thread's own table (a thread that unshared its
@@ -390,10 +398,10 @@ impl Call<'_> {
                 self.still_valid()?;
                 let thread = std::rc::Rc::new(thread);
                 PIDFD.with(|c| c.borrow_mut().keep(tid, thread.clone()));
-                return Ok(crate::sys::process::pidfd_getfd(thread.as_fd(), fd)?);
+                return Ok((crate::sys::process::pidfd_getfd(thread.as_fd(), fd)?, waits));
             }
         };
-        Ok(crate::sys::process::pidfd_getfd(pidfd.as_fd(), fd)?)
+        Ok((crate::sys::process::pidfd_getfd(pidfd.as_fd(), fd)?, false))
     }
 
     /// The caller's root directory, through `/proc/<tid>/root`.
@@ -436,7 +444,7 @@ impl Call<'_> {
     /// what it looks up.
     fn open_dir(&self, dirfd: i32) -> Result<OwnedFd, Stop> {
         if dirfd >= 0 {
-            return self.dup_caller_fd(dirfd);
+            return Ok(self.dup_caller_fd(dirfd)?.0);
         }
         let cpath = self.dir_link(dirfd)?;
         // The caller's own starting point, looked up by the supervisor for
