@@ -283,18 +283,26 @@ impl Resolver {
     /// `root` when the command has one of its own: then it is canonical as
     /// written. One lookup, its handle closed at once.
     pub fn canonical(&self, root: Option<BorrowedFd<'_>>, path: &[u8]) -> Option<Vec<u8>> {
+        // A symlink as the last component too: O_NOFOLLOW would open the
+        // link itself.
+        self.straight(root, path, true)?;
+        Some(lexical(path))
+    }
+
+    /// A handle on what the absolute `path` names, looked up from `root`
+    /// (the command's own, else ours) with no symlink and no magic link on
+    /// the way; the last component is not followed unless `follow` (and a
+    /// symlink there is then `ELOOP`).
+    fn straight(&self, root: Option<BorrowedFd<'_>>, path: &[u8], follow: bool) -> Option<OwnedFd> {
         let cpath = CString::new(path).ok()?;
         let how = OpenHow {
-            // A symlink as the last component too is ELOOP: O_NOFOLLOW
-            // would open the link itself.
-            flags: libc::O_PATH as u64,
+            flags: libc::O_PATH as u64 | if follow { 0 } else { libc::O_NOFOLLOW as u64 },
             mode: 0,
             resolve: fs::RESOLVE_NO_SYMLINKS
                 | fs::RESOLVE_NO_MAGICLINKS
                 | if root.is_some() { fs::RESOLVE_IN_ROOT } else { 0 },
         };
-        fs::openat2(Dir::Fd(root.unwrap_or(self.root.as_fd())), &cpath, how).ok()?;
-        Some(lexical(path))
+        fs::openat2(Dir::Fd(root.unwrap_or(self.root.as_fd())), &cpath, how).ok()
     }
 
     /// A relative `req` (no `..`) looked up from the root as `dir`, the
@@ -316,15 +324,7 @@ impl Resolver {
         if at.surface.proc_relative(&path).is_some() {
             return None;
         }
-        let nofollow = if req.follow { 0 } else { libc::O_NOFOLLOW as u64 };
-        let in_root = if at.caller.root.is_some() { fs::RESOLVE_IN_ROOT } else { 0 };
-        let how = OpenHow {
-            flags: libc::O_PATH as u64 | nofollow,
-            mode: 0,
-            resolve: fs::RESOLVE_NO_SYMLINKS | fs::RESOLVE_NO_MAGICLINKS | in_root,
-        };
-        let cpath = CString::new(joined).ok()?;
-        let fd = fs::openat2(Dir::Fd(at.caller.root.unwrap_or(self.root.as_fd())), &cpath, how).ok()?;
+        let fd = self.straight(at.caller.root, &joined, req.follow)?;
         let stat = fs::fstat(fd.as_fd()).ok()?;
         Some(Resolved { target: Target::Exists { fd, stat }, path, straight: true })
     }
