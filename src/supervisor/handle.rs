@@ -317,19 +317,14 @@ impl Call<'_> {
     /// missing name, a directory with no path, procfs) gives the path back
     /// to be resolved from a handle as before.
     fn by_joined_path(&mut self, written: Vec<u8>, dirfd: i32, follow: bool) -> Result<PathArg, Vec<u8>> {
-        let plain = written.split(|&b| b == b'/').all(|c| c != b"..");
         if !matches!(self.row.op, Op::Statbuf | Op::Statx)
-            || written.is_empty()
-            || written[0] == b'/'
-            || !plain
+            || written.first().is_none_or(|&c| c == b'/')
             || self.cx.ground.isolated
+            || written.split(|&b| b == b'/').any(|c| c == b"..")
         {
             return Err(written);
         }
-        let Ok(dir) = self.dir_path(dirfd) else { return Err(written) };
-        if dir.first() != Some(&b'/') || dir.ends_with(b" (deleted)") {
-            return Err(written);
-        }
+        let Some(dir) = self.named_dir(dirfd) else { return Err(written) };
         let root = match self.root() {
             Ok(root) => root,
             Err(_) => return Err(written),
@@ -432,6 +427,12 @@ impl Call<'_> {
             buf.truncate(n);
             Ok(buf)
         })
+    }
+
+    /// [`Call::dir_path`] where the directory has a path a lookup can take:
+    /// not an object with none (a pipe, a socket), not a removed directory.
+    fn named_dir(&self, dirfd: i32) -> Option<Vec<u8>> {
+        self.dir_path(dirfd).ok().filter(|d| d.first() == Some(&b'/') && !d.ends_with(b" (deleted)"))
     }
 
     /// The caller's cwd (`AT_FDCWD`) or descriptor `dirfd`, as a handle to

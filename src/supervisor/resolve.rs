@@ -313,13 +313,9 @@ impl Resolver {
     /// fails or the path lies in procfs: the caller resolves from a handle
     /// on the directory.
     pub fn joined(&self, at: &Lookup<'_>, req: Request<'_>, dir: &[u8]) -> Option<Resolved> {
-        let mut joined = dir.to_vec();
-        if joined.last() != Some(&b'/') {
-            joined.push(b'/');
-        }
         // As written (a trailing `/` asks for a directory), and folded for
         // the decision.
-        joined.extend_from_slice(req.path);
+        let joined = joined_path(dir.to_vec(), req.path);
         let path = lexical(&joined);
         if at.surface.proc_relative(&path).is_some() {
             return None;
@@ -441,15 +437,12 @@ impl Resolver {
         let path = if req.path.first() == Some(&b'/') {
             lexical(req.path)
         } else {
-            let mut path = Vec::new();
-            self.fd_path(base, &mut path)?;
-            if path.first() != Some(&b'/') {
+            let mut dir = Vec::new();
+            self.fd_path(base, &mut dir)?;
+            if dir.first() != Some(&b'/') {
                 return self.missing(at, req, base);
             }
-            for name in req.path.split(|&c| c == b'/').filter(|n| !n.is_empty() && *n != b".") {
-                push_component(&mut path, name);
-            }
-            path
+            lexical(&joined_path(dir, req.path))
         };
         if at.surface.proc_relative(&path).is_some() {
             return self.walk(at, req);
@@ -816,6 +809,16 @@ pub fn nameless(path: &[u8]) -> Option<(&[u8], Nameless)> {
 /// An absolute path with empty components and `.` dropped and `..` applied,
 /// which is its canonical form when it crosses no symlink and no `..` (the
 /// resolver never uses it for a path with `..`).
+/// The relative path `written` appended to the directory path `dir`, as
+/// written (its `.`, repeated and trailing slashes kept).
+pub fn joined_path(mut dir: Vec<u8>, written: &[u8]) -> Vec<u8> {
+    if dir.last() != Some(&b'/') {
+        dir.push(b'/');
+    }
+    dir.extend_from_slice(written);
+    dir
+}
+
 fn lexical(path: &[u8]) -> Vec<u8> {
     let mut out = Vec::with_capacity(path.len());
     out.push(b'/');

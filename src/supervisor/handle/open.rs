@@ -310,19 +310,15 @@ impl Call<'_> {
         let mut base: Option<Vec<u8>> = None;
         let path = match written.first() {
             Some(b'/') => written,
-            _ => match self.dir_path(dirfd) {
-                // A descriptor with no path (a pipe, a socket) or none at
-                // all: the supervisor resolves the call.
-                Ok(mut p) if p.first() == Some(&b'/') => {
-                    base = records.then(|| p.clone());
-                    if p.last() != Some(&b'/') {
-                        p.push(b'/');
-                    }
-                    p.extend_from_slice(written);
-                    joined = p;
+            // A descriptor with no path (a pipe, a socket), a removed
+            // directory or none at all: the supervisor resolves the call.
+            _ => match self.named_dir(dirfd) {
+                Some(dir) => {
+                    base = records.then(|| dir.clone());
+                    joined = super::super::resolve::joined_path(dir, written);
                     &joined
                 }
-                _ => return false,
+                None => return false,
             },
         };
         let surface = &self.cx.ground.surface;
