@@ -12,6 +12,7 @@ use crate::sys::fs::{self, Dir, OpenHow};
 use crate::sys::{mem, seccomp, Errno};
 use crate::syscalls::table;
 use crate::syscalls::{Args, Follow, Op, OpArgs, PathAt, Syscall};
+use std::borrow::Cow;
 use std::os::fd::{AsFd, OwnedFd};
 
 mod exec;
@@ -182,6 +183,15 @@ struct PathArg {
     /// The starting directory's descriptor number in the caller (`AT_FDCWD`
     /// for its cwd) and our handle on it, when the path needed one.
     base: Option<(i32, OwnedFd)>,
+}
+
+/// A path with no `.` or `..`, as the kernel would start its lookup
+/// ([`Call::plain_path`]).
+struct PlainPath<'w> {
+    /// Absolute: as written, or joined to its starting directory's path.
+    path: Cow<'w, [u8]>,
+    /// That directory's path, kept for the trail.
+    base: Option<Vec<u8>>,
 }
 
 /// What a call on a name acts on ([`Call::parent`]).

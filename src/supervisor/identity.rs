@@ -233,6 +233,12 @@ pub fn with_callers_real_ids<T>(f: impl FnOnce() -> Result<T, Errno>) -> Result<
     let groups = GROUPS.with(std::cell::Cell::get);
     let effective = if taken.ruid == 0 { taken.permitted } else { 0 };
     let real = Identity { fsuid: taken.ruid, fsgid: taken.rgid, effective, ..taken.clone() };
+    if real == taken {
+        // The caller's file-system ids are its real ones and its effective
+        // capabilities what access(2) would give it (root with all it is
+        // permitted, anyone else with none): the worker holds them already.
+        return f();
+    }
     // Whatever happens, the thread's next call takes its caller afresh
     // unless the caller's identity is back for sure.
     TAKEN.with_borrow_mut(|t| *t = None);

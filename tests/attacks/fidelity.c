@@ -81,6 +81,25 @@ int main(int argc, char **argv) {
     R("readlinkat cwd ''", readlinkat(AT_FDCWD, "", buf, sizeof buf));
     R("readlink size 0 first", readlink("none/none", buf, 0));
 
+    /* readlink of names that are no link (EINVAL from one lookup where the
+     * name is plain), of links, of missing names and of names through a
+     * link or with a trailing slash, relative and absolute. */
+    symlink("dir", "dlnk");
+    const char *names[] = {"f", "f/", "dir", "dir/", "dir//", "./f", "none", "none/x", "f/x", "dlnk", "dlnk/", "dlnk/x", "lnk/"};
+    char cwd[2048], name[4200];
+    if (!getcwd(cwd, sizeof cwd)) return 2;
+    for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
+        snprintf(name, sizeof name, "readlink %s", names[i]);
+        R(name, readlink(names[i], buf, sizeof buf));
+        snprintf(name, sizeof name, "readlink /abs/%s", names[i]);
+        char abs[4200];
+        snprintf(abs, sizeof abs, "%s/%s", cwd, names[i]);
+        R(name, readlink(abs, buf, sizeof buf));
+    }
+    R("readlink /", readlink("/", buf, sizeof buf));
+    snprintf(name, sizeof name, "%s/data.txt", ro);
+    R("readlink ro data.txt", readlink(name, buf, sizeof buf));
+
     /* utimensat's NULL name: the cwd's is a bad address, a descriptor's
      * takes no flags. */
     R("utimensat(CWD, NULL)", syscall(SYS_utimensat, AT_FDCWD, NULL, ts, 0));

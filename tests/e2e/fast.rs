@@ -47,6 +47,28 @@ fn fast_mode_confines_like_full_mode_except_metadata() {
     assert!(!untrapped.contains("\"openat\""), "{untrapped}");
 }
 
+/// The residual is existence and attributes only: a link's target is
+/// content and `access(2)` must say what the surface allows, so both stay
+/// the supervisor's in fast mode and are refused outside the surface.
+#[test]
+fn fast_mode_keeps_link_targets_and_access_of_outside_paths() {
+    let Some(t) = kernel_tree() else { return };
+    std::os::unix::fs::symlink("link-target-marker", t.outside.join("link")).unwrap();
+    let script = "readlink $OUT/link; test -r $OUT/secret && echo outside-readable; \
+                  test -r $RO/data.txt && echo ro-readable; readlink $WS/here";
+    std::os::unix::fs::symlink("ws-target", t.ws.join("here")).unwrap();
+    let native = std::process::Command::new("/bin/sh")
+        .args(["-c", script])
+        .env("WS", &t.ws)
+        .env("RO", &t.ro)
+        .env("OUT", &t.outside)
+        .output()
+        .unwrap();
+    assert_eq!(stdout(&native), "link-target-marker\noutside-readable\nro-readable\nws-target\n");
+    let o = t.command(&["--fast"], &["/bin/sh", "-c", script]).output().unwrap();
+    assert_eq!(stdout(&o), "ro-readable\nws-target\n", "{}", stderr(&o));
+}
+
 /// With a carve-out in the writable workspace, Landlock cannot decide the
 /// workspace exactly, so fast mode keeps everything but metadata trapped:
 /// the carve-out cannot be removed, renamed or replaced.

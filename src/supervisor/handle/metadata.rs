@@ -51,11 +51,44 @@ impl Call<'_> {
         let empty = flags & AT_EMPTY_PATH != 0 || names_descriptor;
         let at = args.first();
         let written = self.read_path(at.addr)?;
+        if row.op == Op::Readlink && self.not_a_link(&written, at.dirfd) {
+            return Err(Errno::EINVAL.into());
+        }
         let arg = match self.by_joined_path(written, at.dirfd, follow) {
             Ok(arg) => arg,
             Err(written) => self.based(written, at.dirfd, false)?,
         };
         Ok((arg, follow, empty))
+    }
+
+    /// Whether `readlink` of `written` (from `dirfd`) names an object that
+    /// is no symlink, which the surface lets be described: a path with no
+    /// `.` or `..` ([`Call::plain_path`]) found by one lookup from the
+    /// command's root that crosses no symlink and no magic link and fails
+    /// on a symlink as its last component
+    /// ([`crate::supervisor::resolve::Resolver::canonical`]). The object is
+    /// then the one at that very path, and the call fails with `EINVAL`
+    /// without the handle, the `fstat` and the pending check of the full
+    /// route (it acts on nothing: a stale notification takes no answer).
+    /// glibc's `realpath` asks this of every component of every path it
+    /// makes canonical: most of the calls rustc and cc1 make trapped. A
+    /// link, a missing name, a refusal or a path in `/dev` (terminals are
+    /// decided by who made them) takes the full route.
+    fn not_a_link(&mut self, written: &[u8], dirfd: i32) -> bool {
+        let Some(plain) = self.plain_path(written, dirfd) else { return false };
+        if plain.path.starts_with(b"/dev/") {
+            return false;
+        }
+        let v = self.cx.ground.surface.decide(&plain.path, Access::Stat, &self.cx.ground.procs);
+        if !v.allowed {
+            return false;
+        }
+        let Some(canonical) = self.cx.ground.resolver.canonical(self.cx.ground.command_root(), &plain.path) else {
+            return false;
+        };
+        let resolved = self.cx.ground.records.then_some(canonical);
+        self.allowed_as_written(written, dirfd, plain.base, resolved.as_deref(), (Access::Stat, v.reason));
+        true
     }
 
     /// The stat family, statfs, access, xattr reads and readlink: the
@@ -101,12 +134,23 @@ impl Call<'_> {
             }
             None => {
                 let (arg, follow, empty) = self.target()?;
-                self.still_valid()?;
+                // What is recorded or asked about must be the caller's own
+                // path: with a trail or approvals the notification is known
+                // pending first. Without, only an answer that writes into
+                // the caller needs that; an error or access(2)'s answer acts
+                // on nothing, and a stale notification takes no answer.
+                let recorded = self.cx.ground.records || self.cx.ask.is_some();
+                if recorded {
+                    self.still_valid()?;
+                }
                 let r = match self.joined.take() {
                     Some(r) => Ok(r),
                     None => self.resolve(&arg, follow, empty, 0, false),
                 };
                 let r = self.check(&arg, r, Access::Stat)?;
+                if !recorded && row.op != Op::Access {
+                    self.still_valid()?;
+                }
                 match r.target {
                     Target::Exists { fd, stat } => (fd, Some(stat), Some(r.path)),
                     Target::Anonymous { fd } => (fd, None, None),

@@ -301,39 +301,20 @@ impl Call<'_> {
         dirfd: i32,
         (access, existing): (Access, Option<Access>),
     ) -> bool {
-        let plain = written.split(|&b| b == b'/').all(|c| c != b"." && c != b"..");
-        if written.is_empty() || !plain || self.cx.ground.isolated {
-            return false;
-        }
-        let records = self.cx.ground.records;
-        let joined;
-        let mut base: Option<Vec<u8>> = None;
-        let path = match written.first() {
-            Some(b'/') => written,
-            // A descriptor with no path (a pipe, a socket), a removed
-            // directory or none at all: the supervisor resolves the call.
-            _ => match self.named_dir(dirfd) {
-                Some(dir) => {
-                    base = records.then(|| dir.clone());
-                    joined = super::super::resolve::joined_path(dir, written);
-                    &joined
-                }
-                None => return false,
-            },
-        };
-        let surface = &self.cx.ground.surface;
-        if !matches!(surface.proc_place(path), ProcPlace::NotProc) || path.starts_with(b"/dev/") {
+        let Some(plain) = self.plain_path(written, dirfd) else { return false };
+        if plain.path.starts_with(b"/dev/") {
             return false;
         }
         // Outside procfs: decided by the trie and the patterns.
-        let v = surface.decide(path, access, &self.cx.ground.procs);
+        let v = self.cx.ground.surface.decide(&plain.path, access, &self.cx.ground.procs);
         let exact = matches!(v.reason, Reason::Rule(i) if v.allowed && self.cx.ground.landlock_exact(i));
         if !exact {
             return false;
         }
         let (resolved, recorded) = match (self.cx.ground.records_allowed, existing) {
             (true, Some(existing)) => {
-                let Some(canonical) = self.cx.ground.resolver.canonical(self.cx.ground.command_root(), path) else {
+                let Some(canonical) = self.cx.ground.resolver.canonical(self.cx.ground.command_root(), &plain.path)
+                else {
                     return false;
                 };
                 (Some(canonical), existing)
@@ -341,14 +322,48 @@ impl Call<'_> {
             (true, None) => return false,
             (false, _) => (None, access),
         };
-        self.decided_by = Some(v.reason);
-        // Allowed: its paths are kept only with a trail.
-        let arg = PathArg { bytes: if records { written.to_vec() } else { Vec::new() }, base: None };
+        self.allowed_as_written(written, dirfd, plain.base, resolved.as_deref(), (recorded, v.reason));
+        true
+    }
+
+    /// The absolute path a path with no `.` or `..` names: as written, or
+    /// (relative) joined to the canonical path of its starting directory
+    /// `dirfd`, as the kernel reads it back. `None` for anything else (a
+    /// directory with no path, a removed one, `--isolate`'s per-process
+    /// roots) and for paths in procfs, decided per process.
+    pub(super) fn plain_path<'w>(&self, written: &'w [u8], dirfd: i32) -> Option<PlainPath<'w>> {
+        let plain = written.split(|&b| b == b'/').all(|c| c != b"." && c != b"..");
+        if written.is_empty() || !plain || self.cx.ground.isolated {
+            return None;
+        }
+        let (path, base) = match written.first() {
+            Some(b'/') => (Cow::Borrowed(written), None),
+            _ => {
+                let dir = self.named_dir(dirfd)?;
+                let base = self.cx.ground.records.then(|| dir.clone());
+                (Cow::Owned(super::super::resolve::joined_path(dir, written)), base)
+            }
+        };
+        matches!(self.cx.ground.surface.proc_place(&path), ProcPlace::NotProc).then_some(PlainPath { path, base })
+    }
+
+    /// Records a call allowed on the path as written (its object
+    /// `resolved` where a lookup found it canonical), decided by `reason`.
+    /// Allowed: its paths are kept only with a trail.
+    pub(super) fn allowed_as_written(
+        &mut self,
+        written: &[u8],
+        dirfd: i32,
+        base: Option<Vec<u8>>,
+        resolved: Option<&[u8]>,
+        (access, reason): (Access, Reason),
+    ) {
+        self.decided_by = Some(reason);
+        let arg = PathArg { bytes: if self.cx.ground.records { written.to_vec() } else { Vec::new() }, base: None };
         if let Some(base) = base {
             self.base_hint = Some((dirfd, arg.bytes.clone(), base));
         }
-        self.push(&arg, resolved.as_deref(), AccessKind::from(recorded), Verdict::Allow, None, Why::Verdict(v.reason));
-        true
+        self.push(&arg, resolved, AccessKind::from(access), Verdict::Allow, None, Why::Verdict(reason));
     }
 
     /// Reads an extensible struct of `size` bytes from the caller, of which
