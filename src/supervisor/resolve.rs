@@ -377,6 +377,23 @@ impl Resolver {
             // supervisor's root: the walk takes them from the caller's.
             return self.walk(at, req);
         }
+        if !anchored && dotdot && !req.creates {
+            // A `..` with no symlink on the way, for a call that creates
+            // nothing (loaders' `$ORIGIN/../lib`, gcc's `12/../../..`
+            // searches: dozens of missing names at every start). Where the
+            // name is missing the kernel's own lookup fails the same way,
+            // and the answer is ENOENT whatever the path; `absent` records
+            // it folded (a directory moved meanwhile could make that differ
+            // from the one looked up: the answer does not depend on it) and
+            // walks a path in procfs, whose `self` is the caller's. A `..`
+            // leads into procfs only from a path that starts there.
+            let strict = OpenHow { resolve: how.resolve | fs::RESOLVE_NO_SYMLINKS, ..how };
+            match fs::openat2(Dir::Fd(base), &cpath, strict) {
+                Ok(fd) => return self.finish_existing(at, req, fd),
+                Err(Errno::ENOENT) => return self.absent(at, req, base),
+                Err(_) => {}
+            }
+        }
         match fs::openat2(Dir::Fd(base), &cpath, how) {
             Ok(fd) => self.finish_existing(at, req, fd),
             Err(Errno::ELOOP) if !caller_forbids_links => self.walk(at, req),

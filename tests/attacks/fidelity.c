@@ -96,6 +96,21 @@ int main(int argc, char **argv) {
         snprintf(abs, sizeof abs, "%s/%s", cwd, names[i]);
         R(name, readlink(abs, buf, sizeof buf));
     }
+    /* Names with `..`, missing or not, through a link or not: what a
+     * loader's $ORIGIN/../lib search looks up. */
+    const char *dotted[] = {"dir/../none/x", "dir/../none", "dir/../f", "dlnk/../f", "dlnk/../none", "none/../f", "f/../f"};
+    for (size_t i = 0; i < sizeof dotted / sizeof *dotted; i++) {
+        char abs[4200];
+        snprintf(abs, sizeof abs, "%s/%s", cwd, dotted[i]);
+        int fd = open(abs, O_RDONLY | O_CLOEXEC);
+        int e = errno;
+        snprintf(name, sizeof name, "open /abs/%s", dotted[i]);
+        printf("%-30s %d %s\n", name, fd < 0 ? -1 : 0, fd < 0 ? strerrorname_np(e) : "-");
+        if (fd >= 0) close(fd);
+        struct stat ds;
+        snprintf(name, sizeof name, "stat /abs/%s", dotted[i]);
+        R(name, stat(abs, &ds));
+    }
     R("readlink /", readlink("/", buf, sizeof buf));
     snprintf(name, sizeof name, "%s/data.txt", ro);
     R("readlink ro data.txt", readlink(name, buf, sizeof buf));
