@@ -285,7 +285,7 @@ impl Resolver {
     pub fn canonical(&self, root: Option<BorrowedFd<'_>>, path: &[u8]) -> Option<Vec<u8>> {
         // A symlink as the last component too: O_NOFOLLOW would open the
         // link itself.
-        self.straight(root, path, true)?;
+        self.straight(root, path, true).ok()?;
         Some(lexical(path))
     }
 
@@ -293,8 +293,8 @@ impl Resolver {
     /// (the command's own, else ours) with no symlink and no magic link on
     /// the way; the last component is not followed unless `follow` (and a
     /// symlink there is then `ELOOP`).
-    fn straight(&self, root: Option<BorrowedFd<'_>>, path: &[u8], follow: bool) -> Option<OwnedFd> {
-        let cpath = CString::new(path).ok()?;
+    fn straight(&self, root: Option<BorrowedFd<'_>>, path: &[u8], follow: bool) -> Result<OwnedFd, Errno> {
+        let cpath = CString::new(path).map_err(|_| Errno::EINVAL)?;
         let how = OpenHow {
             flags: libc::O_PATH as u64 | if follow { 0 } else { libc::O_NOFOLLOW as u64 },
             mode: 0,
@@ -302,16 +302,19 @@ impl Resolver {
                 | fs::RESOLVE_NO_MAGICLINKS
                 | if root.is_some() { fs::RESOLVE_IN_ROOT } else { 0 },
         };
-        fs::openat2(Dir::Fd(root.unwrap_or(self.root.as_fd())), &cpath, how).ok()
+        fs::openat2(Dir::Fd(root.unwrap_or(self.root.as_fd())), &cpath, how)
     }
 
     /// A relative `req` (no `..`) looked up from the root as `dir`, the
     /// canonical path of the directory it starts from, joined to it, with
     /// no symlink and no magic link allowed on the way (the last component
     /// not followed unless `req.follow`): the object found is the one at
-    /// that path, which is canonical as joined. `None` where that lookup
-    /// fails or the path lies in procfs: the caller resolves from a handle
-    /// on the directory.
+    /// that path, which is canonical as joined. A missing name, for a call
+    /// that creates nothing, is [`Target::Absent`] there: the lookup
+    /// crossed no symlink before the component it found missing, so the
+    /// kernel's own fails at the same one. `None` where that lookup fails
+    /// otherwise or the path lies in procfs: the caller resolves from a
+    /// handle on the directory.
     pub fn joined(&self, at: &Lookup<'_>, req: Request<'_>, dir: &[u8]) -> Option<Resolved> {
         // As written (a trailing `/` asks for a directory), and folded for
         // the decision.
@@ -320,9 +323,14 @@ impl Resolver {
         if at.surface.proc_relative(&path).is_some() {
             return None;
         }
-        let fd = self.straight(at.caller.root, &joined, req.follow)?;
-        let stat = fs::fstat(fd.as_fd()).ok()?;
-        Some(Resolved { target: Target::Exists { fd, stat }, path, straight: true })
+        match self.straight(at.caller.root, &joined, req.follow) {
+            Ok(fd) => {
+                let stat = fs::fstat(fd.as_fd()).ok()?;
+                Some(Resolved { target: Target::Exists { fd, stat }, path, straight: true })
+            }
+            Err(Errno::ENOENT) if !req.creates => Some(Resolved { target: Target::Absent, path, straight: false }),
+            Err(_) => None,
+        }
     }
 
     /// Resolves `req` for `caller` the way the kernel would.
@@ -823,9 +831,6 @@ pub fn nameless(path: &[u8]) -> Option<(&[u8], Nameless)> {
     }
 }
 
-/// An absolute path with empty components and `.` dropped and `..` applied,
-/// which is its canonical form when it crosses no symlink and no `..` (the
-/// resolver never uses it for a path with `..`).
 /// The relative path `written` appended to the directory path `dir`, as
 /// written (its `.`, repeated and trailing slashes kept).
 pub fn joined_path(mut dir: Vec<u8>, written: &[u8]) -> Vec<u8> {
@@ -836,6 +841,10 @@ pub fn joined_path(mut dir: Vec<u8>, written: &[u8]) -> Vec<u8> {
     dir
 }
 
+/// An absolute path with empty components and `.` dropped and `..` applied,
+/// which is its canonical form when it crosses no symlink and no `..` (for
+/// a path with `..`, only where the answer does not depend on it: a
+/// missing name's record).
 fn lexical(path: &[u8]) -> Vec<u8> {
     let mut out = Vec::with_capacity(path.len());
     out.push(b'/');

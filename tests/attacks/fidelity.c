@@ -111,6 +111,15 @@ int main(int argc, char **argv) {
         snprintf(name, sizeof name, "stat /abs/%s", dotted[i]);
         R(name, stat(abs, &ds));
     }
+    /* Relative stats of missing names, looked up by the cwd's path. */
+    const char *absent[] = {"none", "none/x", "dir/none", "dir/none/", "f/x", "dlnk/none", "./none"};
+    for (size_t i = 0; i < sizeof absent / sizeof *absent; i++) {
+        struct stat ms;
+        snprintf(name, sizeof name, "stat %s", absent[i]);
+        R(name, stat(absent[i], &ms));
+        snprintf(name, sizeof name, "lstat %s", absent[i]);
+        R(name, lstat(absent[i], &ms));
+    }
     R("readlink /", readlink("/", buf, sizeof buf));
     snprintf(name, sizeof name, "%s/data.txt", ro);
     R("readlink ro data.txt", readlink(name, buf, sizeof buf));
