@@ -56,6 +56,10 @@ pub struct Outcome {
     /// For an allowed exec when auditing: its argument vector, read before
     /// the answer (after it the caller's memory is replaced).
     pub argv: Option<(Vec<Vec<u8>>, bool)>,
+    /// An exec was allowed: the kernel recomputes the caller's credentials
+    /// (a process that kept its capabilities across a change to another
+    /// user loses them), and it gets a new name.
+    pub execs: bool,
     /// With `--ask`: the call is held, unanswered, for a person to decide
     /// this, asked by this process (the refusal it would get otherwise is
     /// the last check).
@@ -65,7 +69,7 @@ pub struct Outcome {
 impl Outcome {
     /// The call refused with `errno`, nothing recorded.
     pub fn refused(errno: Errno) -> Outcome {
-        Outcome { answer: Some(Answer::Fail(errno)), checks: Vec::new(), argv: None, held: None }
+        Outcome { answer: Some(Answer::Fail(errno)), checks: Vec::new(), argv: None, execs: false, held: None }
     }
 }
 
@@ -125,6 +129,7 @@ pub fn handle(cx: &Context<'_>, notif: &seccomp::Notif) -> Outcome {
             answer: Some(Answer::Continue(Cover::credentials())),
             checks: Vec::new(),
             argv: None,
+            execs: false,
             held: None,
         };
     }
@@ -133,7 +138,7 @@ pub fn handle(cx: &Context<'_>, notif: &seccomp::Notif) -> Outcome {
     match super::identity::act_as(notif.pid, cx.memory.generation(), cx.ground.set_groups) {
         Ok(()) => {}
         // The caller is gone: nobody to answer.
-        Err(Errno::ESRCH) => return Outcome { answer: None, checks: Vec::new(), argv: None, held: None },
+        Err(Errno::ESRCH) => return Outcome { answer: None, checks: Vec::new(), argv: None, execs: false, held: None },
         Err(e) => {
             tracing::error!("taking the caller's credentials failed: {e}; the call is refused");
             return Outcome::refused(Errno::EPERM);
@@ -148,6 +153,7 @@ pub fn handle(cx: &Context<'_>, notif: &seccomp::Notif) -> Outcome {
         tgid: std::cell::OnceCell::new(),
         own_ids: std::cell::OnceCell::new(),
         argv: None,
+        execs: false,
         decided_by: None,
         base_hint: None,
         joined: None,
@@ -159,7 +165,7 @@ pub fn handle(cx: &Context<'_>, notif: &seccomp::Notif) -> Outcome {
         Err(Stop::Fail(e)) => Some(Answer::Fail(e)),
         Err(Stop::Gone | Stop::Held) => None,
     };
-    Outcome { answer, checks: call.checks, argv: call.argv, held: call.held }
+    Outcome { answer, checks: call.checks, argv: call.argv, execs: call.execs, held: call.held }
 }
 
 enum Stop {
@@ -274,6 +280,8 @@ struct Call<'a> {
     /// The caller's ids in its own PID namespace.
     own_ids: std::cell::OnceCell<(u32, u32)>,
     argv: Option<(Vec<Vec<u8>>, bool)>,
+    /// An exec was allowed ([`Outcome::execs`]).
+    execs: bool,
     /// What allowed the last access checked.
     decided_by: Option<Reason>,
     /// With a trail: the directory a relative path started from, known

@@ -553,10 +553,12 @@ impl Supervisor {
             AuditLevel::Deny => context.is_some(),
         };
         let who = (self.audit.is_some() && recorded).then(|| self.process_of(notif.pid, context.as_ref()));
-        if outcome.argv.is_some() {
+        if outcome.execs {
             // An allowed exec: after it the caller has a new name (and a
-            // thread that execs becomes the process), so every cached
-            // name is re-read; bumped before the answer lets it happen.
+            // thread that execs becomes the process) and the credentials
+            // the kernel computes for the new program, so every cached
+            // name and identity is read again; bumped before the answer
+            // lets it happen.
             self.memory.credentials_change();
         }
         // Kept before the answer: a command whose exec is refused may
@@ -666,7 +668,13 @@ impl Supervisor {
             if let Some(last) = checks.last_mut() {
                 last.reason = handle::Why::Note(by.refusal(), RuleKind::Approval);
             }
-            let outcome = handle::Outcome { answer: Some(Answer::Fail(Errno::EACCES)), checks, argv: None, held: None };
+            let outcome = handle::Outcome {
+                answer: Some(Answer::Fail(Errno::EACCES)),
+                checks,
+                argv: None,
+                execs: false,
+                held: None,
+            };
             self.finish(&held.notif, outcome, (std::time::Instant::now(), held.received_ns));
         }
     }

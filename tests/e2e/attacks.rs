@@ -830,6 +830,56 @@ os.kill(pid, 9)
     );
 }
 
+/// An exec recomputes a process's capabilities: a process that set its ids
+/// to nobody keeping its capabilities (`PR_SET_KEEPCAPS`, then `capset`)
+/// loses them all when it execs a program. The supervisor performs a stat
+/// for the new program with the credentials it has after the exec, not
+/// those it cached before: a file in a directory only root may search
+/// stays out of its reach, with a trail or without.
+#[test]
+fn a_program_execd_after_dropping_to_nobody_has_none_of_the_old_capabilities() {
+    let Some(t) = kernel_tree() else { return };
+    if !nix::unistd::geteuid().is_root() {
+        assert!(std::env::var_os("INTERPOSE_REQUIRE_KERNEL").is_none(), "CI runs this as root");
+        return;
+    }
+    let locked = t.ws.join("locked");
+    std::fs::create_dir(&locked).unwrap();
+    std::fs::write(locked.join("f"), "x").unwrap();
+    std::fs::set_permissions(&locked, std::os::unix::fs::PermissionsExt::from_mode(0o700)).unwrap();
+    let script = r#"
+import ctypes, os
+libc = ctypes.CDLL(None, use_errno=True)
+class Header(ctypes.Structure):
+    _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
+class Data(ctypes.Structure):
+    _fields_ = [("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32), ("inheritable", ctypes.c_uint32)]
+libc.prctl(8, 1, 0, 0, 0)  # PR_SET_KEEPCAPS
+os.setresgid(65534, 65534, 65534)
+os.setgroups([])
+os.setresuid(65534, 65534, 65534)
+h, d = Header(0x20080522, 0), (Data * 2)()
+assert libc.capget(ctypes.byref(h), d) == 0
+d[0].effective, d[1].effective = d[0].permitted, d[1].permitted
+assert libc.capset(ctypes.byref(h), d) == 0
+print("before exec", os.stat("locked/f").st_size)
+os.execv("/usr/bin/python3", ["python3", "-c", """
+import os
+try:
+    print("after exec", os.stat("locked/f").st_size)
+except PermissionError:
+    print("after exec EACCES")
+"""])
+"#;
+    let native = Command::new("/usr/bin/python3").args(["-c", script]).current_dir(&t.ws).output().unwrap();
+    assert_eq!(stdout(&native), "before exec 1\nafter exec EACCES\n", "{}", stderr(&native));
+    let trail = t.outside.join("trail.jsonl");
+    for extra in [&[][..], &["--audit", trail.to_str().unwrap()][..]] {
+        let o = t.command(extra, &["/usr/bin/python3", "-c", script]).output().unwrap();
+        assert_eq!(stdout(&o), "before exec 1\nafter exec EACCES\n", "{extra:?}: {}", stderr(&o));
+    }
+}
+
 /// Opens in the workspace (a tree Landlock enforces exactly) are continued
 /// on the path as written, unresolved: what a symlink there leads to is
 /// decided by the kernel under the ruleset alone. Each link below leads

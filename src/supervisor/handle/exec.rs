@@ -32,6 +32,7 @@ impl Call<'_> {
                 Err(Errno::EACCES.into())
             }
             Target::Exists { .. } => {
+                self.execs = true;
                 if self.cx.ground.records {
                     self.argv = Some(self.read_argv(argv));
                 }
