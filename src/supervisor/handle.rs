@@ -321,7 +321,7 @@ impl Call<'_> {
         Ok(PathArg { bytes, base })
     }
 
-    /// `newfstatat` and `statx` of a relative path with no `..`: looked up
+    /// `newfstatat`, `statx` and `access` of a relative path with no `..`: looked up
     /// as its starting directory's path (read back from procfs, one
     /// `readlink`) joined to it, instead of from a handle on the directory
     /// whose result's path is read back (an `open`, a `readlink` and a
@@ -331,11 +331,12 @@ impl Call<'_> {
     /// answered: a directory another thread moves meanwhile is the race
     /// the kernel has too, and nothing is mounted over a directory the
     /// command is in (it cannot mount; interpose's mounts come before the
-    /// command enters its working directory). Anything else (a symlink, a
-    /// missing name, a directory with no path, procfs) gives the path back
-    /// to be resolved from a handle as before.
+    /// command enters its working directory). A missing name is answered
+    /// there ([`crate::supervisor::resolve::Resolver::joined`]); anything
+    /// else (a symlink, a directory with no path, procfs) gives the path
+    /// back to be resolved from a handle as before.
     fn by_joined_path(&mut self, written: Vec<u8>, dirfd: i32, follow: bool) -> Result<PathArg, Vec<u8>> {
-        if !matches!(self.row.op, Op::Statbuf | Op::Statx)
+        if !matches!(self.row.op, Op::Statbuf | Op::Statx | Op::Access)
             || written.first().is_none_or(|&c| c == b'/')
             || self.cx.ground.isolated
             || written.split(|&b| b == b'/').any(|c| c == b"..")

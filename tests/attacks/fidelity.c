@@ -120,6 +120,14 @@ int main(int argc, char **argv) {
         snprintf(name, sizeof name, "lstat %s", absent[i]);
         R(name, lstat(absent[i], &ms));
     }
+    /* Relative access(2), looked up by the cwd's path too. */
+    R("access f R_OK|W_OK", access("f", R_OK | W_OK));
+    R("access dir X_OK", access("dir", X_OK));
+    R("access none F_OK", access("none", F_OK));
+    R("access dir/none F_OK", access("dir/none", F_OK));
+    R("access f/x F_OK", access("f/x", F_OK));
+    R("access dlnk X_OK", access("dlnk", X_OK));
+    R("faccessat2 lnk NOFOLLOW", syscall(439, AT_FDCWD, "lnk", F_OK, AT_SYMLINK_NOFOLLOW));
     R("readlink /", readlink("/", buf, sizeof buf));
     snprintf(name, sizeof name, "%s/data.txt", ro);
     R("readlink ro data.txt", readlink(name, buf, sizeof buf));
