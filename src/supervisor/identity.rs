@@ -229,16 +229,22 @@ pub fn without_ptrace<T>(f: impl FnOnce() -> Result<T, Errno>) -> Result<T, Errn
 /// `access_override_creds` makes them. The caller's identity is taken
 /// again afterwards.
 pub fn with_callers_real_ids<T>(f: impl FnOnce() -> Result<T, Errno>) -> Result<T, Errno> {
+    // Where the caller's file-system ids are its real ones and its
+    // effective capabilities what access(2) would give it (root with all it
+    // is permitted, anyone else with none), the worker holds them already.
+    let held = TAKEN.with_borrow(|t| {
+        t.as_ref().is_none_or(|t| {
+            let effective = if t.ruid == 0 { t.permitted } else { 0 };
+            (t.fsuid, t.fsgid, t.effective) == (t.ruid, t.rgid, effective)
+        })
+    });
+    if held {
+        return f();
+    }
     let Some(taken) = TAKEN.with_borrow(Clone::clone) else { return f() };
     let groups = GROUPS.with(std::cell::Cell::get);
     let effective = if taken.ruid == 0 { taken.permitted } else { 0 };
     let real = Identity { fsuid: taken.ruid, fsgid: taken.rgid, effective, ..taken.clone() };
-    if real == taken {
-        // The caller's file-system ids are its real ones and its effective
-        // capabilities what access(2) would give it (root with all it is
-        // permitted, anyone else with none): the worker holds them already.
-        return f();
-    }
     // Whatever happens, the thread's next call takes its caller afresh
     // unless the caller's identity is back for sure.
     TAKEN.with_borrow_mut(|t| *t = None);

@@ -278,15 +278,19 @@ impl Resolver {
         CString::new(format!("/proc/self/fd/{}", fd.as_raw_fd())).expect("no NUL in a number")
     }
 
-    /// The absolute `path` folded (`//` and a trailing `/`), if it names an
-    /// existing object with no symlink and no magic link on the way, in
+    /// Whether the absolute `path` names an existing object with no symlink
+    /// and no magic link on the way (the last component included), in
     /// `root` when the command has one of its own: then it is canonical as
     /// written. One lookup, its handle closed at once.
-    pub fn canonical(&self, root: Option<BorrowedFd<'_>>, path: &[u8]) -> Option<Vec<u8>> {
+    pub fn is_canonical(&self, root: Option<BorrowedFd<'_>>, path: &[u8]) -> bool {
         // A symlink as the last component too: O_NOFOLLOW would open the
         // link itself.
-        self.straight(root, path, true).ok()?;
-        Some(lexical(path))
+        self.straight(root, path, true).is_ok()
+    }
+
+    /// `path` folded (`//` and a trailing `/`) where [`Resolver::is_canonical`].
+    pub fn canonical(&self, root: Option<BorrowedFd<'_>>, path: &[u8]) -> Option<Vec<u8>> {
+        self.is_canonical(root, path).then(|| lexical(path))
     }
 
     /// A handle on what the absolute `path` names, looked up from `root`
@@ -359,17 +363,28 @@ impl Resolver {
         };
         let caller_forbids_links = req.resolve & (fs::RESOLVE_NO_SYMLINKS | fs::RESOLVE_NO_MAGICLINKS) != 0;
         let dotdot = req.path.split(|&c| c == b'/').any(|c| c == b"..");
-        if !anchored && !dotdot {
-            // Most paths cross no symlink and no `..`. An absolute one is
-            // then canonical as written (with `.` folded), so it need not be
-            // read back from /proc/self/fd; a relative one is read back, and
-            // the trail can name the directory it started from without
-            // reading that one back too (the path's prefix). A `..` is never
-            // folded by the text: under a directory another thread moves,
-            // the kernel's `..` is the directory's parent at that moment,
-            // wherever that is, so the name is read back from the object.
+        // Most paths cross no symlink: one strict lookup first. Without a
+        // `..` an absolute path is then canonical as written (with `.`
+        // folded), so it need not be read back from /proc/self/fd; a
+        // relative one is read back, and the trail can name the directory
+        // it started from without reading that one back too (the path's
+        // prefix). A `..` is never folded by the text for an object found:
+        // under a directory another thread moves, the kernel's `..` is the
+        // directory's parent at that moment, wherever that is, so the name
+        // is read back from the object. A `..` is looked up strictly only
+        // for a call that creates nothing (loaders' `$ORIGIN/../lib`,
+        // gcc's `12/../../..`: dozens of missing names at every start) and
+        // not from a relative path in a root of the caller's own, which it
+        // could climb out of. Where a name is missing the kernel's lookup
+        // fails the same way: ENOENT whatever the path; `absent` records it
+        // folded (a directory moved meanwhile could make that differ from
+        // the one looked up: the answer does not depend on it) and walks a
+        // path in procfs, whose `self` is the caller's (a `..` leads into
+        // procfs only from a path that starts there).
+        if !anchored && (!dotdot || (!req.creates && !confined(caller, req))) {
             let strict = OpenHow { resolve: how.resolve | fs::RESOLVE_NO_SYMLINKS, ..how };
             match fs::openat2(Dir::Fd(base), &cpath, strict) {
+                Ok(fd) if dotdot => return self.finish_existing(at, req, fd),
                 Ok(fd) if absolute => return self.found(at, req, fd, lexical(req.path)).map(Resolved::straight),
                 Ok(fd) => return self.finish_existing(at, req, fd).map(Resolved::straight),
                 Err(Errno::ENOENT) if !req.creates => return self.absent(at, req, base),
@@ -384,23 +399,6 @@ impl Resolver {
             // openat2 would take an absolute symlink, or `..`, from the
             // supervisor's root: the walk takes them from the caller's.
             return self.walk(at, req);
-        }
-        if !anchored && dotdot && !req.creates {
-            // A `..` with no symlink on the way, for a call that creates
-            // nothing (loaders' `$ORIGIN/../lib`, gcc's `12/../../..`
-            // searches: dozens of missing names at every start). Where the
-            // name is missing the kernel's own lookup fails the same way,
-            // and the answer is ENOENT whatever the path; `absent` records
-            // it folded (a directory moved meanwhile could make that differ
-            // from the one looked up: the answer does not depend on it) and
-            // walks a path in procfs, whose `self` is the caller's. A `..`
-            // leads into procfs only from a path that starts there.
-            let strict = OpenHow { resolve: how.resolve | fs::RESOLVE_NO_SYMLINKS, ..how };
-            match fs::openat2(Dir::Fd(base), &cpath, strict) {
-                Ok(fd) => return self.finish_existing(at, req, fd),
-                Err(Errno::ENOENT) => return self.absent(at, req, base),
-                Err(_) => {}
-            }
         }
         match fs::openat2(Dir::Fd(base), &cpath, how) {
             Ok(fd) => self.finish_existing(at, req, fd),

@@ -83,10 +83,16 @@ impl Call<'_> {
         if !v.allowed {
             return false;
         }
-        let Some(canonical) = self.cx.ground.resolver.canonical(self.cx.ground.command_root(), &plain.path) else {
-            return false;
+        // The folded path is made only for the trail.
+        let (resolver, root) = (&self.cx.ground.resolver, self.cx.ground.command_root());
+        let resolved = match self.cx.ground.records {
+            true => match resolver.canonical(root, &plain.path) {
+                Some(path) => Some(path),
+                None => return false,
+            },
+            false if resolver.is_canonical(root, &plain.path) => None,
+            false => return false,
         };
-        let resolved = self.cx.ground.records.then_some(canonical);
         self.allowed_as_written(written, dirfd, plain.base, resolved.as_deref(), (Access::Stat, v.reason));
         true
     }
