@@ -67,9 +67,14 @@ pub struct Outcome {
 }
 
 impl Outcome {
+    /// `answer`, nothing checked or recorded.
+    pub fn unchecked(answer: Option<Answer>) -> Outcome {
+        Outcome { answer, checks: Vec::new(), argv: None, execs: false, held: None }
+    }
+
     /// The call refused with `errno`, nothing recorded.
     pub fn refused(errno: Errno) -> Outcome {
-        Outcome { answer: Some(Answer::Fail(errno)), checks: Vec::new(), argv: None, execs: false, held: None }
+        Outcome::unchecked(Some(Answer::Fail(errno)))
     }
 }
 
@@ -125,20 +130,14 @@ pub fn handle(cx: &Context<'_>, notif: &seccomp::Notif) -> Outcome {
         // The caller is about to change its credentials: what was cached
         // about them goes stale before the change takes effect.
         cx.memory.credentials_change();
-        return Outcome {
-            answer: Some(Answer::Continue(Cover::credentials())),
-            checks: Vec::new(),
-            argv: None,
-            execs: false,
-            held: None,
-        };
+        return Outcome::unchecked(Some(Answer::Continue(Cover::credentials())));
     }
     // Everything below runs with the caller's own credentials: never grant
     // through the supervisor what the caller could not do itself.
     match super::identity::act_as(notif.pid, cx.memory.generation(), cx.ground.set_groups) {
         Ok(()) => {}
         // The caller is gone: nobody to answer.
-        Err(Errno::ESRCH) => return Outcome { answer: None, checks: Vec::new(), argv: None, execs: false, held: None },
+        Err(Errno::ESRCH) => return Outcome::unchecked(None),
         Err(e) => {
             tracing::error!("taking the caller's credentials failed: {e}; the call is refused");
             return Outcome::refused(Errno::EPERM);

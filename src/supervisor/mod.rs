@@ -668,13 +668,7 @@ impl Supervisor {
             if let Some(last) = checks.last_mut() {
                 last.reason = handle::Why::Note(by.refusal(), RuleKind::Approval);
             }
-            let outcome = handle::Outcome {
-                answer: Some(Answer::Fail(Errno::EACCES)),
-                checks,
-                argv: None,
-                execs: false,
-                held: None,
-            };
+            let outcome = handle::Outcome { checks, ..handle::Outcome::refused(Errno::EACCES) };
             self.finish(&held.notif, outcome, (std::time::Instant::now(), held.received_ns));
         }
     }
