@@ -122,6 +122,9 @@ pub struct Memory {
     /// Bumped at every allowed exec and change of credentials: cached
     /// process names and credentials go stale then.
     generation: AtomicU64,
+    /// The sandboxed threads' supplementary groups, while they are all the
+    /// same.
+    pub groups: super::identity::SessionGroups,
     /// The terminals the command created through `/dev/ptmx`: number ->
     /// an `O_PATH` handle on the slave's inode. When the terminal goes, that
     /// inode loses its link (a later terminal of the same number gets
@@ -144,6 +147,14 @@ impl Memory {
     /// credentials).
     pub fn credentials_change(&self) {
         self.generation.fetch_add(1, Ordering::SeqCst);
+    }
+
+    /// A sandboxed thread is about to change its own credentials (the
+    /// setuid family): [`Memory::credentials_change`], and its groups may
+    /// differ from the others' from now on.
+    pub fn caller_changes_credentials(&self) {
+        self.groups.change();
+        self.credentials_change();
     }
 
     /// Records that the command created terminal `n`, whose slave `slave`

@@ -129,12 +129,12 @@ pub fn handle(cx: &Context<'_>, notif: &seccomp::Notif) -> Outcome {
     if row.op == Op::Creds {
         // The caller is about to change its credentials: what was cached
         // about them goes stale before the change takes effect.
-        cx.memory.credentials_change();
+        cx.memory.caller_changes_credentials();
         return Outcome::unchecked(Some(Answer::Continue(Cover::credentials())));
     }
     // Everything below runs with the caller's own credentials: never grant
     // through the supervisor what the caller could not do itself.
-    match super::identity::act_as(notif.pid, cx.memory.generation(), cx.ground.set_groups) {
+    match super::identity::act_as(notif.pid, cx.memory.generation(), (cx.ground.set_groups, &cx.memory.groups)) {
         Ok(()) => {}
         // The caller is gone: nobody to answer.
         Err(Errno::ESRCH) => return Outcome::unchecked(None),

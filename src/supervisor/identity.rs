@@ -12,14 +12,25 @@
 //! `CAP_SYS_PTRACE` stays on, for reading and writing the caller's memory
 //! and taking its descriptors, which the supervisor does for itself.
 //!
-//! Credentials are read from `/proc/<tid>/status` and cached per thread
+//! Credentials are read when a thread is first seen and cached per thread
 //! until the sandbox execs or changes credentials (the filter traps the
 //! setuid family and bumps the generation before the change takes effect).
+//! A cached identity is kept with a pidfd of the task it was read from and
+//! used only while that task lives: a thread number passes to another task
+//! once its own exits, and that task must not act with the first one's
+//! credentials. The ids come from the task's pidfd (`PIDFD_GET_INFO`) and
+//! the capabilities from `capget(2)`, which cost a tenth of reading
+//! `/proc/<tid>/status`; the supplementary groups, which only the status
+//! file shows, are read there until they are known for every thread (see
+//! [`SessionGroups`]).
 
 use crate::sys::procfs::Status;
 use crate::sys::{process, Errno};
 use std::cell::RefCell;
 use std::collections::HashMap;
+use std::os::fd::{AsFd, OwnedFd};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::OnceLock;
 
 /// What a caller's credentials are, for the file system.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -70,10 +81,115 @@ impl Identity {
         })
     }
 
-    /// The credentials of thread `tid`, read now.
+    /// The credentials of thread `tid`, read now from its status file.
     pub fn of(tid: u32) -> Option<Identity> {
         Identity::parse(&Status::of(tid)?)
     }
+
+    /// The credentials of thread `tid`, the task `task` names, whose
+    /// supplementary groups are `groups`: its ids from the pidfd, its
+    /// capabilities by number (asked first: the pidfd's answer, which
+    /// fails once the task has exited, then says the number was still
+    /// that task's).
+    fn of_task(tid: u32, task: &OwnedFd, groups: &[u32]) -> Result<Identity, Errno> {
+        let (effective, permitted) = process::capabilities_of(tid as libc::pid_t)?;
+        let ids = process::pidfd_ids(task.as_fd())?;
+        Ok(Identity {
+            ruid: ids.uid[0],
+            rgid: ids.gid[0],
+            euid: ids.uid[1],
+            egid: ids.gid[1],
+            fsuid: ids.uid[3],
+            fsgid: ids.gid[3],
+            groups: groups.to_vec(),
+            effective,
+            permitted,
+        })
+    }
+}
+
+/// The supplementary groups every sandboxed thread has while none has
+/// changed its credentials: only `setgroups` changes them (an exec keeps
+/// them, and a child has its parent's), so until a sandboxed thread asks
+/// for a change of credentials they are the command's own, learnt from the
+/// first status file read.
+#[derive(Debug, Default)]
+pub struct SessionGroups {
+    /// A sandboxed thread was about to change its credentials: set before
+    /// the change takes effect.
+    changed: AtomicBool,
+    /// The groups of the first thread read while none had.
+    first: OnceLock<Vec<u32>>,
+}
+
+impl SessionGroups {
+    /// A sandboxed thread is about to change its credentials: from now on
+    /// every thread's groups are read from its status file.
+    pub fn change(&self) {
+        self.changed.store(true, Ordering::SeqCst);
+    }
+
+    fn known(&self) -> Option<&[u32]> {
+        match self.changed.load(Ordering::SeqCst) {
+            true => None,
+            false => self.first.get().map(Vec::as_slice),
+        }
+    }
+
+    /// `groups` were read of a thread that waits for its answer (so they
+    /// could not change meanwhile): if no change had been asked for by
+    /// then, they are every thread's.
+    fn learn(&self, groups: &[u32]) {
+        if !self.changed.load(Ordering::SeqCst) {
+            self.first.get_or_init(|| groups.to_vec());
+        }
+    }
+}
+
+/// A cached identity and the task it was read from.
+struct Known {
+    identity: Identity,
+    task: OwnedFd,
+    /// Which read of this worker it came from ([`task_serial`]).
+    serial: u64,
+}
+
+/// Which task thread `tid` was when this worker last took its identity
+/// (during the call being handled, [`act_as`] found that task alive): a
+/// number that changes when the thread number has passed to another task.
+/// What else is cached per thread number for the trail is kept with it.
+pub fn task_serial(tid: u32) -> Option<u64> {
+    KNOWN.with_borrow(|(_, known)| known.get(&tid).map(|k| k.serial))
+}
+
+/// How many threads a worker keeps the identity of (each with a pidfd).
+const KNOWN_MAX: usize = 64;
+
+/// Reads the identity of thread `tid` and a pidfd of its task; the pidfd
+/// is `None` where none can be had (a kernel before 6.9, no descriptor
+/// left), and then the identity must not be kept.
+fn read(tid: u32, groups: &SessionGroups) -> Result<(Identity, Option<OwnedFd>), Errno> {
+    let task = match process::pidfd_open_thread(tid as libc::pid_t) {
+        Ok(task) => task,
+        Err(Errno::ESRCH) => return Err(Errno::ESRCH),
+        Err(_) => return Identity::of(tid).map(|i| (i, None)).ok_or(Errno::ESRCH),
+    };
+    let fast = groups.known().map(|g| Identity::of_task(tid, &task, g));
+    let identity = match fast {
+        Some(Ok(identity)) => identity,
+        Some(Err(Errno::ESRCH)) => return Err(Errno::ESRCH),
+        // No groups known yet, or a kernel without PIDFD_GET_INFO.
+        _ => {
+            let identity = Identity::of(tid).ok_or(Errno::ESRCH)?;
+            // Read by number: the pidfd's task's only if it is alive still.
+            if !process::pidfd_alive(task.as_fd()) {
+                return Err(Errno::ESRCH);
+            }
+            groups.learn(&identity.groups);
+            identity
+        }
+    };
+    Ok((identity, Some(task)))
 }
 
 /// The supervisor's own identity, read at start.
@@ -125,7 +241,9 @@ thread_local! {
     /// The identity this worker thread has taken, if any.
     static TAKEN: RefCell<Option<Identity>> = const { RefCell::new(None) };
     /// `(generation, tid -> identity)`.
-    static KNOWN: RefCell<(u64, HashMap<u32, Identity>)> = RefCell::new((0, HashMap::new()));
+    static KNOWN: RefCell<(u64, HashMap<u32, Known>)> = RefCell::new((0, HashMap::new()));
+    /// How many identities this worker has read.
+    static SERIAL: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
 }
 
 /// Makes this worker thread act as thread `tid` for the call it handles.
@@ -134,29 +252,45 @@ thread_local! {
 /// whose setgroups is denied, where they are the command's already).
 /// Fails if the caller is gone or the identity cannot be taken: the call
 /// must then not be handled with the supervisor's own credentials.
-pub fn act_as(tid: u32, generation: u64, groups: bool) -> Result<(), Errno> {
+pub fn act_as(tid: u32, generation: u64, (groups, session): (bool, &SessionGroups)) -> Result<(), Errno> {
     // A supervisor without any capability (an ordinary user, no user
     // namespace) has nothing its callers lack: same uid, no privilege.
     static PRIVILEGED: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
     if !*PRIVILEGED.get_or_init(|| process::permitted_capabilities().ok().is_none_or(|p| p != 0)) {
         return Ok(());
     }
+    GROUPS.with(|g| g.set(groups));
+    // `None`: the worker holds the cached identity already.
     let cached = KNOWN.with_borrow_mut(|(g, known)| {
-        if *g != generation || known.len() > 4096 {
+        if *g != generation || known.len() >= KNOWN_MAX {
             *g = generation;
             known.clear();
         }
-        known.get(&tid).cloned()
+        match known.get(&tid) {
+            Some(k) if process::pidfd_alive(k.task.as_fd()) => {
+                let held = TAKEN.with_borrow(|t| t.as_ref() == Some(&k.identity));
+                Some((!held).then(|| k.identity.clone()))
+            }
+            // Its task has exited: the number is another's now.
+            Some(_) => known.remove(&tid).and(None),
+            None => None,
+        }
     });
     let wanted = match cached {
-        Some(i) => i,
+        Some(None) => return Ok(()),
+        Some(Some(i)) => i,
         None => {
-            let i = Identity::of(tid).ok_or(Errno::ESRCH)?;
-            KNOWN.with_borrow_mut(|(_, known)| known.insert(tid, i.clone()));
-            i
+            let (identity, task) = read(tid, session)?;
+            if let Some(task) = task {
+                let serial = SERIAL.get() + 1;
+                SERIAL.set(serial);
+                KNOWN.with_borrow_mut(|(_, known)| {
+                    known.insert(tid, Known { identity: identity.clone(), task, serial })
+                });
+            }
+            identity
         }
     };
-    GROUPS.with(|g| g.set(groups));
     if TAKEN.with_borrow(|t| t.as_ref() == Some(&wanted)) {
         return Ok(());
     }

@@ -164,7 +164,7 @@ fn try_once(sup: &Supervisor, w: &mut Waiting) -> Try {
     if !seccomp::id_valid(sup.listener.as_fd(), w.id) {
         return Try::Gone;
     }
-    match identity::act_as(w.retry.tid, sup.memory.generation(), sup.ground.set_groups) {
+    match identity::act_as(w.retry.tid, sup.memory.generation(), (sup.ground.set_groups, &sup.memory.groups)) {
         Ok(()) => {}
         Err(Errno::ESRCH) => return Try::Gone,
         Err(e) => return Try::Done(Answer::Fail(e)),

@@ -867,18 +867,21 @@ impl Supervisor {
     fn process_of(&self, tid: u32, context: Option<&audit::DenialContext>) -> (u32, String) {
         use std::cell::RefCell;
         use std::collections::HashMap;
-        /// `(exec generation, tid -> (pid, name))`.
-        type Names = (u64, HashMap<u32, (u32, String)>);
+        /// `(exec generation, tid -> (pid, name, task))`: kept for the
+        /// task [`identity::task_serial`] names, never for a later one the
+        /// number passed to.
+        type Names = (u64, HashMap<u32, (u32, String, u64)>);
         thread_local! {
             static NAMES: RefCell<Names> = RefCell::new((0, HashMap::new()));
         }
         let generation = self.memory.generation();
+        let task = identity::task_serial(tid);
         let cached = NAMES.with_borrow_mut(|(g, names)| {
             if *g != generation || names.len() > 4096 {
                 *g = generation;
                 names.clear();
             }
-            names.get(&tid).cloned()
+            names.get(&tid).filter(|(_, _, t)| Some(*t) == task).map(|(pid, name, _)| (*pid, name.clone()))
         });
         // The context was read before the answer, while the caller waited:
         // it names the process even if it is gone now.
@@ -891,7 +894,9 @@ impl Supervisor {
         let Some(status) = crate::sys::procfs::Status::of(tid) else { return (tid, String::new()) };
         let pid = status.field("Tgid:").and_then(|v| v.parse().ok()).unwrap_or(tid);
         let comm = status.field("Name:").map(str::to_string).unwrap_or_default();
-        NAMES.with_borrow_mut(|(_, names)| names.insert(tid, (pid, comm.clone())));
+        if let Some(task) = task {
+            NAMES.with_borrow_mut(|(_, names)| names.insert(tid, (pid, comm.clone(), task)));
+        }
         (pid, comm)
     }
 

@@ -449,11 +449,81 @@ pub fn set_thread_effective_ids(euid: u32, egid: u32) -> Result<(), Errno> {
 /// The calling thread's permitted capabilities (bits by number), from
 /// `capget(2)`.
 pub fn permitted_capabilities() -> Result<u64, Errno> {
-    let mut header = CapHeader { version: CAPABILITY_VERSION_3, pid: 0 };
+    capabilities_of(0).map(|(_, permitted)| permitted)
+}
+
+/// The effective and permitted capabilities (bits by number) of thread
+/// `tid` (0: the calling thread), from `capget(2)`, which anyone may ask.
+pub fn capabilities_of(tid: libc::pid_t) -> Result<(u64, u64), Errno> {
+    let mut header = CapHeader { version: CAPABILITY_VERSION_3, pid: tid };
     let mut data = [CapData::default(); 2];
     // SAFETY: version 3 reads and writes exactly two CapData structures.
     cvt(unsafe { libc::syscall(libc::SYS_capget, &mut header as *mut CapHeader, data.as_mut_ptr()) })?;
-    Ok(u64::from(data[0].permitted) | u64::from(data[1].permitted) << 32)
+    let join = |low: u32, high: u32| u64::from(low) | u64::from(high) << 32;
+    Ok((join(data[0].effective, data[1].effective), join(data[0].permitted, data[1].permitted)))
+}
+
+/// A task's ids, as `PIDFD_GET_INFO` gives them (in the asking thread's
+/// user namespace): `[real, effective, saved, file-system]`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TaskIds {
+    /// User ids.
+    pub uid: [u32; 4],
+    /// Group ids.
+    pub gid: [u32; 4],
+}
+
+/// `struct pidfd_info` in its first size (64 bytes, Linux 6.13), which
+/// every later kernel takes.
+#[repr(C)]
+#[derive(Default)]
+struct PidfdInfo {
+    mask: u64,
+    cgroupid: u64,
+    pid: u32,
+    tgid: u32,
+    ppid: u32,
+    ruid: u32,
+    rgid: u32,
+    euid: u32,
+    egid: u32,
+    suid: u32,
+    sgid: u32,
+    fsuid: u32,
+    fsgid: u32,
+    /// A spare word in 6.13, the exit code since 6.15.
+    exit_code: i32,
+}
+
+/// The ids of the task `pidfd` names, through `ioctl(PIDFD_GET_INFO)`
+/// (Linux 6.13; `ENOTTY` or `EINVAL` before): `ESRCH` once it has exited,
+/// so a success also says the task was alive when asked.
+pub fn pidfd_ids(pidfd: BorrowedFd<'_>) -> Result<TaskIds, Errno> {
+    const PIDFD_INFO_CREDS: u64 = 1 << 1;
+    // _IOWR(0xFF, 11, struct pidfd_info)
+    const PIDFD_GET_INFO: libc::c_ulong =
+        0xC000_0000 | ((std::mem::size_of::<PidfdInfo>() as libc::c_ulong) << 16) | (0xFF << 8) | 11;
+    let mut info = PidfdInfo { mask: PIDFD_INFO_CREDS, ..PidfdInfo::default() };
+    // SAFETY: the kernel writes at most `size_of::<PidfdInfo>()` bytes, the
+    // size the request number carries.
+    cvt(unsafe { libc::ioctl(pidfd.as_raw_fd(), PIDFD_GET_INFO, &mut info as *mut PidfdInfo) } as libc::c_long)?;
+    if info.mask & PIDFD_INFO_CREDS == 0 {
+        return Err(Errno::EINVAL);
+    }
+    Ok(TaskIds {
+        uid: [info.ruid, info.euid, info.suid, info.fsuid],
+        gid: [info.rgid, info.egid, info.sgid, info.fsgid],
+    })
+}
+
+/// Whether the task `pidfd` names is still alive: a pidfd turns readable
+/// when its task exits (a thread's, `PIDFD_THREAD`, when that thread
+/// does), before its number is free for another. A failed poll counts as
+/// gone.
+pub fn pidfd_alive(pidfd: BorrowedFd<'_>) -> bool {
+    let mut poll = libc::pollfd { fd: pidfd.as_raw_fd(), events: libc::POLLIN, revents: 0 };
+    // SAFETY: one pollfd, no wait.
+    unsafe { libc::poll(&mut poll, 1, 0) == 0 }
 }
 
 /// Gives the calling thread (only it: these are raw syscalls, and Linux keeps
