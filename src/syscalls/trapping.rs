@@ -75,10 +75,13 @@ impl Trapping {
             // content, and access(2) must answer what the surface allows
             // (the kernel's own answer knows nothing of Landlock).
             Op::Access | Op::Getxattr | Op::Listxattr | Op::Readlink => true,
-            // Landlock decides these (Execute, Make*, Remove*, Refer,
-            // Truncate) the same way, where it enforces the surface exactly.
-            Op::Exec
-            | Op::Unlink
+            // An exec changes the credentials the supervisor acts with
+            // (the kernel computes the new program's capabilities): it
+            // must see every one, to read them again after it.
+            Op::Exec => true,
+            // Landlock decides these (Make*, Remove*, Refer, Truncate) the
+            // same way, where it enforces the surface exactly.
+            Op::Unlink
             | Op::Rmdir
             | Op::Mkdir
             | Op::Rename
