@@ -838,16 +838,7 @@ os.kill(pid, 9)
 /// stays out of its reach, with a trail or without.
 #[test]
 fn a_program_execd_after_dropping_to_nobody_has_none_of_the_old_capabilities() {
-    let Some(t) = kernel_tree() else { return };
-    if !nix::unistd::geteuid().is_root() {
-        assert!(std::env::var_os("INTERPOSE_REQUIRE_KERNEL").is_none(), "CI runs this as root");
-        return;
-    }
-    let locked = t.ws.join("locked");
-    std::fs::create_dir(&locked).unwrap();
-    std::fs::write(locked.join("f"), "x").unwrap();
-    std::os::unix::fs::symlink("link-target-marker", locked.join("l")).unwrap();
-    std::fs::set_permissions(&locked, std::os::unix::fs::PermissionsExt::from_mode(0o700)).unwrap();
+    let Some(t) = tree_with_a_locked_directory() else { return };
     let script = r#"
 import ctypes, os
 libc = ctypes.CDLL(None, use_errno=True)
@@ -884,6 +875,24 @@ for name, f in [("stat", lambda: os.stat("locked/f").st_size), ("readlink", lamb
     }
 }
 
+/// As root, a [`Tree`] whose workspace holds `locked` (mode 0700, root's)
+/// with a file `f` ("x") and a link `l` to `link-target-marker`: only a
+/// caller with root's capabilities may look into it. `None` where the test
+/// cannot run (never in CI, which runs as root).
+fn tree_with_a_locked_directory() -> Option<Tree> {
+    let t = kernel_tree()?;
+    if !nix::unistd::geteuid().is_root() {
+        assert!(std::env::var_os("INTERPOSE_REQUIRE_KERNEL").is_none(), "CI runs this as root");
+        return None;
+    }
+    let locked = t.ws.join("locked");
+    std::fs::create_dir(&locked).unwrap();
+    std::fs::write(locked.join("f"), "x").unwrap();
+    std::os::unix::fs::symlink("link-target-marker", locked.join("l")).unwrap();
+    std::fs::set_permissions(&locked, std::os::unix::fs::PermissionsExt::from_mode(0o700)).unwrap();
+    Some(t)
+}
+
 /// A thread number passes to another task once its own has exited, and
 /// the supervisor keeps each thread's credentials by number: a task given
 /// the number of a root process that made a call and exited must not be
@@ -894,15 +903,7 @@ for name, f in [("stat", lambda: os.stat("locked/f").st_size), ("readlink", lamb
 /// an attacker gets there by forking through the number space.)
 #[test]
 fn a_reused_thread_number_does_not_inherit_a_dead_roots_credentials() {
-    let Some(t) = kernel_tree() else { return };
-    if !nix::unistd::geteuid().is_root() {
-        assert!(std::env::var_os("INTERPOSE_REQUIRE_KERNEL").is_none(), "CI runs this as root");
-        return;
-    }
-    let locked = t.ws.join("locked");
-    std::fs::create_dir(&locked).unwrap();
-    std::fs::write(locked.join("f"), "x").unwrap();
-    std::fs::set_permissions(&locked, std::os::unix::fs::PermissionsExt::from_mode(0o700)).unwrap();
+    let Some(t) = tree_with_a_locked_directory() else { return };
     // P drops to nobody (the supervisor forgets what it cached), then root
     // process A stats the file (its credentials are cached) and exits;
     // then P forks B, which the test gives A's number.
