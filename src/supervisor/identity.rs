@@ -150,16 +150,31 @@ impl SessionGroups {
 struct Known {
     identity: Identity,
     task: OwnedFd,
-    /// Which read of this worker it came from ([`task_serial`]).
-    serial: u64,
+    /// For the trail: the task's process id and name, once read.
+    name: Option<(u32, String)>,
 }
 
-/// Which task thread `tid` was when this worker last took its identity
-/// (during the call being handled, [`act_as`] found that task alive): a
-/// number that changes when the thread number has passed to another task.
-/// What else is cached per thread number for the trail is kept with it.
-pub fn task_serial(tid: u32) -> Option<u64> {
-    KNOWN.with_borrow(|(_, known)| known.get(&tid).map(|k| k.serial))
+/// Thread `tid`'s process id and name for the trail, kept with its
+/// identity: for the task this worker found alive under that number when
+/// it took the identity for the call being handled ([`act_as`]), never for
+/// a later holder of the number, and only while `generation` is the one
+/// it was taken in (an exec or a change of credentials since makes it
+/// stale). `read` reads them where they are not kept (`None`: not
+/// readable, not kept).
+pub fn process_name(tid: u32, generation: u64, read: impl FnOnce() -> Option<(u32, String)>) -> Option<(u32, String)> {
+    let kept = |(g, known): &(u64, HashMap<u32, Known>)| {
+        known.get(&tid).filter(|_| *g == generation).and_then(|k| k.name.clone())
+    };
+    if let Some(kept) = KNOWN.with_borrow(kept) {
+        return Some(kept);
+    }
+    let name = read()?;
+    KNOWN.with_borrow_mut(|(g, known)| {
+        if let Some(k) = known.get_mut(&tid).filter(|_| *g == generation) {
+            k.name = Some(name.clone());
+        }
+    });
+    Some(name)
 }
 
 /// How many threads a worker keeps the identity of (each with a pidfd).
@@ -242,8 +257,6 @@ thread_local! {
     static TAKEN: RefCell<Option<Identity>> = const { RefCell::new(None) };
     /// `(generation, tid -> identity)`.
     static KNOWN: RefCell<(u64, HashMap<u32, Known>)> = RefCell::new((0, HashMap::new()));
-    /// How many identities this worker has read.
-    static SERIAL: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
 }
 
 /// Makes this worker thread act as thread `tid` for the call it handles.
@@ -282,10 +295,8 @@ pub fn act_as(tid: u32, generation: u64, (groups, session): (bool, &SessionGroup
         None => {
             let (identity, task) = read(tid, session)?;
             if let Some(task) = task {
-                let serial = SERIAL.get() + 1;
-                SERIAL.set(serial);
                 KNOWN.with_borrow_mut(|(_, known)| {
-                    known.insert(tid, Known { identity: identity.clone(), task, serial })
+                    known.insert(tid, Known { identity: identity.clone(), task, name: None })
                 });
             }
             identity

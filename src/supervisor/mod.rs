@@ -857,47 +857,26 @@ impl Supervisor {
     }
 
     /// The process id and name of thread `tid`, from one read of
-    /// `/proc/<tid>/status` (its first lines hold Name and Tgid), cached per
-    /// worker until the next exec anywhere in the sandbox. Called only while
-    /// `tid` waits for an answer, so it cannot exec meanwhile: a cached name
-    /// is the program's that made the call, and an exec bumps the
-    /// generation before it is answered. A denied process
-    /// may be gone by the time its record is written; the denial context,
-    /// taken before the answer, names it then.
+    /// `/proc/<tid>/status` (its first lines hold Name and Tgid), kept with
+    /// the worker's identity of that thread until the next exec anywhere in
+    /// the sandbox ([`identity::process_name`]). Called only while `tid`
+    /// waits for an answer, so it cannot exec meanwhile: a kept name is the
+    /// program's that made the call, and an exec bumps the generation
+    /// before it is answered. A denied process may be gone by the time its
+    /// record is written; the denial context, taken before the answer,
+    /// names it then.
     fn process_of(&self, tid: u32, context: Option<&audit::DenialContext>) -> (u32, String) {
-        use std::cell::RefCell;
-        use std::collections::HashMap;
-        /// `(exec generation, tid -> (pid, name, task))`: kept for the
-        /// task [`identity::task_serial`] names, never for a later one the
-        /// number passed to.
-        type Names = (u64, HashMap<u32, (u32, String, u64)>);
-        thread_local! {
-            static NAMES: RefCell<Names> = RefCell::new((0, HashMap::new()));
-        }
-        let generation = self.memory.generation();
-        let task = identity::task_serial(tid);
-        let cached = NAMES.with_borrow_mut(|(g, names)| {
-            if *g != generation || names.len() > 4096 {
-                *g = generation;
-                names.clear();
-            }
-            names.get(&tid).filter(|(_, _, t)| Some(*t) == task).map(|(pid, name, _)| (*pid, name.clone()))
-        });
         // The context was read before the answer, while the caller waited:
         // it names the process even if it is gone now.
         if let Some((pid, name)) = context.and_then(|c| c.ancestors.first()) {
             return (*pid, name.clone());
         }
-        if let Some(hit) = cached {
-            return hit;
-        }
-        let Some(status) = crate::sys::procfs::Status::of(tid) else { return (tid, String::new()) };
-        let pid = status.field("Tgid:").and_then(|v| v.parse().ok()).unwrap_or(tid);
-        let comm = status.field("Name:").map(str::to_string).unwrap_or_default();
-        if let Some(task) = task {
-            NAMES.with_borrow_mut(|(_, names)| names.insert(tid, (pid, comm.clone(), task)));
-        }
-        (pid, comm)
+        let read = || {
+            let status = crate::sys::procfs::Status::of(tid)?;
+            let pid = status.field("Tgid:").and_then(|v| v.parse().ok()).unwrap_or(tid);
+            Some((pid, status.field("Name:").map(str::to_string).unwrap_or_default()))
+        };
+        identity::process_name(tid, self.memory.generation(), read).unwrap_or((tid, String::new()))
     }
 
     fn keep_exec_refusal(&self, c: &handle::Check) {
