@@ -9,7 +9,7 @@ use super::Answer;
 use crate::audit::{AccessKind, RuleKind, Verdict};
 use crate::policy::{Access, ProcPlace, Reason};
 use crate::sys::fs::{self, Dir, OpenHow};
-use crate::sys::{mem, seccomp, Errno};
+use crate::sys::{mem, process, seccomp, Errno};
 use crate::syscalls::table;
 use crate::syscalls::{Args, Follow, Op, OpArgs, PathAt, Syscall};
 use std::borrow::Cow;
@@ -111,7 +111,6 @@ const AT_SYMLINK_NOFOLLOW: u64 = libc::AT_SYMLINK_NOFOLLOW as u64;
 const AT_SYMLINK_FOLLOW: u64 = libc::AT_SYMLINK_FOLLOW as u64;
 
 pub fn handle(cx: &Context<'_>, notif: &seccomp::Notif) -> Outcome {
-    PIDFD.with(|c| c.borrow_mut().follow(notif.pid));
     let Some(row) = table::lookup(notif.data.nr) else {
         // The filter only traps table rows; anything else is a bug, and the
         // safe answer to a bug is no.
@@ -236,37 +235,6 @@ impl Root<'_> {
 
 /// One trapped call being answered: the notification, its table row, and
 /// what has been learned and checked about it so far.
-/// The pidfd of the thread whose calls a worker is answering, kept while
-/// that thread's calls follow one another: `fstat`, the call a supervisor
-/// performs on a caller's descriptor most (a test runner's output capture
-/// makes a hundred thousand in a row), is then one `pidfd_getfd` instead of
-/// `pidfd_open`, `pidfd_getfd` and `close`. A call from another thread
-/// closes it, so a worker holds at most one, and never one for long after
-/// its thread is gone.
-#[derive(Default)]
-struct KeptPidfd(Option<(u32, std::rc::Rc<OwnedFd>)>);
-
-impl KeptPidfd {
-    fn get(&self, tid: u32) -> Option<std::rc::Rc<OwnedFd>> {
-        self.0.as_ref().filter(|(t, _)| *t == tid).map(|(_, fd)| fd.clone())
-    }
-
-    fn keep(&mut self, tid: u32, fd: std::rc::Rc<OwnedFd>) {
-        self.0 = Some((tid, fd));
-    }
-
-    /// Closes the pidfd unless it is `tid`'s.
-    fn follow(&mut self, tid: u32) {
-        if self.0.as_ref().is_some_and(|(t, _)| *t != tid) {
-            self.0 = None;
-        }
-    }
-}
-
-thread_local! {
-    static PIDFD: std::cell::RefCell<KeptPidfd> = std::cell::RefCell::default();
-}
-
 struct Call<'a> {
     /// What the handler is given of the supervisor.
     cx: Context<'a>,
@@ -372,26 +340,30 @@ impl Call<'_> {
     /// [`Call::caller_fd`] for a caller that checks the notification is
     /// still pending itself before it acts on anything it read; and
     /// whether that is known already. It is when the duplicate came through
-    /// a thread's pidfd, which was kept once a notification of that thread
-    /// was found pending: the task it names is alive, so no other task has
-    /// held its number since, and (where a signal cannot end the wait) a
-    /// live caller still waits for the answer.
+    /// the pidfd kept with the caller's identity
+    /// ([`identity::with_task`]) once a notification of that task was
+    /// found pending: the task it names is alive, so no other task has held
+    /// its number since, and (where a signal cannot end the wait) a live
+    /// caller still waits for the answer. `fstat`, the call a supervisor
+    /// performs on a caller's descriptor most (a test runner's output
+    /// capture makes a hundred thousand in a row), is then one
+    /// `pidfd_getfd`.
     fn dup_caller_fd(&self, fd: i32) -> Result<(OwnedFd, bool), Stop> {
         let waits = !self.cx.ground.signals_interrupt;
         let tid = self.notif.pid;
-        // A pidfd kept from this thread number's last call: it names the
-        // task it was opened for, and only one live task holds a number, so
-        // while the caller waits here it is either this caller's or that of
-        // a task that has gone (ESRCH, then a fresh one is opened).
-        if let Some(pidfd) = PIDFD.with(|c| c.borrow().get(tid)) {
-            match crate::sys::process::pidfd_getfd(pidfd.as_fd(), fd) {
-                Err(Errno::ESRCH) => PIDFD.with(|c| c.borrow_mut().0 = None),
-                other => return Ok((other?, waits)),
+        let kept = identity::with_task(tid, |task, confirmed| (process::pidfd_getfd(task, fd), confirmed));
+        if let Some((dup, confirmed)) = kept {
+            let dup = dup?;
+            if !confirmed {
+                self.still_valid()?;
+                identity::confirm_task(tid);
             }
+            return Ok((dup, waits));
         }
-        // The calling thread's own table (a thread that unshared its
+        // No identity kept (a supervisor that takes none, a kernel before
+        // 6.9): the calling thread's own table (a thread that unshared its
         // descriptors has one of its own); before Linux 6.9, the process's.
-        let pidfd = match crate::sys::process::pidfd_open_thread(tid as libc::pid_t) {
+        let pidfd = match process::pidfd_open_thread(tid as libc::pid_t) {
             Err(Errno::EINVAL) => {
                 let tgid = match self.tgid.get() {
                     Some(&t) => t,
@@ -402,19 +374,11 @@ impl Call<'_> {
                         *self.tgid.get_or_init(|| t)
                     }
                 };
-                crate::sys::process::pidfd_open(tgid as libc::pid_t)?
+                process::pidfd_open(tgid as libc::pid_t)?
             }
-            Err(e) => return Err(e.into()),
-            Ok(thread) => {
-                // Kept only once the notification is known to be this
-                // thread's: the number was not reused before the open.
-                self.still_valid()?;
-                let thread = std::rc::Rc::new(thread);
-                PIDFD.with(|c| c.borrow_mut().keep(tid, thread.clone()));
-                return Ok((crate::sys::process::pidfd_getfd(thread.as_fd(), fd)?, waits));
-            }
+            other => other?,
         };
-        Ok((crate::sys::process::pidfd_getfd(pidfd.as_fd(), fd)?, false))
+        Ok((process::pidfd_getfd(pidfd.as_fd(), fd)?, false))
     }
 
     /// The caller's root directory, through `/proc/<tid>/root`.

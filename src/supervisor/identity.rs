@@ -28,7 +28,7 @@ use crate::sys::procfs::Status;
 use crate::sys::{process, Errno};
 use std::cell::RefCell;
 use std::collections::HashMap;
-use std::os::fd::{AsFd, OwnedFd};
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::OnceLock;
 
@@ -152,6 +152,31 @@ struct Known {
     task: OwnedFd,
     /// For the trail: the task's process id and name, once read.
     name: Option<(u32, String)>,
+    /// A notification of this task was found pending while the pidfd was
+    /// held ([`with_task`]).
+    confirmed: bool,
+}
+
+/// Forgets every identity this thread keeps, closing their pidfds: a
+/// worker that stops receiving (another has the turn, or nothing waits to
+/// be retried) holds no descriptor for tasks that may be long gone.
+pub fn forget() {
+    KNOWN.with_borrow_mut(|(_, known)| known.clear());
+}
+
+/// Runs `f` on the pidfd of thread `tid`'s task kept with its identity,
+/// if any (found alive when [`act_as`] took the identity for the call
+/// being handled), and on whether a notification of that task was once
+/// found pending while it was held ([`confirm_task`]): then the pidfd is
+/// the caller's, since only one live task holds a number.
+pub fn with_task<T>(tid: u32, f: impl FnOnce(BorrowedFd<'_>, bool) -> T) -> Option<T> {
+    KNOWN.with_borrow(|(_, known)| known.get(&tid).map(|k| f(k.task.as_fd(), k.confirmed)))
+}
+
+/// A notification of thread `tid` was found pending after [`with_task`]
+/// used its pidfd.
+pub fn confirm_task(tid: u32) {
+    KNOWN.with_borrow_mut(|(_, known)| known.get_mut(&tid).map(|k| k.confirmed = true));
 }
 
 /// Thread `tid`'s process id and name for the trail, kept with its
@@ -296,7 +321,7 @@ pub fn act_as(tid: u32, generation: u64, (groups, session): (bool, &SessionGroup
             let (identity, task) = read(tid, session)?;
             if let Some(task) = task {
                 KNOWN.with_borrow_mut(|(_, known)| {
-                    known.insert(tid, Known { identity: identity.clone(), task, name: None })
+                    known.insert(tid, Known { identity: identity.clone(), task, name: None, confirmed: false })
                 });
             }
             identity

@@ -146,6 +146,9 @@ fn run(sup: Weak<Supervisor>) {
         let mut q = later.queue.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         q.held_fds -= released;
         q.waiting.extend(again);
+        if q.waiting.is_empty() {
+            identity::forget();
+        }
     }
 }
 

@@ -510,6 +510,7 @@ impl Supervisor {
             if !self.turn.done(tenure) {
                 // Taken over while this call stalled: wait like the rest.
                 held = None;
+                identity::forget();
             }
         }
     }
