@@ -131,17 +131,6 @@ pub fn handle(cx: &Context<'_>, notif: &seccomp::Notif) -> Outcome {
         cx.memory.caller_changes_credentials();
         return Outcome::unchecked(Some(Answer::Continue(Cover::credentials())));
     }
-    // Everything below runs with the caller's own credentials: never grant
-    // through the supervisor what the caller could not do itself.
-    match super::identity::act_as(notif.pid, cx.memory.generation(), (cx.ground.set_groups, &cx.memory.groups)) {
-        Ok(()) => {}
-        // The caller is gone: nobody to answer.
-        Err(Errno::ESRCH) => return Outcome::unchecked(None),
-        Err(e) => {
-            tracing::error!("taking the caller's credentials failed: {e}; the call is refused");
-            return Outcome::refused(Errno::EPERM);
-        }
-    }
     let mut call = Call {
         cx: *cx,
         notif,
@@ -157,8 +146,17 @@ pub fn handle(cx: &Context<'_>, notif: &seccomp::Notif) -> Outcome {
         joined: None,
         approved: false,
         held: None,
+        as_caller: false,
     };
-    let answer = match call.run() {
+    // Everything below runs with the caller's own credentials: never grant
+    // through the supervisor what the caller could not do itself. An open
+    // continued as written acts on nothing before the kernel opens it with
+    // the caller's own credentials, so without a trail (whose records name
+    // the process from what is kept with them) an open takes them only
+    // where it is not continued so ([`Call::open`]).
+    let deferred = matches!(row.op, Op::Open | Op::Creat | Op::Openat2) && !cx.ground.records;
+    let ready = if deferred { Ok(()) } else { call.take_identity() };
+    let answer = match ready.and_then(|()| call.run()) {
         Ok(a) => Some(a),
         Err(Stop::Fail(e)) => Some(Answer::Fail(e)),
         Err(Stop::Gone | Stop::Held) => None,
@@ -264,9 +262,32 @@ struct Call<'a> {
     /// A stat's relative path already resolved by its starting directory's
     /// path ([`Call::by_joined_path`]).
     joined: Option<Resolved>,
+    /// The worker has taken the caller's credentials ([`Call::take_identity`]).
+    as_caller: bool,
 }
 
 impl Call<'_> {
+    /// Takes the caller's credentials for whatever the worker does next on
+    /// its behalf (once a call): `Gone` if the caller is, refused if they
+    /// cannot be taken (never acted on with the supervisor's own).
+    fn take_identity(&mut self) -> Result<(), Stop> {
+        if self.as_caller {
+            return Ok(());
+        }
+        let (cx, tid) = (self.cx, self.notif.pid);
+        match identity::act_as(tid, cx.memory.generation(), (cx.ground.set_groups, &cx.memory.groups)) {
+            Ok(()) => {
+                self.as_caller = true;
+                Ok(())
+            }
+            Err(Errno::ESRCH) => Err(Stop::Gone),
+            Err(e) => {
+                tracing::error!("taking the caller's credentials failed: {e}; the call is refused");
+                Err(Stop::Fail(Errno::EPERM))
+            }
+        }
+    }
+
     /// Reads the path at `at` and opens its starting directory (the
     /// caller's cwd when there is no dirfd argument) if it is needed.
     fn path_arg(&self, at: PathAt, anchored: bool) -> Result<PathArg, Stop> {

@@ -893,6 +893,42 @@ fn tree_with_a_locked_directory() -> Option<Tree> {
     Some(t)
 }
 
+/// An open continued as written is the kernel's, made with the caller's
+/// credentials; one the supervisor resolves first (a path with `..` takes
+/// the full route) must be looked up with them too, though the worker
+/// answered a root process just before: a process that dropped to nobody
+/// opens a file, and a name that is not there, in a directory only root
+/// may search, by both routes, and is refused every time, as natively (a
+/// lookup made as root would say the missing name is missing).
+#[test]
+fn an_open_the_supervisor_performs_after_a_roots_call_is_made_as_the_caller() {
+    let Some(t) = tree_with_a_locked_directory() else { return };
+    let script = r#"
+import os
+os.stat("locked/f")
+pid = os.fork()
+if pid == 0:
+    os.setgroups([]); os.setgid(65534); os.setuid(65534)
+    for name, path in [("dotdot", "locked/../locked/f"), ("plain", "locked/f"),
+                       ("dotdot-missing", "locked/../locked/missing"), ("plain-missing", "locked/missing")]:
+        try:
+            os.close(os.open(path, os.O_RDONLY))
+            print(name, "ok")
+        except PermissionError:
+            print(name, "EACCES")
+    os._exit(0)
+os.waitpid(pid, 0)
+"#;
+    let want = "dotdot EACCES\nplain EACCES\ndotdot-missing EACCES\nplain-missing EACCES\n";
+    let native = Command::new("/usr/bin/python3").args(["-c", script]).current_dir(&t.ws).output().unwrap();
+    assert_eq!(stdout(&native), want, "{}", stderr(&native));
+    let trail = t.outside.join("trail.jsonl");
+    for extra in [&[][..], &["--audit", trail.to_str().unwrap()][..], &["--fast"][..]] {
+        let o = t.command(extra, &["/usr/bin/python3", "-c", script]).output().unwrap();
+        assert_eq!(stdout(&o), want, "{extra:?}: {}", stderr(&o));
+    }
+}
+
 /// A thread number passes to another task once its own has exited, and
 /// the supervisor keeps each thread's credentials by number: a task given
 /// the number of a root process that made a call and exited must not be

@@ -58,6 +58,7 @@ impl Call<'_> {
                 return Ok(Answer::Continue(cover));
             }
         }
+        self.take_identity()?;
         let arg = self.based(written, at.dirfd, anchored)?;
         self.still_valid()?;
 
