@@ -864,11 +864,18 @@ for name, f in [("stat", lambda: os.stat("locked/f").st_size), ("readlink", lamb
         print("after exec", name, "EACCES")
 """])
 "#;
+    // Fast mode leaves stat to the kernel but performs readlink itself.
     let want = "before exec 1 link-target-marker\nafter exec stat EACCES\nafter exec readlink EACCES\n";
+    prints_as_natively_in_every_mode(&t, script, want);
+}
+
+/// Runs the Python `script` in `t`'s workspace natively, then under
+/// interpose in full mode, with a trail and in fast mode: each prints
+/// `want`.
+fn prints_as_natively_in_every_mode(t: &Tree, script: &str, want: &str) {
     let native = Command::new("/usr/bin/python3").args(["-c", script]).current_dir(&t.ws).output().unwrap();
     assert_eq!(stdout(&native), want, "{}", stderr(&native));
     let trail = t.outside.join("trail.jsonl");
-    // Fast mode leaves stat to the kernel but performs readlink itself.
     for extra in [&[][..], &["--audit", trail.to_str().unwrap()][..], &["--fast"][..]] {
         let o = t.command(extra, &["/usr/bin/python3", "-c", script]).output().unwrap();
         assert_eq!(stdout(&o), want, "{extra:?}: {}", stderr(&o));
@@ -920,13 +927,7 @@ if pid == 0:
 os.waitpid(pid, 0)
 "#;
     let want = "dotdot EACCES\nplain EACCES\ndotdot-missing EACCES\nplain-missing EACCES\n";
-    let native = Command::new("/usr/bin/python3").args(["-c", script]).current_dir(&t.ws).output().unwrap();
-    assert_eq!(stdout(&native), want, "{}", stderr(&native));
-    let trail = t.outside.join("trail.jsonl");
-    for extra in [&[][..], &["--audit", trail.to_str().unwrap()][..], &["--fast"][..]] {
-        let o = t.command(extra, &["/usr/bin/python3", "-c", script]).output().unwrap();
-        assert_eq!(stdout(&o), want, "{extra:?}: {}", stderr(&o));
-    }
+    prints_as_natively_in_every_mode(&t, script, want);
 }
 
 /// A thread number passes to another task once its own has exited, and
