@@ -772,7 +772,7 @@ impl Policy {
             surface.add_proc_mount(m);
         }
         if self.system {
-            for skipped in super::system::add_system(&mut surface) {
+            for skipped in super::system::add_system(&mut surface, effects == Effects::Create) {
                 tracing::debug!("system surface: skipped {}: {}", skipped.path, skipped.why);
             }
         }

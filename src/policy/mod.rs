@@ -9,6 +9,7 @@ pub mod env;
 pub mod file;
 pub mod glob;
 pub mod hosts;
+pub mod listings;
 pub mod settle;
 pub mod system;
 pub mod trie;

@@ -1,9 +1,11 @@
 //! The built-in system surface: what ordinary programs need to start and run,
 //! minus the host's secrets. Built once at start-up from the host's files.
 
+use super::listings::{self, joined, DirId, Kept, Listing};
 use super::{Mode, Origin, Rule, Surface};
 use crate::sys::fs;
-use std::ffi::{CStr, CString, OsStr};
+use std::borrow::Cow;
+use std::ffi::{CStr, CString};
 use std::os::fd::{AsFd, BorrowedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::{FileTypeExt, MetadataExt};
@@ -69,7 +71,9 @@ pub struct Skipped {
 /// Adds the built-in system surface to `surface`. Returns what was skipped.
 /// The procfs mounts are the caller's to add ([`proc_mounts`]): with or
 /// without this surface, `/proc/<pid>` is decided by sandbox membership.
-pub fn add_system(surface: &mut Surface) -> Vec<Skipped> {
+/// With `remember`, the walk of `/etc` keeps its listings for the next
+/// session ([`super::listings`]).
+pub fn add_system(surface: &mut Surface, remember: bool) -> Vec<Skipped> {
     let mut skipped = Vec::new();
     let mut add = |path: &str, mode: Mode, why: &'static str, surface: &mut Surface| {
         if let Err(e) = surface.add_path(Path::new(path), mode, Origin::System(why)) {
@@ -96,8 +100,28 @@ pub fn add_system(surface: &mut Surface) -> Vec<Skipped> {
     // Whatever in /etc only its owner or group may read is a secret too
     // (SSH host keys, TLS keys, credential stores): the sandboxed command may
     // run as root, so file permissions alone would not stop it.
-    for p in unreadable_by_others(Path::new("/etc"), 3) {
+    let kept = Kept::load(listings::default_path());
+    let (secrets, walked) = unreadable_by_others(Path::new("/etc"), 3, (&kept, now()));
+    for p in secrets {
         surface.add(Rule { path: p, mode: Mode::Deny, origin: Origin::System("not world-readable") });
+    }
+    if let Some(path) = &kept.path {
+        if let Some(Ok(dir)) = path.parent().map(super::canonical_lenient) {
+            surface.add(Rule { path: dir, mode: Mode::Deny, origin: Origin::System("the kept listings of /etc") });
+        }
+        // Written again only when a directory was listed afresh.
+        if remember && walked.iter().any(|w| matches!(w, Walked::Listed(_))) {
+            let listings: Vec<&Listing> = walked
+                .iter()
+                .filter_map(|w| match w {
+                    Walked::Listed(l) => Some(l),
+                    Walked::AsKept(rel) => kept.by_rel.get(rel),
+                })
+                .collect();
+            if let Err(e) = kept.save(&listings) {
+                tracing::debug!("the listings of /etc not kept at {}: {e}", path.display());
+            }
+        }
     }
     skipped
 }
@@ -135,69 +159,138 @@ fn etc_link_targets() -> Vec<PathBuf> {
 }
 
 /// Entries beneath `dir`, to `depth` levels, whose mode denies "others"
-/// read, sorted. The walk is a stat per entry (1,200 of them in a
-/// desktop's `/etc`, a good part of interpose's start-up), so this thread
-/// and one more take the top level's entries one at a time from a shared
-/// cursor, directories first: the subtrees differ by hundreds of entries
+/// read, sorted; with the listing of every directory walked. The walk is
+/// a stat per entry (1,200 of them in a desktop's `/etc`) and a listing
+/// per directory, where `kept` holds the listings of an earlier walk (and
+/// `now` is the time this one's are taken at): a
+/// directory still the same is not listed again (its entries are still
+/// stat'd, a `chmod o-r` changes no directory). This thread and one more
+/// take the top level's entries one at a time from a shared cursor,
+/// directories first: the subtrees differ by hundreds of entries
 /// (`alternatives`, `ssl`), and halves fixed in advance left one thread
 /// with twice the other's work.
-fn unreadable_by_others(dir: &Path, depth: u32) -> Vec<PathBuf> {
-    let Ok(top) = CString::new(dir.as_os_str().as_bytes()) else { return Vec::new() };
-    let Ok(top) = fs::openat(fs::Dir::Cwd, &top, fs::LIST_DIRECTORY, 0) else { return Vec::new() };
-    let mut entries = names(top.as_fd());
+fn unreadable_by_others(dir: &Path, depth: u32, (kept, now): (&Kept, i64)) -> (Vec<PathBuf>, Vec<Walked>) {
+    let Ok(top) = CString::new(dir.as_os_str().as_bytes()) else { return Default::default() };
+    let Ok(top) = fs::openat(fs::Dir::Cwd, &top, fs::LIST_DIRECTORY, 0) else { return Default::default() };
+    let Ok(st) = fs::fstat(top.as_fd()) else { return Default::default() };
+    let walk = Walk { top: top.as_fd(), dir, kept, now };
+    let (names, kept) = walk.names(b"", &st, &mut vec![0u8; LISTING]);
+    let mut entries: Vec<(&[u8], u8)> = names.entries().collect();
     entries.sort_by_key(|(_, kind)| *kind != libc::DT_DIR);
-    // One listing buffer per level below the top, for each thread's whole walk.
-    let listings = || vec![vec![0u8; LISTING]; depth.saturating_sub(1) as usize];
-    let mut out = crate::parallel::on_two_threads(&entries, listings, |(name, kind), listings, out| {
-        look(top.as_fd(), dir, name, *kind, (depth, listings), out)
-    });
-    out.sort();
-    out
+    let found = crate::parallel::on_two_threads(
+        &entries,
+        || (vec![0u8; LISTING], Vec::new()),
+        |(name, kind), (listing, path), out| {
+            path.clear();
+            path.extend_from_slice(name);
+            walk.look(path, *kind, (depth, listing), out)
+        },
+    );
+    let listed = match kept {
+        true => Walked::AsKept(Vec::new()),
+        false => Walked::Listed(names.clone().into_owned()),
+    };
+    let (mut secrets, mut walked) = (Vec::new(), vec![listed]);
+    for f in found {
+        match f {
+            Found::Secret(p) => secrets.push(p),
+            Found::Walked(w) => walked.push(w),
+        }
+    }
+    secrets.sort();
+    (secrets, walked)
 }
 
-/// The names in the directory open at `dir`, with their `d_type`s (what
-/// could be read of them).
-fn names(dir: BorrowedFd<'_>) -> Vec<(CString, u8)> {
-    let mut names = Vec::new();
-    let _ = fs::entries(dir, &mut vec![0u8; LISTING], |name, kind| names.push((name.to_owned(), kind)));
-    names
+/// A directory the walk went through: listed now, or as kept.
+#[derive(Debug)]
+enum Walked {
+    Listed(Listing),
+    AsKept(Vec<u8>),
+}
+
+enum Found {
+    Secret(PathBuf),
+    Walked(Walked),
+}
+
+fn now() -> i64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs() as i64)
+}
+
+/// One walk: its top directory's handle and path, the kept listings and
+/// the time its own listings are taken at.
+struct Walk<'a> {
+    top: BorrowedFd<'a>,
+    dir: &'a Path,
+    kept: &'a Kept,
+    now: i64,
+}
+
+impl Walk<'_> {
+    /// The names in the directory at `rel` below the top (the top itself
+    /// if empty), now `st`: as kept if its listing still holds (`true`),
+    /// else read with `getdents64` into `buf`.
+    fn names(&self, rel: &[u8], st: &libc::stat, buf: &mut [u8]) -> (Cow<'_, Listing>, bool) {
+        let id = DirId::of(st);
+        if let Some(l) = self.kept.by_rel.get(rel).filter(|l| l.holds_for(&id)) {
+            return (Cow::Borrowed(l), true);
+        }
+        let mut listing = Listing::new(rel, id, self.now);
+        let opened = match rel.is_empty() {
+            true => Ok(None),
+            false => CString::new(rel)
+                .map_err(|_| crate::sys::Errno::EINVAL)
+                .and_then(|c| fs::openat(fs::Dir::Fd(self.top), &c, fs::LIST_DIRECTORY, 0))
+                .map(Some),
+        };
+        if let Ok(fd) = &opened {
+            let dir = fd.as_ref().map_or(self.top, |fd| fd.as_fd());
+            let _ = fs::entries(dir, buf, |name, kind| listing.push(name.to_bytes(), kind));
+        }
+        (Cow::Owned(listing), false)
+    }
+
+    /// [`unreadable_by_others`] for the entry at `rel` below the top (of
+    /// type `kind`): stat'd from the top's handle with the rest of its path
+    /// (each directory on it was found to be one, no symlink), a
+    /// subdirectory's names taken with [`Walk::names`] into `listing`. A
+    /// full path is made only for what is found.
+    fn look(&self, rel: &mut Vec<u8>, kind: u8, (depth, listing): (u32, &mut [u8]), out: &mut Vec<Found>) {
+        // The type comes with the directory entry; the mode needs a stat.
+        if kind == libc::DT_LNK {
+            return;
+        }
+        rel.push(0);
+        let st = CStr::from_bytes_with_nul(rel)
+            .map_err(|_| crate::sys::Errno::EINVAL)
+            .and_then(|c| fs::fstatat(fs::Dir::Fd(self.top), c, libc::AT_SYMLINK_NOFOLLOW));
+        rel.pop();
+        let Ok(st) = st else { return };
+        let format = st.st_mode & libc::S_IFMT;
+        if format == libc::S_IFLNK {
+            return;
+        }
+        if st.st_mode & 0o004 == 0 {
+            out.push(Found::Secret(joined(self.dir, rel)));
+        } else if format == libc::S_IFDIR && depth > 1 {
+            let (names, kept) = self.names(rel, &st, listing);
+            let len = rel.len();
+            for (name, kind) in names.entries() {
+                rel.push(b'/');
+                rel.extend_from_slice(name);
+                self.look(rel, kind, (depth - 1, listing), out);
+                rel.truncate(len);
+            }
+            out.push(Found::Walked(match kept {
+                true => Walked::AsKept(rel.clone()),
+                false => Walked::Listed(names.into_owned()),
+            }));
+        }
+    }
 }
 
 /// How much of a directory one `getdents64` of the `/etc` walk reads.
 const LISTING: usize = 16 * 1024;
-
-/// [`unreadable_by_others`] for entry `name` (of type `kind`) of the
-/// directory open at `dir`, whose path is `path`: looked at relative to its
-/// directory's handle (no lookup from `/`), a subdirectory opened from it
-/// and listed into the first of `listings` (the levels below use the rest,
-/// so a listing is never read again while its entries recurse). A path is
-/// made only for what is found and for a subdirectory.
-fn look(
-    dir: BorrowedFd<'_>,
-    path: &Path,
-    name: &CStr,
-    kind: u8,
-    (depth, listings): (u32, &mut [Vec<u8>]),
-    out: &mut Vec<PathBuf>,
-) {
-    // The type comes with the directory entry; the mode needs a stat.
-    if kind == libc::DT_LNK {
-        return;
-    }
-    let Ok(st) = fs::fstatat(fs::Dir::Fd(dir), name, libc::AT_SYMLINK_NOFOLLOW) else { return };
-    let format = st.st_mode & libc::S_IFMT;
-    if format == libc::S_IFLNK {
-        return;
-    }
-    if st.st_mode & 0o004 == 0 {
-        out.push(path.join(OsStr::from_bytes(name.to_bytes())));
-    } else if format == libc::S_IFDIR && depth > 1 {
-        let Some((listing, deeper)) = listings.split_first_mut() else { return };
-        let Ok(inner) = fs::openat(fs::Dir::Fd(dir), name, fs::LIST_DIRECTORY, 0) else { return };
-        let at = path.join(OsStr::from_bytes(name.to_bytes()));
-        let _ = fs::entries(inner.as_fd(), listing, |n, k| look(inner.as_fd(), &at, n, k, (depth - 1, deeper), out));
-    }
-}
 
 /// Mount points of every procfs in this mount namespace.
 pub fn proc_mounts() -> Vec<PathBuf> {
@@ -238,10 +331,85 @@ mod tests {
         }
         std::os::unix::fs::symlink(at("a/secret"), at("link")).unwrap();
         std::fs::set_permissions(at("closed"), std::fs::Permissions::from_mode(0o700)).unwrap();
-        let found = unreadable_by_others(root.path(), 3);
+        let (found, walked) = unreadable_by_others(root.path(), 3, (&Kept::default(), now()));
         let want: Vec<PathBuf> =
             ["a/b/key", "a/secret", "closed", "many/f137", "top.key"].iter().map(|p| at(p)).collect();
         assert_eq!(found, want);
+        // Every directory walked was listed: the top, a, a/b, many.
+        let mut listed: Vec<&[u8]> = walked
+            .iter()
+            .map(|w| match w {
+                Walked::Listed(l) => &l.rel[..],
+                Walked::AsKept(_) => panic!("nothing was kept"),
+            })
+            .collect();
+        listed.sort();
+        assert_eq!(listed, [&b""[..], b"a", b"a/b", b"many"]);
+    }
+
+    /// The listings of one walk, as the next one reads them (taken `later`
+    /// seconds after the directories last changed).
+    fn kept_from(walked: Vec<Walked>) -> Kept {
+        let by_rel = walked
+            .into_iter()
+            .map(|w| match w {
+                Walked::Listed(l) => (l.rel.clone(), l),
+                Walked::AsKept(_) => panic!("kept from a walk that listed"),
+            })
+            .collect();
+        Kept { path: None, by_rel }
+    }
+
+    #[test]
+    fn a_kept_listing_spares_the_listing_never_the_stat_and_only_while_its_directory_is_unchanged() {
+        use std::os::unix::fs::PermissionsExt;
+        let root = tempfile::tempdir().unwrap();
+        let at = |p: &str| root.path().join(p);
+        let mode = |p: &str, m: u32| std::fs::set_permissions(at(p), std::fs::Permissions::from_mode(m)).unwrap();
+        for d in ["a/b", "c"] {
+            std::fs::create_dir_all(at(d)).unwrap();
+        }
+        for f in ["top", "a/one", "a/b/two", "c/three"] {
+            std::fs::write(at(f), "x").unwrap();
+        }
+        // Listed now, the directories changed a moment ago: such listings
+        // are not used again (a change within the same second could go
+        // unseen where times are whole seconds).
+        let (found, walked) = unreadable_by_others(root.path(), 3, (&Kept::default(), now()));
+        assert!(found.is_empty());
+        let kept = kept_from(walked);
+        let (_, walked) = unreadable_by_others(root.path(), 3, (&kept, now()));
+        assert!(walked.iter().all(|w| matches!(w, Walked::Listed(_))), "{walked:?}");
+        // Listed well after the last change: used again, and every entry
+        // still stat'd (a chmod changes the file, not its directory).
+        let later = now() + 10;
+        let (_, walked) = unreadable_by_others(root.path(), 3, (&Kept::default(), later));
+        let kept = kept_from(walked);
+        mode("a/b/two", 0o600);
+        let (found, walked) = unreadable_by_others(root.path(), 3, (&kept, later));
+        assert!(walked.iter().all(|w| matches!(w, Walked::AsKept(_))), "{walked:?}");
+        assert_eq!(found, [at("a/b/two")]);
+        // A name added changes its directory: listed again, and found.
+        std::fs::write(at("c/four"), "x").unwrap();
+        mode("c/four", 0o640);
+        // Another directory in the place of one kept: listed again.
+        std::fs::rename(at("a/b"), at("old")).unwrap();
+        std::fs::create_dir(at("a/b")).unwrap();
+        std::fs::write(at("a/b/five"), "x").unwrap();
+        mode("a/b/five", 0o600);
+        let (found, walked) = unreadable_by_others(root.path(), 3, (&kept, later));
+        assert_eq!(found, [at("a/b/five"), at("c/four"), at("old/two")]);
+        let mut listed: Vec<&[u8]> = walked
+            .iter()
+            .filter_map(|w| match w {
+                Walked::Listed(l) => Some(&l.rel[..]),
+                Walked::AsKept(_) => None,
+            })
+            .collect();
+        listed.sort();
+        // The top and `a` changed too (a name moved out, one made), and
+        // `old` is new to the walk.
+        assert_eq!(listed, [&b""[..], b"a", b"a/b", b"c", b"old"]);
     }
 
     #[test]
@@ -250,7 +418,7 @@ mod tests {
         for m in proc_mounts() {
             s.add_proc_mount(m);
         }
-        add_system(&mut s);
+        add_system(&mut s, false);
         let ok = |p: &str, a| s.decide(p.as_bytes(), a, &Nobody).allowed;
         assert!(ok("/usr/bin/env", Access::Exec));
         assert!(ok("/etc/passwd", Access::Read));

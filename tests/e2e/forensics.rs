@@ -1,6 +1,7 @@
 //! Reading the audit trail back: `interpose report` and `interpose why`.
 
 use crate::common::*;
+use std::path::Path;
 use std::process::Command;
 
 fn audited_run(t: &Tree) -> std::path::PathBuf {
@@ -517,6 +518,43 @@ fn no_session_can_plant_the_trail_key() {
     let o = Command::new("/bin/sh").args(["-c", plant]).current_dir(&t.outside).output().unwrap();
     assert!(stdout(&o).contains("planted"), "{}", stderr(&o));
     assert!(native_state.join("interpose/audit.key").exists());
+}
+
+/// The walk of `/etc` keeps its listings between sessions, and a kept
+/// listing hides from it any name it leaves out: no session can read,
+/// replace, rename or remove them, or plant the temporary file a session
+/// renames into place, even one whose surface covers their directory.
+#[test]
+fn no_session_can_plant_the_listings_of_etc() {
+    let Some(t) = kernel_tree() else { return };
+    let kept = interpose::policy::listings::default_path().expect("this user is in /etc/passwd");
+    let dir = kept.parent().unwrap();
+    let state = dir.parent().and_then(Path::parent).unwrap();
+    let attempts = |f: &Path| {
+        format!(
+            "f={}; d=$(dirname $f); cat $f >/dev/null 2>&1 && echo read; \
+             echo forged 2>/dev/null >> $f && echo wrote; \
+             echo forged 2>/dev/null > $d/.etc-listings.1 && echo planted; \
+             ln -sf /dev/null $d.new 2>/dev/null; mv -f $d.new $f 2>/dev/null && echo replaced; \
+             mv $f $f.old 2>/dev/null && echo renamed && mv $f.old $f; \
+             mv $d $d.old 2>/dev/null && echo moved && mv $d.old $d; \
+             rm $f 2>/dev/null && echo removed; true",
+            f.display()
+        )
+    };
+    let o = t.command(&["--rw", state.to_str().unwrap()], &["/bin/sh", "-c", &attempts(&kept)]).output().unwrap();
+    let _ = std::fs::remove_file(dir.with_extension("new"));
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(stdout(&o), "", "the command reached the kept listings");
+    let text = std::fs::read(&kept).unwrap();
+    assert!(text.starts_with(b"interpose etc listings 1\n") && text.ends_with(b"\0"), "not interpose's own");
+    assert!(!dir.join(".etc-listings.1").exists());
+    // Natively the same script does all of it (on a copy).
+    let copy = t.outside.join("walk/etc-listings");
+    std::fs::create_dir(copy.parent().unwrap()).unwrap();
+    std::fs::write(&copy, &text).unwrap();
+    let o = Command::new("/bin/sh").args(["-c", &attempts(&copy)]).output().unwrap();
+    assert_eq!(stdout(&o), "read\nwrote\nplanted\nreplaced\nrenamed\nmoved\nremoved\n", "{}", stderr(&o));
 }
 
 /// File names and process names come from the sandboxed program: with an

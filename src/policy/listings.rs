@@ -1,0 +1,298 @@
+//! The `/etc` walk's directory listings, kept between sessions.
+//!
+//! The system surface denies whatever in `/etc` others may not read, and
+//! finding it takes a `stat` of every entry and a listing of every
+//! directory; on ext4's hashed directories the listings cost as much as
+//! the `stat`s (docs/performance.md). A directory whose names change
+//! changes its own ctime, so a listing is kept with the directory's
+//! identity (device, inode, times, size, links) and used again only while
+//! all of it is the same. The `stat`s are never skipped: a `chmod o-r`
+//! changes no directory, only the file.
+//!
+//! A listing is a way to hide a name from the walk, so the file is trusted
+//! only as much as its place: a directory of its own at a fixed path in the
+//! home `/etc/passwd` gives interpose's effective user (not `HOME`, which
+//! the caller sets), carved out of every session's surface whole (a command
+//! whose surface reaches it can neither read the file nor plant one, nor
+//! swap the temporary file a session renames into place), and a file owned
+//! by that user and writable by no one else. A listing taken within [`SETTLE_SECS`] of its
+//! directory's last change is not used again: a file system that keeps
+//! times in whole seconds could change the directory again within the
+//! same second, unseen.
+
+use std::collections::HashMap;
+use std::io::Write;
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+
+/// How long a directory must have been unchanged when it was listed for
+/// the listing to be used again.
+pub const SETTLE_SECS: i64 = 2;
+
+/// The first line of the file; a file of another version is not read.
+const HEADER: &[u8] = b"interpose etc listings 1\n";
+
+/// The most a kept file may hold (a desktop's `/etc` takes ~40 KiB).
+const MAX_BYTES: u64 = 4 << 20;
+
+/// What identifies a directory's contents: any change of its names
+/// changes its ctime (and its mtime); another directory mounted or moved
+/// in its place has another device or inode.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DirId {
+    dev: u64,
+    ino: u64,
+    mtime: (i64, i64),
+    ctime: (i64, i64),
+    size: i64,
+    nlink: u64,
+}
+
+impl DirId {
+    /// The identity in `st`.
+    pub fn of(st: &libc::stat) -> DirId {
+        DirId {
+            dev: st.st_dev,
+            ino: st.st_ino,
+            mtime: (st.st_mtime, st.st_mtime_nsec),
+            ctime: (st.st_ctime, st.st_ctime_nsec),
+            size: st.st_size,
+            nlink: st.st_nlink,
+        }
+    }
+}
+
+/// One directory's names with their `d_type`s, as listed at `at` (seconds
+/// since the epoch) when the directory was `id`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Listing {
+    /// The directory's path below the walk's top (empty for the top).
+    pub rel: Vec<u8>,
+    /// The directory when it was listed.
+    pub id: DirId,
+    /// When it was listed.
+    pub at: i64,
+    /// Its names, each ended by a NUL (one buffer, not one allocation a
+    /// name: a kept `/etc` holds 1,200).
+    names: Vec<u8>,
+    /// The `d_type` of each name, in order.
+    kinds: Vec<u8>,
+}
+
+impl Listing {
+    /// An empty listing of the directory at `rel`, now `id`.
+    pub fn new(rel: &[u8], id: DirId, at: i64) -> Listing {
+        Listing { rel: rel.to_vec(), id, at, names: Vec::new(), kinds: Vec::new() }
+    }
+
+    /// Adds `name` (no NUL in it), of type `kind`.
+    pub fn push(&mut self, name: &[u8], kind: u8) {
+        self.names.extend_from_slice(name);
+        self.names.push(0);
+        self.kinds.push(kind);
+    }
+
+    /// Each name and its type.
+    pub fn entries(&self) -> impl Iterator<Item = (&[u8], u8)> {
+        self.names.split(|&b| b == 0).zip(self.kinds.iter().copied())
+    }
+
+    /// Whether this listing still holds for the directory now `id`.
+    pub fn holds_for(&self, id: &DirId) -> bool {
+        self.id == *id && self.id.ctime.0.saturating_add(SETTLE_SECS) <= self.at
+    }
+}
+
+/// The kept listings, by [`Listing::rel`].
+#[derive(Debug, Default)]
+pub struct Kept {
+    /// Where they were read from and are written back to (none: nothing
+    /// is kept, as without a home).
+    pub path: Option<PathBuf>,
+    /// The listings.
+    pub by_rel: HashMap<Vec<u8>, Listing>,
+}
+
+/// Where interpose's effective user keeps the listings of the walk of
+/// `/etc`: `~/.local/state/interpose/walk/etc-listings`, in the home
+/// `/etc/passwd` gives that user (never `HOME`, which the caller sets, so
+/// every session of the user finds and carves out the same place). None for
+/// a user not in `/etc/passwd`: such a user's walk lists every directory.
+/// Every session carves out its directory.
+pub fn default_path() -> Option<PathBuf> {
+    let uid = nix::unistd::geteuid().as_raw().to_string();
+    let passwd = std::fs::read("/etc/passwd").ok()?;
+    let home = passwd.split(|&b| b == b'\n').find_map(|line| {
+        let fields: Vec<&[u8]> = line.split(|&b| b == b':').collect();
+        (fields.len() == 7 && fields[2] == uid.as_bytes()).then(|| fields[5])
+    })?;
+    let home = Path::new(std::ffi::OsStr::from_bytes(home));
+    home.is_absolute().then(|| home.join(".local/state/interpose/walk/etc-listings"))
+}
+
+impl Kept {
+    /// The listings kept at `path`; none if it is missing, not a regular
+    /// file owned by this user alone, or not one this version wrote.
+    pub fn load(path: Option<PathBuf>) -> Kept {
+        let by_rel = path.as_deref().map(read).unwrap_or_default();
+        Kept { path, by_rel }
+    }
+
+    /// Writes `listings` in place of the kept ones, whole or not at all (a
+    /// new file renamed over the old).
+    pub fn save(&self, listings: &[&Listing]) -> std::io::Result<()> {
+        let Some(path) = self.path.as_ref().filter(|_| !listings.is_empty()) else { return Ok(()) };
+        let dir = path.parent().ok_or_else(|| std::io::Error::other("no directory"))?;
+        std::fs::DirBuilder::new().recursive(true).mode(0o700).create(dir)?;
+        let mut text = HEADER.to_vec();
+        for l in listings {
+            encode(l, &mut text);
+        }
+        let tmp = dir.join(format!(".etc-listings.{}", std::process::id()));
+        let written = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .custom_flags(libc::O_NOFOLLOW)
+            .open(&tmp)
+            .and_then(|mut f| f.write_all(&text))
+            .and_then(|()| std::fs::rename(&tmp, path));
+        if written.is_err() {
+            let _ = std::fs::remove_file(&tmp);
+        }
+        written
+    }
+}
+
+fn read(path: &Path) -> HashMap<Vec<u8>, Listing> {
+    use std::io::Read;
+    let Ok(f) = std::fs::OpenOptions::new().read(true).custom_flags(libc::O_NOFOLLOW).open(path) else {
+        return HashMap::new();
+    };
+    let Ok(m) = f.metadata() else { return HashMap::new() };
+    let trusted = m.file_type().is_file() && m.uid() == nix::unistd::geteuid().as_raw() && m.mode() & 0o077 == 0;
+    if !trusted {
+        tracing::debug!("{}: not this user's alone; the walk of /etc lists every directory", path.display());
+        return HashMap::new();
+    }
+    // Read whole in one call where the size holds (procfs-like files
+    // that say 0 are not this one).
+    let mut text = Vec::with_capacity(m.len().min(MAX_BYTES) as usize + 1);
+    if f.take(MAX_BYTES + 1).read_to_end(&mut text).is_err() || text.len() as u64 > MAX_BYTES {
+        return HashMap::new();
+    }
+    decode(&text).unwrap_or_else(|| {
+        tracing::debug!("{}: unreadable; the walk of /etc lists every directory", path.display());
+        HashMap::new()
+    })
+}
+
+/// One listing: its path, the numbers of its identity and time, its count
+/// of names, then each name after a letter for its type, every field
+/// ended by a NUL (no path or name holds one).
+fn encode(l: &Listing, out: &mut Vec<u8>) {
+    let field = |out: &mut Vec<u8>, bytes: &[u8]| {
+        out.extend_from_slice(bytes);
+        out.push(0);
+    };
+    field(out, &l.rel);
+    let id = &l.id;
+    let numbers = format!(
+        "{} {} {} {} {} {} {} {} {} {}",
+        id.dev,
+        id.ino,
+        id.mtime.0,
+        id.mtime.1,
+        id.ctime.0,
+        id.ctime.1,
+        id.size,
+        id.nlink,
+        l.at,
+        l.kinds.len()
+    );
+    field(out, numbers.as_bytes());
+    for (name, kind) in l.entries() {
+        out.push(b'a' + kind.min(25));
+        field(out, name);
+    }
+}
+
+fn decode(text: &[u8]) -> Option<HashMap<Vec<u8>, Listing>> {
+    // Every field ends with a NUL: a file cut short within its last name
+    // is refused, not read as a shorter name.
+    let mut fields = text.strip_prefix(HEADER)?.strip_suffix(&[0])?.split(|&b| b == 0);
+    let mut out = HashMap::new();
+    while let Some(rel) = fields.next() {
+        let numbers = std::str::from_utf8(fields.next()?).ok()?;
+        let n: Vec<i64> = numbers.split(' ').map(str::parse).collect::<Result<_, _>>().ok()?;
+        let &[dev, ino, ms, mns, cs, cns, size, nlink, at, count] = &n[..] else { return None };
+        let id =
+            DirId { dev: dev as u64, ino: ino as u64, mtime: (ms, mns), ctime: (cs, cns), size, nlink: nlink as u64 };
+        let mut l = Listing::new(rel, id, at);
+        for _ in 0..count {
+            let (&kind, name) = fields.next()?.split_first()?;
+            l.push(name, kind.checked_sub(b'a')?);
+        }
+        out.insert(rel.to_vec(), l);
+    }
+    Some(out)
+}
+
+/// The path of `rel` below `top`.
+pub fn joined(top: &Path, rel: &[u8]) -> PathBuf {
+    match rel.is_empty() {
+        true => top.to_path_buf(),
+        false => top.join(std::ffi::OsStr::from_bytes(rel)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn listing(rel: &str, ctime: i64, at: i64) -> Listing {
+        let id = DirId { dev: 1, ino: 2, mtime: (ctime, 5), ctime: (ctime, 7), size: 4096, nlink: 3 };
+        let mut l = Listing::new(rel.as_bytes(), id, at);
+        l.push(b"passwd", libc::DT_REG);
+        l.push(b"a b\nc", 0);
+        l
+    }
+
+    #[test]
+    fn kept_listings_read_back_as_written_and_only_from_this_users_own_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("state/interpose/etc-listings");
+        let (top, sub) = (listing("", 100, 200), listing("ssl/certs", 100, 101));
+        Kept { path: Some(path.clone()), by_rel: HashMap::new() }.save(&[&top, &sub]).unwrap();
+        let kept = Kept::load(Some(path.clone()));
+        assert_eq!(kept.by_rel.len(), 2);
+        assert_eq!(kept.by_rel[&b""[..]], top);
+        assert_eq!(kept.by_rel[&b"ssl/certs"[..]], sub);
+        // A listing holds only for the same directory, listed after it
+        // settled.
+        assert!(top.holds_for(&top.id));
+        assert!(!sub.holds_for(&sub.id), "listed a second after the change");
+        let mut moved = top.id;
+        moved.ctime.1 += 1;
+        assert!(!top.holds_for(&moved));
+        // Writable by others, a truncated file, another version: nothing.
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o620)).unwrap();
+        assert!(Kept::load(Some(path.clone())).by_rel.is_empty());
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).unwrap();
+        let text = std::fs::read(&path).unwrap();
+        // Cut within the last name, or by the whole of it.
+        for cut in [3, 7] {
+            std::fs::write(&path, &text[..text.len() - cut]).unwrap();
+            assert!(Kept::load(Some(path.clone())).by_rel.is_empty(), "cut by {cut}");
+        }
+        std::fs::write(&path, [b"interpose etc listings 0\n", &text[HEADER.len()..]].concat()).unwrap();
+        assert!(Kept::load(Some(path.clone())).by_rel.is_empty());
+        // A symlink in its place is not followed.
+        std::fs::write(dir.path().join("real"), &text).unwrap();
+        std::fs::remove_file(&path).unwrap();
+        std::os::unix::fs::symlink(dir.path().join("real"), &path).unwrap();
+        assert!(Kept::load(Some(path)).by_rel.is_empty());
+    }
+}
