@@ -150,11 +150,12 @@ pub fn handle(cx: &Context<'_>, notif: &seccomp::Notif) -> Outcome {
     };
     // Everything below runs with the caller's own credentials: never grant
     // through the supervisor what the caller could not do itself. An open
-    // continued as written acts on nothing before the kernel opens it with
-    // the caller's own credentials, so without a trail (whose records name
-    // the process from what is kept with them) an open takes them only
-    // where it is not continued so ([`Call::open`]).
-    let deferred = matches!(row.op, Op::Open | Op::Creat | Op::Openat2) && !cx.ground.records;
+    // or exec continued as written acts on nothing before the kernel makes
+    // it with the caller's own credentials, so without a trail (whose
+    // records name the process from what is kept with them) they are taken
+    // only where the call is not continued so ([`Call::open`],
+    // [`Call::exec`]).
+    let deferred = matches!(row.op, Op::Open | Op::Creat | Op::Openat2 | Op::Exec) && !cx.ground.records;
     let ready = if deferred { Ok(()) } else { call.take_identity() };
     let answer = match ready.and_then(|()| call.run()) {
         Ok(a) => Some(a),

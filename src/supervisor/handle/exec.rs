@@ -9,7 +9,22 @@ impl Call<'_> {
     pub(super) fn exec(&mut self) -> Result<Answer, Stop> {
         let OpArgs::Exec { argv } = self.args.op else { return Err(MISDECODED.into()) };
         let flags = self.args.flag_bits();
-        let arg = self.path_arg(self.args.first(), false)?;
+        let at = self.args.first();
+        let written = self.read_path(at.addr)?;
+        // A plain path the surface lets run under a rule the backstop
+        // grants exactly is continued as written, as an open is: the
+        // kernel looks it up again as the caller and execs only what
+        // Landlock's EXECUTE right allows, wherever a symlink or a path
+        // swapped in leads (the full route below ends in the same
+        // CONTINUE after its own lookup). It acts on nothing before, so it
+        // takes no credentials.
+        if let Some(cover) = Cover::backstop(self.cx.ground.backstop, Access::Exec) {
+            if self.continues_as_written(&written, at.dirfd, (Access::Exec, Some(Access::Exec))) {
+                return Ok(self.allowed_exec(argv, Answer::Continue(cover)));
+            }
+        }
+        self.take_identity()?;
+        let arg = self.based(written, at.dirfd, false)?;
         self.still_valid()?;
         let empty = flags & AT_EMPTY_PATH != 0;
         let follow = flags & AT_SYMLINK_NOFOLLOW == 0;
@@ -31,26 +46,33 @@ impl Call<'_> {
                 }
                 Err(Errno::EACCES.into())
             }
+            // The caller's memory is replaced by the exec, so only the
+            // kernel can make it: with the backstop, whatever it finally
+            // executes (a path swapped in, a script's interpreter, the ELF
+            // interpreter) is one the surface lets run; without, the new
+            // image is checked before it runs an instruction.
             Target::Exists { .. } => {
-                self.execs = true;
-                if self.cx.ground.records {
-                    self.argv = Some(self.read_argv(argv));
-                }
-                // The caller's memory is replaced by the exec, so
-                // only the kernel can make it: with the backstop,
-                // whatever it finally executes (a path swapped in,
-                // a script's interpreter, the ELF interpreter) is
-                // one the surface lets run; without, the new image
-                // is checked before it runs an instruction.
-                Ok(match Cover::backstop(self.cx.ground.backstop, Access::Exec) {
+                let answer = match Cover::backstop(self.cx.ground.backstop, Access::Exec) {
                     Some(cover) => Answer::Continue(cover),
                     None if self.cx.ground.learn => Answer::Continue(Cover::learning()),
                     None => Answer::VerifiedExec(super::super::exec::Verify { tid: self.notif.pid }),
-                })
+                };
+                Ok(self.allowed_exec(argv, answer))
             }
             Target::Missing { .. } | Target::Absent => Err(Errno::ENOENT.into()),
             Target::Anonymous { .. } => Err(Errno::EACCES.into()),
         }
+    }
+
+    /// An exec allowed, to be made as `answer` says: every identity kept
+    /// goes stale with it (the kernel computes the new program's
+    /// credentials), and a trail records its arguments.
+    fn allowed_exec(&mut self, argv: u64, answer: Answer) -> Answer {
+        self.execs = true;
+        if self.cx.ground.records {
+            self.argv = Some(self.read_argv(argv));
+        }
+        answer
     }
 
     /// Reads up to [`ARGV_MAX`] arguments of an exec, each cut at
