@@ -755,9 +755,11 @@ fn own_ipc(namespace: &sandbox::namespace::Namespace) -> bool {
 }
 
 /// The filter built on a thread of its own while the session is set up
-/// (libseccomp takes ~0.4 ms to build it), for the options a run that is
-/// not in fast mode has; a run whose options turn out otherwise (a
-/// policy's `mode = "fast"`) builds its own.
+/// (libseccomp takes ~0.4 ms to build it), for the options the run is
+/// likeliest to have: every path call trapped, or with `--fast` what
+/// Landlock leaves when it decides the surface exactly, reads included (a
+/// plain `--rw`). A run whose options turn out otherwise (a policy's
+/// `mode = "fast"`, a surface Landlock cannot hold exactly) builds its own.
 struct FilterAhead {
     options: filter::Options,
     built: std::thread::JoinHandle<Result<Vec<libc::sock_filter>, filter::FilterError>>,
@@ -767,10 +769,12 @@ impl FilterAhead {
     /// Starts building, once the session's namespace is entered (a thread
     /// before it would keep a user namespace from being made).
     fn start(args: &Config, namespace: &sandbox::namespace::Namespace) -> Option<FilterAhead> {
-        if args.enforcement.fast() {
-            return None;
-        }
-        let options = filter::Options { trapping: crate::syscalls::Trapping::All, own_ipc: own_ipc(namespace) };
+        use crate::syscalls::Trapping;
+        let trapping = match args.enforcement.fast() {
+            true => Trapping::Fast { exact: true, reads: true },
+            false => Trapping::All,
+        };
+        let options = filter::Options { trapping, own_ipc: own_ipc(namespace) };
         let built = std::thread::Builder::new()
             .name("interpose-filter".into())
             .spawn(move || filter::program_for(options))
