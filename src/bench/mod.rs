@@ -119,6 +119,25 @@ pub struct Options {
 /// The start-up row: `/bin/true`.
 const STARTUP: &str = "/bin/true";
 
+/// How many times a round every mode runs the start-up row.
+const STARTUP_RUNS: usize = 15;
+
+/// The order of `len` modes in turn `turn` of round `round`: every mode
+/// once, starting one further each round and each turn, and stepping
+/// through them by a stride prime to `len` that changes with the turn, so
+/// that which mode runs right before which changes too (turn 0 steps by 1).
+fn order(len: usize, round: usize, turn: usize) -> impl Iterator<Item = usize> {
+    let gcd = |mut a: usize, mut b: usize| {
+        while b != 0 {
+            (a, b) = (b, a % b);
+        }
+        a
+    };
+    let strides: Vec<usize> = (1..len.max(2)).filter(|&s| gcd(s, len) == 1).collect();
+    let stride = strides[turn % strides.len()];
+    (0..len).map(move |k| (k * stride + round + turn) % len)
+}
+
 /// Rows of cells: a workload, and what each mode measured on it.
 type Rows = Vec<(String, Vec<(String, Cell)>)>;
 
@@ -293,13 +312,25 @@ pub fn run(args: &Options) -> Result<i32, BenchError> {
                 }
             }
         }
-        for (i, (_, cmd)) in commands.iter().enumerate() {
-            for j in (0..modes.len()).map(|k| (k + round) % modes.len()) {
-                let m = &modes[j];
-                let c = &mut command_rows[i].1[j].1;
-                match run_one(m, cmd, &fx.work) {
-                    Ok((_, ms)) => c.samples.push(ms),
-                    Err(e) => c.error = Some(e.to_string()),
+        for (i, (name, cmd)) in commands.iter().enumerate() {
+            // A start-up is one run of 10 ms whose time moves with the
+            // other vCPU's load and with what the run before left to the
+            // kernel: the modes take turns STARTUP_RUNS times a round, each
+            // turn in another order (so no mode always follows the same
+            // one), each run once the one before has ended whole
+            // ([`modes::settle`]).
+            let turns = if *name == STARTUP && !args.quick { STARTUP_RUNS } else { 1 };
+            for turn in 0..turns {
+                for j in order(modes.len(), round, turn) {
+                    let m = &modes[j];
+                    let c = &mut command_rows[i].1[j].1;
+                    if *name == STARTUP {
+                        modes::settle();
+                    }
+                    match run_one(m, cmd, &fx.work) {
+                        Ok((_, ms)) => c.samples.push(ms),
+                        Err(e) => c.error = Some(e.to_string()),
+                    }
                 }
             }
         }
@@ -420,5 +451,25 @@ mod tests {
         let d = utc_date();
         assert_eq!(d.len(), 10);
         assert!(d.starts_with("20"));
+    }
+
+    #[test]
+    fn every_turn_runs_every_mode_once_and_the_one_before_each_changes() {
+        for len in [1, 2, 11, 12, 15] {
+            let mut before = std::collections::HashSet::new();
+            for turn in 0..STARTUP_RUNS {
+                let o: Vec<usize> = order(len, 1, turn).collect();
+                let mut sorted = o.clone();
+                sorted.sort();
+                assert_eq!(sorted, (0..len).collect::<Vec<_>>(), "len {len} turn {turn}");
+                before.extend(o.windows(2).map(|w| (w[0], w[1])));
+            }
+            // Over the turns each mode follows several others, not one.
+            if len > 2 {
+                assert!(before.len() >= 3 * len, "len {len}: {} pairs", before.len());
+            }
+        }
+        // A row timed once a round keeps the order it had: one further each round.
+        assert_eq!(order(5, 2, 0).collect::<Vec<_>>(), [2, 3, 4, 0, 1]);
     }
 }

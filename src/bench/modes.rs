@@ -2,6 +2,7 @@
 //! under interpose, and under the prefixes compared against.
 
 use std::ffi::OsString;
+use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Instant;
@@ -189,6 +190,30 @@ pub(super) fn run_one(mode: &BenchMode, cmd: &[OsString], cwd: &Path) -> Result<
         return Err(ModeError::Failed { code: o.status.code(), last_line });
     }
     Ok((String::from_utf8_lossy(&o.stdout).into_owned(), ms))
+}
+
+/// Waits (at most half a second) until no namespace keeper of an earlier
+/// run is still exiting (`interpose-keep`, `src/sys/keeper.rs`; one that
+/// has exited waits as a zombie for whoever reaps orphans): a run's
+/// namespaces end in its keeper's exit, after interpose's, and that
+/// teardown (~2 ms of CPU here) would otherwise fall on the next run timed,
+/// so back-to-back start-ups measured each mode by the one before it.
+pub(super) fn settle() {
+    let exiting = |stat: &[u8]| {
+        let Some(end) = stat.iter().rposition(|&b| b == b')') else { return false };
+        stat.get(end + 2).is_some_and(|&state| state != b'Z')
+    };
+    let keeper_left = || {
+        std::fs::read_dir("/proc").into_iter().flatten().flatten().any(|e| {
+            e.file_name().as_bytes().iter().all(u8::is_ascii_digit)
+                && std::fs::read(e.path().join("comm")).is_ok_and(|c| c == b"interpose-keep\n")
+                && std::fs::read(e.path().join("stat")).is_ok_and(|s| exiting(&s))
+        })
+    };
+    let t = Instant::now();
+    while keeper_left() && t.elapsed() < std::time::Duration::from_millis(500) {
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
 }
 
 /// `prefix + cmd` to run in `cwd`, output piped. Every mode gets the same
