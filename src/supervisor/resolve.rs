@@ -288,6 +288,14 @@ impl Resolver {
         self.straight(root, path, true).is_ok()
     }
 
+    /// Whether the absolute `path` is canonical as written
+    /// ([`Resolver::is_canonical`]) or missing before any symlink on the
+    /// way: then a lookup of it as written ends where this one did, on the
+    /// object or on the missing name.
+    pub fn straight_or_missing(&self, root: Option<BorrowedFd<'_>>, path: &[u8]) -> bool {
+        matches!(self.straight(root, path, true), Ok(_) | Err(Errno::ENOENT))
+    }
+
     /// `path` folded (`//` and a trailing `/`) where [`Resolver::is_canonical`].
     pub fn canonical(&self, root: Option<BorrowedFd<'_>>, path: &[u8]) -> Option<Vec<u8>> {
         self.is_canonical(root, path).then(|| lexical(path))

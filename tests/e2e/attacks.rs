@@ -934,6 +934,33 @@ os.waitpid(pid, 0)
     prints_as_natively_in_every_mode(&t, script, want);
 }
 
+/// An exec continued as written takes no credentials, and the kernel fails
+/// a missing program as the caller: a process that dropped to nobody execs
+/// a name that is not there, and a file that is, in a directory only root
+/// may search (absolute paths, no symlink: the route that is continued as
+/// written), and is refused as natively (a lookup made as root would say
+/// the missing name is missing).
+#[test]
+fn an_exec_continued_as_written_fails_as_the_caller() {
+    let Some(t) = tree_with_a_locked_directory() else { return };
+    let script = r#"
+import os
+os.stat("locked/f")
+pid = os.fork()
+if pid == 0:
+    os.setgroups([]); os.setgid(65534); os.setuid(65534)
+    for name in ["missing", "f"]:
+        try:
+            os.execv(os.path.abspath("locked/" + name), ["x"])
+        except OSError as e:
+            print(name, os.strerror(e.errno))
+    os._exit(0)
+os.waitpid(pid, 0)
+"#;
+    let want = "missing Permission denied\nf Permission denied\n";
+    prints_as_natively_in_every_mode(&t, script, want);
+}
+
 /// A thread number passes to another task once its own has exited, and
 /// the supervisor keeps each thread's credentials by number: a task given
 /// the number of a root process that made a call and exited must not be

@@ -11,15 +11,20 @@ impl Call<'_> {
         let flags = self.args.flag_bits();
         let at = self.args.first();
         let written = self.read_path(at.addr)?;
-        // A plain path the surface lets run under a rule the backstop
-        // grants exactly is continued as written, as an open is: the
-        // kernel looks it up again as the caller and execs only what
-        // Landlock's EXECUTE right allows, wherever a symlink or a path
-        // swapped in leads (the full route below ends in the same
-        // CONTINUE after its own lookup). It acts on nothing before, so it
-        // takes no credentials.
+        // A plain path with no symlink on the way (or missing before one:
+        // execvp tries every directory of PATH), which the surface lets run
+        // under a rule the backstop grants exactly, is continued as
+        // written, as an open is: the kernel looks it up again as the
+        // caller, fails a missing one as natively (ENOENT, or EACCES where
+        // the caller may not search) and execs only what Landlock's
+        // EXECUTE right allows, wherever a path swapped in leads (the full
+        // route below ends in the same CONTINUE after its own lookup). It
+        // acts on nothing before, so it takes no credentials. Through a
+        // symlink the full route looks it up: a target outside the surface
+        // is refused with its name (a start that fails says which `--ro`
+        // would let it run).
         if let Some(cover) = Cover::backstop(self.cx.ground.backstop, Access::Exec) {
-            if self.continues_as_written(&written, at.dirfd, (Access::Exec, Some(Access::Exec))) {
+            if self.continues_as_written(&written, at.dirfd, (Access::Exec, Some(Access::Exec), true)) {
                 return Ok(self.allowed_exec(argv, Answer::Continue(cover)));
             }
         }

@@ -54,7 +54,7 @@ impl Call<'_> {
                 _ if writes => Some(Access::Write),
                 _ => Some(Access::Read),
             };
-            if self.continues_as_written(&written, at.dirfd, (asked, existing)) {
+            if self.continues_as_written(&written, at.dirfd, (asked, existing, false)) {
                 return Ok(Answer::Continue(cover));
             }
         }
@@ -293,14 +293,16 @@ impl Call<'_> {
     /// once more, [`crate::supervisor::resolve::Resolver::canonical`]): it
     /// is then canonical as joined, and the record says what the check
     /// found; anything else is resolved in full. Not for paths in procfs
-    /// or `/dev` (decided per process or opened here). Nothing read from
-    /// the caller is acted on, so the notification need not be checked as
-    /// still pending: a stale one takes no answer.
+    /// or `/dev` (decided per process or opened here). With `canonical`,
+    /// only such a path in any case (an exec: where a symlink leads
+    /// elsewhere, the full route names the target a refusal is explained
+    /// by). Nothing read from the caller is acted on, so the notification
+    /// need not be checked as still pending: a stale one takes no answer.
     pub(super) fn continues_as_written(
         &mut self,
         written: &[u8],
         dirfd: i32,
-        (access, existing): (Access, Option<Access>),
+        (access, existing, canonical): (Access, Option<Access>, bool),
     ) -> bool {
         let Some(plain) = self.plain_path(written, dirfd) else { return false };
         if plain.path.starts_with(b"/dev/") {
@@ -321,6 +323,11 @@ impl Call<'_> {
                 (Some(canonical), existing)
             }
             (true, None) => return false,
+            (false, _)
+                if canonical && !self.cx.ground.resolver.is_canonical(self.cx.ground.command_root(), &plain.path) =>
+            {
+                return false
+            }
             (false, _) => (None, access),
         };
         self.allowed_as_written(written, dirfd, plain.base, resolved.as_deref(), (recorded, v.reason));
