@@ -15,10 +15,11 @@
 //! the caller sets), carved out of every session's surface whole (a command
 //! whose surface reaches it can neither read the file nor plant one, nor
 //! swap the temporary file a session renames into place), and a file owned
-//! by that user and writable by no one else. A listing taken within [`SETTLE_SECS`] of its
-//! directory's last change is not used again: a file system that keeps
-//! times in whole seconds could change the directory again within the
-//! same second, unseen.
+//! by that user and writable by no one else. A listing taken within
+//! [`SETTLE_SECS`] of its directory's last change is not used again: a file
+//! system that keeps times in whole seconds could change the directory
+//! again within the same second, unseen. A listing that failed part of the
+//! way is never kept.
 
 use std::collections::HashMap;
 use std::io::Write;
@@ -225,10 +226,19 @@ fn decode(text: &[u8]) -> Option<HashMap<Vec<u8>, Listing>> {
     let mut out = HashMap::new();
     while let Some(rel) = fields.next() {
         let numbers = std::str::from_utf8(fields.next()?).ok()?;
-        let n: Vec<i64> = numbers.split(' ').map(str::parse).collect::<Result<_, _>>().ok()?;
+        // Wide enough for every field, signed or not.
+        let n: Vec<i128> = numbers.split(' ').map(str::parse).collect::<Result<_, _>>().ok()?;
         let &[dev, ino, ms, mns, cs, cns, size, nlink, at, count] = &n[..] else { return None };
-        let id =
-            DirId { dev: dev as u64, ino: ino as u64, mtime: (ms, mns), ctime: (cs, cns), size, nlink: nlink as u64 };
+        let (u, i) = (|v: i128| u64::try_from(v).ok(), |v: i128| i64::try_from(v).ok());
+        let id = DirId {
+            dev: u(dev)?,
+            ino: u(ino)?,
+            mtime: (i(ms)?, i(mns)?),
+            ctime: (i(cs)?, i(cns)?),
+            size: i(size)?,
+            nlink: u(nlink)?,
+        };
+        let (at, count) = (i(at)?, u(count)?);
         let mut l = Listing::new(rel, id, at);
         for _ in 0..count {
             let (&kind, name) = fields.next()?.split_first()?;
@@ -252,7 +262,8 @@ mod tests {
     use super::*;
 
     fn listing(rel: &str, ctime: i64, at: i64) -> Listing {
-        let id = DirId { dev: 1, ino: 2, mtime: (ctime, 5), ctime: (ctime, 7), size: 4096, nlink: 3 };
+        // A device number past i64 reads back too.
+        let id = DirId { dev: u64::MAX, ino: 2, mtime: (ctime, 5), ctime: (ctime, 7), size: 4096, nlink: 3 };
         let mut l = Listing::new(rel.as_bytes(), id, at);
         l.push(b"passwd", libc::DT_REG);
         l.push(b"a b\nc", 0);

@@ -116,6 +116,7 @@ pub fn add_system(surface: &mut Surface, remember: bool) -> Vec<Skipped> {
                 .filter_map(|w| match w {
                     Walked::Listed(l) => Some(l),
                     Walked::AsKept(rel) => kept.by_rel.get(rel),
+                    Walked::Unlisted => None,
                 })
                 .collect();
             if let Err(e) = kept.save(&listings) {
@@ -174,7 +175,7 @@ fn unreadable_by_others(dir: &Path, depth: u32, (kept, now): (&Kept, i64)) -> (V
     let Ok(top) = fs::openat(fs::Dir::Cwd, &top, fs::LIST_DIRECTORY, 0) else { return Default::default() };
     let Ok(st) = fs::fstat(top.as_fd()) else { return Default::default() };
     let walk = Walk { top: top.as_fd(), dir, kept, now };
-    let (names, kept) = walk.names(b"", &st, &mut vec![0u8; LISTING]);
+    let (names, listed) = walk.names(b"", &st, &mut vec![0u8; LISTING]);
     let mut entries: Vec<(&[u8], u8)> = names.entries().collect();
     entries.sort_by_key(|(_, kind)| *kind != libc::DT_DIR);
     let found = crate::parallel::on_two_threads(
@@ -186,10 +187,6 @@ fn unreadable_by_others(dir: &Path, depth: u32, (kept, now): (&Kept, i64)) -> (V
             walk.look(path, *kind, (depth, listing), out)
         },
     );
-    let listed = match kept {
-        true => Walked::AsKept(Vec::new()),
-        false => Walked::Listed(names.clone().into_owned()),
-    };
     let (mut secrets, mut walked) = (Vec::new(), vec![listed]);
     for f in found {
         match f {
@@ -201,11 +198,13 @@ fn unreadable_by_others(dir: &Path, depth: u32, (kept, now): (&Kept, i64)) -> (V
     (secrets, walked)
 }
 
-/// A directory the walk went through: listed now, or as kept.
+/// A directory the walk went through: listed now, as kept, or not whole
+/// (not to be kept).
 #[derive(Debug)]
 enum Walked {
     Listed(Listing),
     AsKept(Vec<u8>),
+    Unlisted,
 }
 
 enum Found {
@@ -228,12 +227,12 @@ struct Walk<'a> {
 
 impl Walk<'_> {
     /// The names in the directory at `rel` below the top (the top itself
-    /// if empty), now `st`: as kept if its listing still holds (`true`),
-    /// else read with `getdents64` into `buf`.
-    fn names(&self, rel: &[u8], st: &libc::stat, buf: &mut [u8]) -> (Cow<'_, Listing>, bool) {
+    /// if empty), now `st`: as kept if its listing still holds, else read
+    /// with `getdents64` into `buf`; and what to keep of it ([`Walked`]).
+    fn names(&self, rel: &[u8], st: &libc::stat, buf: &mut [u8]) -> (Cow<'_, Listing>, Walked) {
         let id = DirId::of(st);
         if let Some(l) = self.kept.by_rel.get(rel).filter(|l| l.holds_for(&id)) {
-            return (Cow::Borrowed(l), true);
+            return (Cow::Borrowed(l), Walked::AsKept(rel.to_vec()));
         }
         let mut listing = Listing::new(rel, id, self.now);
         let opened = match rel.is_empty() {
@@ -243,11 +242,18 @@ impl Walk<'_> {
                 .and_then(|c| fs::openat(fs::Dir::Fd(self.top), &c, fs::LIST_DIRECTORY, 0))
                 .map(Some),
         };
-        if let Ok(fd) = &opened {
+        let listed = opened.and_then(|fd| {
             let dir = fd.as_ref().map_or(self.top, |fd| fd.as_fd());
-            let _ = fs::entries(dir, buf, |name, kind| listing.push(name.to_bytes(), kind));
-        }
-        (Cow::Owned(listing), false)
+            fs::entries(dir, buf, |name, kind| listing.push(name.to_bytes(), kind))
+        });
+        // A listing that failed (a directory this user may not read, no
+        // descriptor left) is walked as far as it went and never kept: a
+        // later walk must not take its missing names as the directory's.
+        let walked = match listed {
+            Ok(()) => Walked::Listed(listing.clone()),
+            Err(_) => Walked::Unlisted,
+        };
+        (Cow::Owned(listing), walked)
     }
 
     /// [`unreadable_by_others`] for the entry at `rel` below the top (of
@@ -273,7 +279,7 @@ impl Walk<'_> {
         if st.st_mode & 0o004 == 0 {
             out.push(Found::Secret(joined(self.dir, rel)));
         } else if format == libc::S_IFDIR && depth > 1 {
-            let (names, kept) = self.names(rel, &st, listing);
+            let (names, walked) = self.names(rel, &st, listing);
             let len = rel.len();
             for (name, kind) in names.entries() {
                 rel.push(b'/');
@@ -281,10 +287,7 @@ impl Walk<'_> {
                 self.look(rel, kind, (depth - 1, listing), out);
                 rel.truncate(len);
             }
-            out.push(Found::Walked(match kept {
-                true => Walked::AsKept(rel.clone()),
-                false => Walked::Listed(names.into_owned()),
-            }));
+            out.push(Found::Walked(walked));
         }
     }
 }
@@ -340,7 +343,7 @@ mod tests {
             .iter()
             .map(|w| match w {
                 Walked::Listed(l) => &l.rel[..],
-                Walked::AsKept(_) => panic!("nothing was kept"),
+                other => panic!("nothing was kept, nothing failed: {other:?}"),
             })
             .collect();
         listed.sort();
@@ -354,7 +357,7 @@ mod tests {
             .into_iter()
             .map(|w| match w {
                 Walked::Listed(l) => (l.rel.clone(), l),
-                Walked::AsKept(_) => panic!("kept from a walk that listed"),
+                other => panic!("kept from a walk that listed: {other:?}"),
             })
             .collect();
         Kept { path: None, by_rel }
@@ -404,6 +407,7 @@ mod tests {
             .filter_map(|w| match w {
                 Walked::Listed(l) => Some(&l.rel[..]),
                 Walked::AsKept(_) => None,
+                Walked::Unlisted => panic!("every directory here can be listed"),
             })
             .collect();
         listed.sort();
