@@ -886,6 +886,17 @@ fn prints_as_natively_in_every_mode(t: &Tree, script: &str, want: &str) {
     }
 }
 
+/// A Python script that, as root, stats `locked/f` (the supervisor answers
+/// a root process), then forks a child that drops to nobody and runs
+/// `body` (top-level code, `os` imported), and waits for it.
+fn as_nobody_after_a_roots_call(body: &str) -> String {
+    let body: String = body.trim_start_matches('\n').lines().map(|l| format!("    {l}\n")).collect();
+    format!(
+        "import os\nos.stat(\"locked/f\")\npid = os.fork()\nif pid == 0:\n    \
+         os.setgroups([]); os.setgid(65534); os.setuid(65534)\n{body}    os._exit(0)\nos.waitpid(pid, 0)\n"
+    )
+}
+
 /// As root, a [`Tree`] whose workspace holds `locked` (mode 0700, root's)
 /// with a file `f` ("x") and a link `l` to `link-target-marker`: only a
 /// caller with root's capabilities may look into it. `None` where the test
@@ -914,24 +925,19 @@ fn tree_with_a_locked_directory() -> Option<Tree> {
 #[test]
 fn an_open_the_supervisor_performs_after_a_roots_call_is_made_as_the_caller() {
     let Some(t) = tree_with_a_locked_directory() else { return };
-    let script = r#"
-import os
-os.stat("locked/f")
-pid = os.fork()
-if pid == 0:
-    os.setgroups([]); os.setgid(65534); os.setuid(65534)
-    for name, path in [("dotdot", "locked/../locked/f"), ("plain", "locked/f"),
-                       ("dotdot-missing", "locked/../locked/missing"), ("plain-missing", "locked/missing")]:
-        try:
-            os.close(os.open(path, os.O_RDONLY))
-            print(name, "ok")
-        except PermissionError:
-            print(name, "EACCES")
-    os._exit(0)
-os.waitpid(pid, 0)
-"#;
+    let script = as_nobody_after_a_roots_call(
+        r#"
+for name, path in [("dotdot", "locked/../locked/f"), ("plain", "locked/f"),
+                   ("dotdot-missing", "locked/../locked/missing"), ("plain-missing", "locked/missing")]:
+    try:
+        os.close(os.open(path, os.O_RDONLY))
+        print(name, "ok")
+    except PermissionError:
+        print(name, "EACCES")
+"#,
+    );
     let want = "dotdot EACCES\nplain EACCES\ndotdot-missing EACCES\nplain-missing EACCES\n";
-    prints_as_natively_in_every_mode(&t, script, want);
+    prints_as_natively_in_every_mode(&t, &script, want);
 }
 
 /// An exec continued as written takes no credentials, and the kernel fails
@@ -943,22 +949,17 @@ os.waitpid(pid, 0)
 #[test]
 fn an_exec_continued_as_written_fails_as_the_caller() {
     let Some(t) = tree_with_a_locked_directory() else { return };
-    let script = r#"
-import os
-os.stat("locked/f")
-pid = os.fork()
-if pid == 0:
-    os.setgroups([]); os.setgid(65534); os.setuid(65534)
-    for name in ["missing", "f"]:
-        try:
-            os.execv(os.path.abspath("locked/" + name), ["x"])
-        except OSError as e:
-            print(name, os.strerror(e.errno))
-    os._exit(0)
-os.waitpid(pid, 0)
-"#;
+    let script = as_nobody_after_a_roots_call(
+        r#"
+for name in ["missing", "f"]:
+    try:
+        os.execv(os.path.abspath("locked/" + name), ["x"])
+    except OSError as e:
+        print(name, os.strerror(e.errno))
+"#,
+    );
     let want = "missing Permission denied\nf Permission denied\n";
-    prints_as_natively_in_every_mode(&t, script, want);
+    prints_as_natively_in_every_mode(&t, &script, want);
 }
 
 /// A thread number passes to another task once its own has exited, and
