@@ -4,7 +4,6 @@
 use super::listings::{self, joined, DirId, Kept, Listing};
 use super::{Mode, Origin, Rule, Surface};
 use crate::sys::fs;
-use std::borrow::Cow;
 use std::ffi::{CStr, CString};
 use std::os::fd::{AsFd, BorrowedFd};
 use std::os::unix::ffi::OsStrExt;
@@ -115,8 +114,8 @@ pub fn add_system(surface: &mut Surface, remember: bool) -> Vec<Skipped> {
                 .iter()
                 .filter_map(|w| match w {
                     Walked::Listed(l) => Some(l),
-                    Walked::AsKept(rel) => kept.by_rel.get(rel),
-                    Walked::Unlisted => None,
+                    Walked::AsKept(l) => Some(*l),
+                    Walked::Unlisted(_) => None,
                 })
                 .collect();
             if let Err(e) = kept.save(&listings) {
@@ -170,13 +169,13 @@ fn etc_link_targets() -> Vec<PathBuf> {
 /// directories first: the subtrees differ by hundreds of entries
 /// (`alternatives`, `ssl`), and halves fixed in advance left one thread
 /// with twice the other's work.
-fn unreadable_by_others(dir: &Path, depth: u32, (kept, now): (&Kept, i64)) -> (Vec<PathBuf>, Vec<Walked>) {
+fn unreadable_by_others<'k>(dir: &Path, depth: u32, (kept, now): (&'k Kept, i64)) -> (Vec<PathBuf>, Vec<Walked<'k>>) {
     let Ok(top) = CString::new(dir.as_os_str().as_bytes()) else { return Default::default() };
     let Ok(top) = fs::openat(fs::Dir::Cwd, &top, fs::LIST_DIRECTORY, 0) else { return Default::default() };
     let Ok(st) = fs::fstat(top.as_fd()) else { return Default::default() };
     let walk = Walk { top: top.as_fd(), dir, kept, now };
-    let (names, listed) = walk.names(b"", &st, &mut vec![0u8; LISTING]);
-    let mut entries: Vec<(&[u8], u8)> = names.entries().collect();
+    let listed = walk.names(b"", &st, &mut vec![0u8; LISTING]);
+    let mut entries: Vec<(&[u8], u8)> = listed.listing().entries().collect();
     entries.sort_by_key(|(_, kind)| *kind != libc::DT_DIR);
     let found = crate::parallel::on_two_threads(
         &entries,
@@ -187,6 +186,7 @@ fn unreadable_by_others(dir: &Path, depth: u32, (kept, now): (&Kept, i64)) -> (V
             walk.look(path, *kind, (depth, listing), out)
         },
     );
+    drop(entries);
     let (mut secrets, mut walked) = (Vec::new(), vec![listed]);
     for f in found {
         match f {
@@ -198,18 +198,28 @@ fn unreadable_by_others(dir: &Path, depth: u32, (kept, now): (&Kept, i64)) -> (V
     (secrets, walked)
 }
 
-/// A directory the walk went through: listed now, as kept, or not whole
-/// (not to be kept).
+/// A directory the walk went through, and its names: listed now, as kept,
+/// or listed not whole (walked as far as it went, never kept: a later walk
+/// must not take its missing names as the directory's).
 #[derive(Debug)]
-enum Walked {
+enum Walked<'k> {
     Listed(Listing),
-    AsKept(Vec<u8>),
-    Unlisted,
+    AsKept(&'k Listing),
+    Unlisted(Listing),
 }
 
-enum Found {
+impl Walked<'_> {
+    fn listing(&self) -> &Listing {
+        match self {
+            Walked::Listed(l) | Walked::Unlisted(l) => l,
+            Walked::AsKept(l) => l,
+        }
+    }
+}
+
+enum Found<'k> {
     Secret(PathBuf),
-    Walked(Walked),
+    Walked(Walked<'k>),
 }
 
 fn now() -> i64 {
@@ -218,21 +228,21 @@ fn now() -> i64 {
 
 /// One walk: its top directory's handle and path, the kept listings and
 /// the time its own listings are taken at.
-struct Walk<'a> {
+struct Walk<'a, 'k> {
     top: BorrowedFd<'a>,
     dir: &'a Path,
-    kept: &'a Kept,
+    kept: &'k Kept,
     now: i64,
 }
 
-impl Walk<'_> {
+impl<'k> Walk<'_, 'k> {
     /// The names in the directory at `rel` below the top (the top itself
     /// if empty), now `st`: as kept if its listing still holds, else read
-    /// with `getdents64` into `buf`; and what to keep of it ([`Walked`]).
-    fn names(&self, rel: &[u8], st: &libc::stat, buf: &mut [u8]) -> (Cow<'_, Listing>, Walked) {
+    /// with `getdents64` into `buf`.
+    fn names(&self, rel: &[u8], st: &libc::stat, buf: &mut [u8]) -> Walked<'k> {
         let id = DirId::of(st);
         if let Some(l) = self.kept.by_rel.get(rel).filter(|l| l.holds_for(&id)) {
-            return (Cow::Borrowed(l), Walked::AsKept(rel.to_vec()));
+            return Walked::AsKept(l);
         }
         let mut listing = Listing::new(rel, id, self.now);
         let opened = match rel.is_empty() {
@@ -246,14 +256,12 @@ impl Walk<'_> {
             let dir = fd.as_ref().map_or(self.top, |fd| fd.as_fd());
             fs::entries(dir, buf, |name, kind| listing.push(name.to_bytes(), kind))
         });
-        // A listing that failed (a directory this user may not read, no
-        // descriptor left) is walked as far as it went and never kept: a
-        // later walk must not take its missing names as the directory's.
-        let walked = match listed {
-            Ok(()) => Walked::Listed(listing.clone()),
-            Err(_) => Walked::Unlisted,
-        };
-        (Cow::Owned(listing), walked)
+        // Failed part of the way: a directory this user may not read, no
+        // descriptor left.
+        match listed {
+            Ok(()) => Walked::Listed(listing),
+            Err(_) => Walked::Unlisted(listing),
+        }
     }
 
     /// [`unreadable_by_others`] for the entry at `rel` below the top (of
@@ -261,7 +269,7 @@ impl Walk<'_> {
     /// (each directory on it was found to be one, no symlink), a
     /// subdirectory's names taken with [`Walk::names`] into `listing`. A
     /// full path is made only for what is found.
-    fn look(&self, rel: &mut Vec<u8>, kind: u8, (depth, listing): (u32, &mut [u8]), out: &mut Vec<Found>) {
+    fn look(&self, rel: &mut Vec<u8>, kind: u8, (depth, listing): (u32, &mut [u8]), out: &mut Vec<Found<'k>>) {
         // The type comes with the directory entry; the mode needs a stat.
         if kind == libc::DT_LNK {
             return;
@@ -279,9 +287,9 @@ impl Walk<'_> {
         if st.st_mode & 0o004 == 0 {
             out.push(Found::Secret(joined(self.dir, rel)));
         } else if format == libc::S_IFDIR && depth > 1 {
-            let (names, walked) = self.names(rel, &st, listing);
+            let walked = self.names(rel, &st, listing);
             let len = rel.len();
-            for (name, kind) in names.entries() {
+            for (name, kind) in walked.listing().entries() {
                 rel.push(b'/');
                 rel.extend_from_slice(name);
                 self.look(rel, kind, (depth - 1, listing), out);
@@ -308,10 +316,13 @@ pub fn proc_mounts() -> Vec<PathBuf> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
     use crate::policy::{Access, NoProcesses as Nobody};
 
     #[test]
     fn the_walk_finds_what_others_may_not_read_as_deep_as_it_walks() {
+        // No listings kept from an earlier walk.
+        let nothing = Kept::default();
         use std::os::unix::fs::PermissionsExt;
         let root = tempfile::tempdir().unwrap();
         let at = |p: &str| root.path().join(p);
@@ -334,7 +345,7 @@ mod tests {
         }
         std::os::unix::fs::symlink(at("a/secret"), at("link")).unwrap();
         std::fs::set_permissions(at("closed"), std::fs::Permissions::from_mode(0o700)).unwrap();
-        let (found, walked) = unreadable_by_others(root.path(), 3, (&Kept::default(), now()));
+        let (found, walked) = unreadable_by_others(root.path(), 3, (&nothing, now()));
         let want: Vec<PathBuf> =
             ["a/b/key", "a/secret", "closed", "many/f137", "top.key"].iter().map(|p| at(p)).collect();
         assert_eq!(found, want);
@@ -365,6 +376,8 @@ mod tests {
 
     #[test]
     fn a_kept_listing_spares_the_listing_never_the_stat_and_only_while_its_directory_is_unchanged() {
+        // No listings kept from an earlier walk.
+        let nothing = Kept::default();
         use std::os::unix::fs::PermissionsExt;
         let root = tempfile::tempdir().unwrap();
         let at = |p: &str| root.path().join(p);
@@ -378,7 +391,7 @@ mod tests {
         // Listed now, the directories changed a moment ago: such listings
         // are not used again (a change within the same second could go
         // unseen where times are whole seconds).
-        let (found, walked) = unreadable_by_others(root.path(), 3, (&Kept::default(), now()));
+        let (found, walked) = unreadable_by_others(root.path(), 3, (&nothing, now()));
         assert!(found.is_empty());
         let kept = kept_from(walked);
         let (_, walked) = unreadable_by_others(root.path(), 3, (&kept, now()));
@@ -386,7 +399,7 @@ mod tests {
         // Listed well after the last change: used again, and every entry
         // still stat'd (a chmod changes the file, not its directory).
         let later = now() + 10;
-        let (_, walked) = unreadable_by_others(root.path(), 3, (&Kept::default(), later));
+        let (_, walked) = unreadable_by_others(root.path(), 3, (&nothing, later));
         let kept = kept_from(walked);
         mode("a/b/two", 0o600);
         let (found, walked) = unreadable_by_others(root.path(), 3, (&kept, later));
@@ -407,7 +420,7 @@ mod tests {
             .filter_map(|w| match w {
                 Walked::Listed(l) => Some(&l.rel[..]),
                 Walked::AsKept(_) => None,
-                Walked::Unlisted => panic!("every directory here can be listed"),
+                Walked::Unlisted(_) => panic!("every directory here can be listed"),
             })
             .collect();
         listed.sort();
