@@ -764,18 +764,7 @@ impl Policy {
         cwd: &Path,
         effects: Effects,
     ) -> Result<(Surface, Resolution), PolicyError> {
-        let mut surface = Surface::new();
-        // With or without the system surface, `/proc/<pid>` is decided by
-        // sandbox membership: a policy or flag that grants procfs grants
-        // the sandbox's own processes there, never the host's.
-        for m in super::system::proc_mounts() {
-            surface.add_proc_mount(m);
-        }
-        if self.system {
-            for skipped in super::system::add_system(&mut surface, effects == Effects::Create) {
-                tracing::debug!("system surface: skipped {}: {}", skipped.path, skipped.why);
-            }
-        }
+        let mut surface = super::system::base(self.system, effects == Effects::Create);
         let resolved = self.resolve(vars, cwd, &mut surface, effects)?;
         Ok((surface, resolved))
     }

@@ -67,9 +67,32 @@ pub struct Skipped {
     pub why: String,
 }
 
+/// The surface every policy starts from: the procfs mounts (with or
+/// without the system surface, `/proc/<pid>` is decided by sandbox
+/// membership: a policy or flag that grants procfs grants the sandbox's own
+/// processes there, never the host's), the kept listings of `/etc` carved
+/// out (a session that could write them would hide a secret from the next
+/// one's walk, whatever either's surface), and with `system` the built-in
+/// system surface ([`add_system`], `remember` as there).
+pub fn base(system: bool, remember: bool) -> Surface {
+    let mut surface = Surface::new();
+    for m in proc_mounts() {
+        surface.add_proc_mount(m);
+    }
+    if let Some(Ok(dir)) = listings::default_path().as_deref().and_then(Path::parent).map(super::canonical_lenient) {
+        surface.add(Rule { path: dir, mode: Mode::Deny, origin: Origin::System("the kept listings of /etc") });
+    }
+    if system {
+        for skipped in add_system(&mut surface, remember) {
+            tracing::debug!("system surface: skipped {}: {}", skipped.path, skipped.why);
+        }
+    }
+    surface
+}
+
 /// Adds the built-in system surface to `surface`. Returns what was skipped.
-/// The procfs mounts are the caller's to add ([`proc_mounts`]): with or
-/// without this surface, `/proc/<pid>` is decided by sandbox membership.
+/// The procfs mounts and the kept listings' carve-out are [`base`]'s, with
+/// or without this surface.
 /// With `remember`, the walk of `/etc` keeps its listings for the next
 /// session ([`super::listings`]).
 pub fn add_system(surface: &mut Surface, remember: bool) -> Vec<Skipped> {
@@ -105,9 +128,6 @@ pub fn add_system(surface: &mut Surface, remember: bool) -> Vec<Skipped> {
         surface.add(Rule { path: p, mode: Mode::Deny, origin: Origin::System("not world-readable") });
     }
     if let Some(path) = &kept.path {
-        if let Some(Ok(dir)) = path.parent().map(super::canonical_lenient) {
-            surface.add(Rule { path: dir, mode: Mode::Deny, origin: Origin::System("the kept listings of /etc") });
-        }
         // Written again only when a directory was listed afresh.
         if remember && walked.iter().any(|w| matches!(w, Walked::Listed(_))) {
             let listings: Vec<&Listing> = walked
