@@ -54,6 +54,9 @@ fn main() -> ExitCode {
         Command::Debug(DebugCommand::FilterPfc) => {
             interpose::sandbox::filter::pfc().map(|p| print!("{p}")).map(|()| 0).map_err(Into::into)
         }
+        Command::Debug(DebugCommand::FilterPrograms) => {
+            interpose::sandbox::filter::programs_source().map(|p| print!("{p}")).map(|()| 0).map_err(Into::into)
+        }
         Command::Debug(DebugCommand::Landlock { surface, command }) => {
             cli::run::landlock_only(&surface, &command).map_err(Into::into)
         }

@@ -235,6 +235,9 @@ pub enum DebugCommand {
     },
     /// Print libseccomp's PFC dump of the filter (golden file `bpf/filter.pfc`).
     FilterPfc,
+    /// Print the filter's programs as libseccomp compiles them now, for
+    /// every option (the generated `src/sandbox/programs.rs`).
+    FilterPrograms,
     /// Exec COMMAND under the Landlock ruleset alone (no seccomp filter, no
     /// supervisor): to test the backstop by itself and to measure its cost.
     Landlock {

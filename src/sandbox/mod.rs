@@ -21,6 +21,7 @@ pub mod keeper;
 pub mod landlock;
 pub mod namespace;
 pub mod pids;
+mod programs;
 
 use crate::sys::process::{self, Fork};
 use crate::sys::{seccomp, Errno};

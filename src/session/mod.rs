@@ -259,7 +259,6 @@ pub fn run(args: &Config) -> Result<i32, RunError> {
     let namespace = sandbox::namespace::enter(!args.no_namespace);
     let keeper = sandbox::keeper::Keeper::start();
     require_kernel()?;
-    let filter_ahead = FilterAhead::start(args, &namespace);
     let net_ahead = net::NetAhead::start(args, &namespace);
     let user = args.user.as_deref().map(parse_user).transpose()?;
     phase("namespace, kernel features");
@@ -332,7 +331,7 @@ pub fn run(args: &Config) -> Result<i32, RunError> {
         &parts.surface,
         (&namespace, &network),
         user,
-        (trapping, filter_ahead),
+        trapping,
         (program, &env),
         net_ahead,
         landlock,
@@ -754,43 +753,6 @@ fn own_ipc(namespace: &sandbox::namespace::Namespace) -> bool {
     nix::unistd::geteuid().is_root() || namespace.unprivileged()
 }
 
-/// The filter built on a thread of its own while the session is set up
-/// (libseccomp takes ~0.4 ms to build it), for the options the run is
-/// likeliest to have: every path call trapped, or with `--fast` what
-/// Landlock leaves when it decides the surface exactly, reads included (a
-/// plain `--rw`). A run whose options turn out otherwise (a policy's
-/// `mode = "fast"`, a surface Landlock cannot hold exactly) builds its own.
-struct FilterAhead {
-    options: filter::Options,
-    built: std::thread::JoinHandle<Result<Vec<libc::sock_filter>, filter::FilterError>>,
-}
-
-impl FilterAhead {
-    /// Starts building, once the session's namespace is entered (a thread
-    /// before it would keep a user namespace from being made).
-    fn start(args: &Config, namespace: &sandbox::namespace::Namespace) -> Option<FilterAhead> {
-        use crate::syscalls::Trapping;
-        let trapping = match args.enforcement.fast() {
-            true => Trapping::Fast { exact: true, reads: true },
-            false => Trapping::All,
-        };
-        let options = filter::Options { trapping, own_ipc: own_ipc(namespace) };
-        let built = std::thread::Builder::new()
-            .name("interpose-filter".into())
-            .spawn(move || filter::program_for(options))
-            .ok()?;
-        Some(FilterAhead { options, built })
-    }
-
-    /// The filter built, if it was built for `options` (the thread is
-    /// joined either way, so none is left running when the command is
-    /// forked).
-    fn take(self, options: filter::Options) -> Option<Result<Vec<libc::sock_filter>, filter::FilterError>> {
-        let built = self.built.join().ok()?;
-        (self.options == options).then_some(built)
-    }
-}
-
 /// What the child does between fork and exec.
 #[allow(clippy::too_many_arguments)]
 fn plan(
@@ -798,7 +760,7 @@ fn plan(
     surface: &Surface,
     (namespace, network): (&sandbox::namespace::Namespace, &net::NetSetup),
     user: Option<(u32, u32)>,
-    (trapping, ahead): (crate::syscalls::Trapping, Option<FilterAhead>),
+    trapping: crate::syscalls::Trapping,
     (program, env): (PathBuf, &[(OsString, OsString)]),
     net_ahead: Option<net::NetAhead>,
     landlock: Option<sandbox::landlock::Backstop>,
@@ -806,10 +768,7 @@ fn plan(
 ) -> Result<Plan, RunError> {
     let own_ipc = own_ipc(namespace);
     let options = filter::Options { trapping, own_ipc };
-    let filter = match ahead.and_then(|a| a.take(options)) {
-        Some(built) => built?,
-        None => filter::program_for(options)?,
-    };
+    let filter = filter::program_for(options)?;
     Ok(Plan {
         program: cstring(program.into_os_string().into_vec())?,
         argv: args.command.iter().map(|a| cstring(a.as_bytes())).collect::<Result<_, _>>()?,

@@ -1,8 +1,9 @@
 //! Project chores: `cargo xtask <command>`.
 //!
 //! - `setup`: install what a fresh machine lacks (libseccomp-dev).
-//! - `codegen [--check]`: regenerate the syscall table, its docs and the
-//!   golden BPF dump from `bpf/syscalls.tsv`; `--check` fails if stale.
+//! - `codegen [--check]`: regenerate the syscall table, its docs, the
+//!   golden BPF dump and the compiled filter programs from
+//!   `bpf/syscalls.tsv`; `--check` fails if stale.
 //! - `test`: setup (and the agent CLIs and Chromium, best effort), then the
 //!   whole test suite.
 //! - `demo`: setup, install `interpose` on PATH (as `install`), and run a
@@ -768,14 +769,15 @@ fn render_docs(rows: &[Row]) -> String {
     s
 }
 
-fn filter_pfc() -> Result<String> {
+/// What `interpose debug <verb>` prints (`filter-pfc`, `filter-programs`).
+fn debug_output(verb: &str) -> Result<String> {
     let out = Command::new(env!("CARGO"))
         .current_dir(root())
-        .args(["run", "--quiet", "--bin", "interpose", "--", "debug", "filter-pfc"])
+        .args(["run", "--quiet", "--bin", "interpose", "--", "debug", verb])
         .output()
         .map_err(|e| format!("cannot run cargo: {e}"))?;
     if !out.status.success() {
-        return Err(format!("interpose debug filter-pfc failed: {}", String::from_utf8_lossy(&out.stderr)));
+        return Err(format!("interpose debug {verb} failed: {}", String::from_utf8_lossy(&out.stderr)));
     }
     String::from_utf8(out.stdout).map_err(|e| e.to_string())
 }
@@ -800,8 +802,10 @@ fn codegen(check: bool) -> Result<()> {
     };
     emit("src/syscalls/table.rs", render_rust(&rows)?)?;
     emit("docs/syscalls.md", render_docs(&rows))?;
-    // The filter is built from the generated table, so dump it after writing.
-    emit("bpf/filter.pfc", filter_pfc()?)?;
+    // The filter is built from the generated table, so dump it after
+    // writing; its programs are kept compiled for every option.
+    emit("bpf/filter.pfc", debug_output("filter-pfc")?)?;
+    emit("src/sandbox/programs.rs", debug_output("filter-programs")?)?;
     if stale.is_empty() {
         Ok(())
     } else {
