@@ -17,6 +17,9 @@
 //!   the cache's variable (`CARGO_HOME`, `npm_config_cache`, ...) points the
 //!   tool at an empty directory of the session, seeded with the tool's own
 //!   configuration files; the host's copy stays readable, never writable.
+//!   One the host does not have is not made: the tool makes it when it
+//!   first writes, as on a fresh machine, in a directory of the session
+//!   granted for all such caches.
 //! - **read-only**: a cache that can be neither (no variable names it).
 //!
 //! Everything made here is removed with the session directory.
@@ -96,12 +99,23 @@ pub fn set_up(surface: &mut Surface, dir: &Path, ns: &Namespace, owner: Option<(
     // This thread and one more take the caches one at a time, overlays
     // first (nothing else runs then), and the surface is changed after, in
     // order.
-    let make = |n: usize| made(&all[n], dir, n, ns, owner);
+    // Caches the host does not have start empty: each tool makes its own
+    // directory when it first writes, as on a fresh machine, inside one
+    // directory of the session made here for all of them.
+    let fresh = all.iter().any(|c| c.rule.is_none()).then(|| fresh_dir(dir, owner));
+    let make = |n: usize| made(&all[n], dir, n, (ns, owner), fresh.as_ref());
     let mut order: Vec<usize> = (0..all.len()).collect();
     order.sort_by_key(|&n| all[n].rule.is_none());
     let mut made: Vec<Option<Made>> = (0..all.len()).map(|_| None).collect();
     for (n, m) in crate::parallel::on_two_threads(&order, || (), |&n, _, out| out.push((n, make(n)))) {
         made[n] = Some(m);
+    }
+    if let Some(Ok(fresh)) = &fresh {
+        surface.add(crate::policy::Rule {
+            path: fresh.clone(),
+            mode: crate::policy::Mode::Rw,
+            origin: crate::policy::Origin::SessionCache("every cache the host does not have".into()),
+        });
     }
     for (cache, m) in all.iter().zip(made) {
         let kept = match m.expect("every cache was made") {
@@ -144,18 +158,43 @@ enum Made {
 }
 
 /// Mounts the overlay of `cache`, the `n`-th, or makes the private directory
-/// it is moved to; changes nothing else.
-fn made(cache: &Cache, dir: &Path, n: usize, ns: &Namespace, owner: Option<(u32, u32)>) -> Made {
+/// it is moved to (one the host does not have is named in `fresh`, the
+/// tool makes it); changes nothing else.
+fn made(
+    cache: &Cache,
+    dir: &Path,
+    n: usize,
+    (ns, owner): (&Namespace, Option<(u32, u32)>),
+    fresh: Option<&std::io::Result<PathBuf>>,
+) -> Made {
     let overlay = match cache.rule {
         Some(_) if ns.can_mount() => mount_overlay(cache, dir, n),
         Some(_) => Err(Errno::EPERM),
         None => Err(Errno::ENOENT),
     };
-    match (overlay, &cache.env) {
-        (Ok(()), _) => Made::Overlay,
-        (Err(_), Some(env)) => Made::Moved(env.clone(), move_to(cache, &dir.join(n.to_string()), owner)),
-        (Err(why), None) => Made::Neither(why),
+    match (overlay, &cache.env, fresh) {
+        (Ok(()), _, _) => Made::Overlay,
+        (Err(_), Some(env), Some(fresh)) if cache.rule.is_none() => Made::Moved(
+            env.clone(),
+            fresh.as_ref().map(|f| f.join(n.to_string())).map_err(|e| std::io::Error::new(e.kind(), e.to_string())),
+        ),
+        (Err(_), Some(env), _) => Made::Moved(env.clone(), move_to(cache, &dir.join(n.to_string()), owner)),
+        (Err(why), None, _) => Made::Neither(why),
     }
+}
+
+/// The directory in `dir` that holds the caches the host does not have,
+/// each made by its tool: nothing to seed them with, and a directory made
+/// and removed here for each (five in the tooling profile) costs ~0.1 ms
+/// apiece on this kind of host (docs/performance.md).
+fn fresh_dir(dir: &Path, owner: Option<(u32, u32)>) -> std::io::Result<PathBuf> {
+    use std::os::unix::fs::DirBuilderExt;
+    let fresh = dir.join("fresh");
+    std::fs::DirBuilder::new().mode(0o700).create(&fresh)?;
+    if let Some((uid, gid)) = owner {
+        std::os::unix::fs::chown(&fresh, Some(uid), Some(gid))?;
+    }
+    Ok(fresh)
 }
 
 fn c(p: &Path) -> CString {
