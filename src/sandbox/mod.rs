@@ -209,6 +209,13 @@ pub struct Plan {
     /// namespace), with a `/proc` of that namespace in a mount namespace of
     /// its own.
     pub pid_namespace: bool,
+    /// With a PID namespace: the command's process shares its init's
+    /// memory until its exec (`CLONE_VM | CLONE_VFORK`) instead of taking a
+    /// copy. Only where the supervisor may read a process that is not
+    /// dumpable (the init is not, nor then the command until its exec):
+    /// with `CAP_SYS_PTRACE` where interpose's memory belongs, not in a
+    /// user namespace it made for itself.
+    pub command_shares_memory: bool,
     /// With a PID namespace: its `pid_max`, written by its init (decimal
     /// text), bounding how many tasks the command can have at once.
     pub pid_max: Option<Vec<u8>>,
@@ -346,6 +353,12 @@ pub fn start(
     let envp = process::ExecArgs::new(&plan.env);
     let parent = std::process::id() as libc::pid_t;
     let every_signal = nix::sys::signal::SigSet::all();
+    // The command's stack in the init's memory (see `child`), made here:
+    // the child allocates nothing.
+    let stack = match plan.pid_namespace && plan.command_shares_memory {
+        true => Some(process::ChildStack::new(256 * 1024).map_err(parent_err("a stack for the command's process"))?),
+        false => None,
+    };
 
     // SAFETY: the child runs only `child`, which makes raw syscalls through
     // `sys` on memory prepared before the fork (argv, envp, the filter, the
@@ -363,7 +376,7 @@ pub fn start(
         Fork::Child => {
             drop(ours);
             let masks = Masks { command: child_mask, every_signal: every_signal.as_ref() };
-            child(plan, masks, theirs, parent, &argv, &envp)
+            child(plan, masks, theirs, parent, (&argv, &envp), stack.as_ref())
         }
         Fork::Parent(pid) => {
             drop(theirs);
@@ -444,18 +457,10 @@ fn child(
     masks: Masks<'_>,
     channel: OwnedFd,
     parent: libc::pid_t,
-    argv: &process::ExecArgs<'_>,
-    envp: &process::ExecArgs<'_>,
+    (argv, envp): (&process::ExecArgs<'_>, &process::ExecArgs<'_>),
+    stack: Option<&process::ChildStack>,
 ) -> ! {
-    let report = |stage: Stage, errno: Errno| -> ! {
-        let _ = channel::send(channel.as_fd(), &channel::FromChild::Failed { stage, errno });
-        let code = match (stage, errno) {
-            (Stage::Exec, Errno::ENOENT) => 127,
-            (Stage::Exec, _) => 126,
-            _ => 125,
-        };
-        process::exit_now(code)
-    };
+    let report = |stage: Stage, errno: Errno| -> ! { fail(channel.as_fd(), stage, errno) };
 
     // The Rust runtime ignores SIGPIPE, and an ignored signal stays ignored
     // across exec: without this, `yes | head -1` would print "Broken pipe"
@@ -612,33 +617,86 @@ fn child(
         // This process is the namespace's init: the command runs as its
         // child, and when this init dies (with interpose, by its death
         // signal) the kernel kills every process of the namespace.
-        // SAFETY: we are the forked child already, single-threaded; the
-        // grandchild, like us, makes only raw syscalls until it execs.
-        #[allow(unsafe_code)]
-        let forked = unsafe { process::clone_process(0) };
-        match forked {
-            Ok(Fork::Child) => {
-                // Dumpable again (exec would make it so anyway): the
-                // supervisor reads the command's memory from its first
-                // call on, the exec itself.
-                if let Err(e) = process::set_signal_mask(masks.command).and_then(|_| process::set_dumpable(true)) {
-                    report(Stage::SignalMask, e);
+        let command = match stack {
+            // The command shares this process's memory until its exec,
+            // while this one waits: nothing is copied for it, nothing torn
+            // down at its exec. Until then it is not dumpable either (the
+            // memory is this one's): the supervisor reads its exec's path
+            // with CAP_SYS_PTRACE, and the exec makes it dumpable as it
+            // makes any program.
+            Some(stack) => {
+                let exec =
+                    CommandExec { program: &plan.program, argv, envp, mask: masks.command, channel: channel.as_fd() };
+                // SAFETY: we are the forked child already, single-threaded;
+                // `exec_command` makes only raw syscalls on its own stack
+                // until it execs or exits, and `exec` lives on this frame,
+                // which waits for it.
+                #[allow(unsafe_code)]
+                let spawned =
+                    unsafe { process::spawn_on(stack, exec_command, std::ptr::from_ref(&exec).cast_mut().cast()) };
+                spawned.unwrap_or_else(|e| report(Stage::PidNamespace, e))
+            }
+            // SAFETY: we are the forked child already, single-threaded; the
+            // grandchild, like us, makes only raw syscalls until it execs.
+            #[allow(unsafe_code)]
+            None => match unsafe { process::clone_process(0) } {
+                Ok(Fork::Child) => {
+                    // Dumpable again (exec would make it so anyway): the
+                    // supervisor reads the command's memory from its first
+                    // call on, the exec itself, as the same user.
+                    if let Err(e) = process::set_signal_mask(masks.command).and_then(|_| process::set_dumpable(true)) {
+                        report(Stage::SignalMask, e);
+                    }
+                    let errno = process::execve(&plan.program, argv, envp);
+                    report(Stage::Exec, errno)
                 }
-                let errno = process::execve(&plan.program, argv, envp);
-                report(Stage::Exec, errno)
-            }
-            Ok(Fork::Parent(command)) => {
-                // The command holds the channel until it execs; the init
-                // needs no descriptor (the Landlock ruleset is still open).
-                drop(channel);
-                let _ = process::close_fds_except(&[]);
-                init(command, masks.every_signal)
-            }
-            Err(e) => report(Stage::PidNamespace, e),
-        }
+                Ok(Fork::Parent(command)) => command,
+                Err(e) => report(Stage::PidNamespace, e),
+            },
+        };
+        // The command held the channel until it exec'd; the init needs no
+        // descriptor (the Landlock ruleset is still open).
+        drop(channel);
+        let _ = process::close_fds_except(&[]);
+        init(command, masks.every_signal)
     }
     let errno = process::execve(&plan.program, argv, envp);
     report(Stage::Exec, errno)
+}
+
+/// Reports a failed `stage` to the parent and exits: 127 for a program not
+/// found, 126 for one that cannot run, 125 for interpose's own failure.
+fn fail(channel: BorrowedFd<'_>, stage: Stage, errno: Errno) -> ! {
+    let _ = channel::send(channel, &channel::FromChild::Failed { stage, errno });
+    let code = match (stage, errno) {
+        (Stage::Exec, Errno::ENOENT) => 127,
+        (Stage::Exec, _) => 126,
+        _ => 125,
+    };
+    process::exit_now(code)
+}
+
+/// What the command's process needs for its exec, from its init's frame.
+struct CommandExec<'a> {
+    program: &'a CStr,
+    argv: &'a process::ExecArgs<'a>,
+    envp: &'a process::ExecArgs<'a>,
+    mask: &'a libc::sigset_t,
+    channel: BorrowedFd<'a>,
+}
+
+/// The command's process, sharing its init's memory: its signal mask, then
+/// the exec. Raw syscalls only.
+extern "C" fn exec_command(arg: *mut libc::c_void) -> libc::c_int {
+    // SAFETY: `arg` is the init's `CommandExec`, alive while the init waits
+    // for this exec (CLONE_VFORK).
+    #[allow(unsafe_code)]
+    let exec = unsafe { &*arg.cast::<CommandExec<'_>>() };
+    if let Err(e) = process::set_signal_mask(exec.mask) {
+        fail(exec.channel, Stage::SignalMask, e);
+    }
+    let errno = process::execve(exec.program, exec.argv, exec.envp);
+    fail(exec.channel, Stage::Exec, errno)
 }
 
 /// In the new PID namespace: a mount namespace of its own (a slave of the

@@ -801,6 +801,8 @@ fn plan(
         // Where the session has a mount namespace, the command gets a PID
         // namespace too: every process of it dies with interpose.
         pid_namespace: namespace.can_mount(),
+        command_shares_memory: matches!(namespace, sandbox::namespace::Namespace::Mount)
+            && caps::has_cap(None, caps::CapSet::Permitted, caps::Capability::CAP_SYS_PTRACE).unwrap_or(false),
         pid_max: task_limit_by_pid_max(args, namespace).then(|| (DEFAULT_MAX_PROCS + 1).to_string().into_bytes()),
     })
 }
