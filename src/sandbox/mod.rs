@@ -442,8 +442,9 @@ fn reap(pid: libc::pid_t) {
     let _ = nix::sys::wait::waitpid(nix::unistd::Pid::from_raw(pid), None);
 }
 
-/// After the command is running under the supervisor: waits until it has
-/// exec'd (`Ok`) or reports why `execve` failed.
+/// Why the command's `execve` failed, if it reported that on the set-up
+/// channel (which ends at a successful exec: `Ok`). Waits for the child
+/// unless `ours` does not block.
 pub fn exec_result(ours: &OwnedFd) -> Result<(), Errno> {
     match channel::receive(ours.as_fd()) {
         Some(channel::FromChild::Failed { stage: Stage::Exec, errno }) => Err(errno),
