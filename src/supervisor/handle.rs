@@ -155,7 +155,12 @@ pub fn handle(cx: &Context<'_>, notif: &seccomp::Notif) -> Outcome {
     // records name the process from what is kept with them) they are taken
     // only where the call is not continued so ([`Call::open`],
     // [`Call::exec`]).
-    let deferred = matches!(row.op, Op::Open | Op::Creat | Op::Openat2 | Op::Exec) && !cx.ground.records;
+    // A stat on a descriptor the caller holds acts on that descriptor alone
+    // ([`Call::held_descriptor`]), which needs no credentials either; a
+    // stat by path takes them first ([`Call::metadata`]).
+    let deferred =
+        matches!(row.op, Op::Open | Op::Creat | Op::Openat2 | Op::Exec | Op::Statbuf | Op::Statx | Op::Statfs)
+            && !cx.ground.records;
     let ready = if deferred { Ok(()) } else { call.take_identity() };
     let answer = match ready.and_then(|()| call.run()) {
         Ok(a) => Some(a),
@@ -275,12 +280,16 @@ impl Call<'_> {
         if self.as_caller {
             return Ok(());
         }
+        self.act_as_caller()?;
+        self.as_caller = true;
+        Ok(())
+    }
+
+    /// [`identity::act_as`] for the caller, which also keeps its pidfd.
+    fn act_as_caller(&self) -> Result<(), Stop> {
         let (cx, tid) = (self.cx, self.notif.pid);
         match identity::act_as(tid, cx.memory.generation(), (cx.ground.set_groups, &cx.memory.groups)) {
-            Ok(()) => {
-                self.as_caller = true;
-                Ok(())
-            }
+            Ok(()) => Ok(()),
             Err(Errno::ESRCH) => Err(Stop::Gone),
             Err(e) => {
                 tracing::error!("taking the caller's credentials failed: {e}; the call is refused");
@@ -370,17 +379,34 @@ impl Call<'_> {
     /// performs on a caller's descriptor most (a test runner's output
     /// capture makes a hundred thousand in a row), is then one
     /// `pidfd_getfd`.
+    ///
+    /// The pidfd is used as kept, without asking first whether its task is
+    /// alive: a descriptor taken through it shows that it is, and then it
+    /// is the caller (only one live task holds a number). Only a failure
+    /// asks: a task that ended is another's number now, and the caller's
+    /// identity (with its pidfd) is taken afresh. A caller whose identity
+    /// was never taken has it taken here, which keeps its pidfd.
     fn dup_caller_fd(&self, fd: i32) -> Result<(OwnedFd, bool), Stop> {
         let waits = !self.cx.ground.signals_interrupt;
         let tid = self.notif.pid;
-        let kept = identity::with_task(tid, |task, confirmed| (process::pidfd_getfd(task, fd), confirmed));
-        if let Some((dup, confirmed)) = kept {
-            let dup = dup?;
-            if !confirmed {
-                self.still_valid()?;
-                identity::confirm_task(tid);
+        for fresh in [false, true] {
+            let kept = identity::with_task(tid, |task, confirmed| match process::pidfd_getfd(task, fd) {
+                Ok(dup) => Some(Ok((dup, confirmed))),
+                Err(e) if fresh || process::pidfd_alive(task) => Some(Err(e)),
+                Err(_) => None,
+            });
+            match kept.flatten() {
+                Some(taken) => {
+                    let (dup, confirmed) = taken?;
+                    if !confirmed {
+                        self.still_valid()?;
+                        identity::confirm_task(tid);
+                    }
+                    return Ok((dup, waits));
+                }
+                None if !fresh => self.act_as_caller()?,
+                None => break,
             }
-            return Ok((dup, waits));
         }
         // No identity kept (a supervisor that takes none, a kernel before
         // 6.9): the calling thread's own table (a thread that unshared its

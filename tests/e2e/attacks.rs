@@ -1038,6 +1038,70 @@ os.waitpid(p, 0)
     assert!(reused, "B never got A's number (other tasks took it first, eight times)");
 }
 
+/// The supervisor takes a caller's descriptor (`fstat`) through the pidfd
+/// it keeps for the caller's thread number without asking first whether
+/// that task still runs: a task given the number of one that took a
+/// descriptor and exited is answered about its own descriptor, never
+/// refused because the number's old task is gone. A opens and stats a
+/// one-byte file and exits; B, given A's number, opens a two-byte one on
+/// the same descriptor number and stats it.
+#[test]
+fn a_reused_thread_number_stats_its_own_descriptor() {
+    let Some(t) = kernel_tree() else { return };
+    std::fs::write(t.ws.join("one"), "1").unwrap();
+    std::fs::write(t.ws.join("two"), "22").unwrap();
+    let script = r#"
+import ctypes, os, sys, time
+libc = ctypes.CDLL(None)
+def wait(name):
+    while not os.path.exists(name):
+        time.sleep(0.005)
+def stat_of(who, name):
+    fd = os.open(name, os.O_RDONLY)
+    try:
+        print(who, fd, os.fstat(fd).st_size)
+    except OSError as e:
+        print(who, fd, os.strerror(e.errno))
+    sys.stdout.flush()
+a = os.fork()
+if a == 0:
+    libc.prctl(15, b"reuse-a", 0, 0, 0)
+    stat_of("A stat", "one")
+    open("a-ready", "w").close()
+    wait("a-go")
+    os._exit(0)
+os.waitpid(a, 0)
+open("a-gone", "w").close()
+wait("b-go")
+b = os.fork()
+if b == 0:
+    libc.prctl(15, b"reuse-b", 0, 0, 0)
+    stat_of("B", "two")
+    wait("b-seen")
+    os._exit(0)
+os.waitpid(b, 0)
+"#;
+    let piped = std::process::Stdio::piped;
+    let native = Command::new("/usr/bin/python3").args(["-c", script]).current_dir(&t.ws).stdout(piped()).spawn();
+    let (_, out) = drive_reuse(&t.ws, native.unwrap(), "natively");
+    assert_eq!(out, "A stat 3 1\nB 3 2\n", "natively");
+    let mut reused = false;
+    for attempt in 0..8 {
+        for f in ["a-ready", "a-go", "a-gone", "b-go", "b-seen"] {
+            let _ = std::fs::remove_file(t.ws.join(f));
+        }
+        let child = t.command(&[], &["/usr/bin/python3", "-c", script]).stdout(piped()).spawn().unwrap();
+        let (same, out) = drive_reuse(&t.ws, child, "under interpose");
+        assert!(out.starts_with("A stat 3 1\n"), "attempt {attempt}: {out}");
+        if same {
+            assert_eq!(out, "A stat 3 1\nB 3 2\n", "attempt {attempt}");
+            reused = true;
+            break;
+        }
+    }
+    assert!(reused, "B never got A's number (other tasks took it first, eight times)");
+}
+
 /// Plays the test's part in the script of
 /// [`a_reused_thread_number_does_not_inherit_a_dead_roots_credentials`]:
 /// lets A exit, makes the next number the kernel gives A's, lets P fork B.

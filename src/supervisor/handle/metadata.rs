@@ -139,6 +139,8 @@ impl Call<'_> {
                 (fd, Some(stat), None)
             }
             None => {
+                // A stat by path is the caller's lookup, made as the caller.
+                self.take_identity()?;
                 let (arg, follow, empty) = self.target()?;
                 // What is recorded or asked about must be the caller's own
                 // path: with a trail or approvals the notification is known
