@@ -484,6 +484,26 @@ impl Call<'_> {
         Ok(identity::retry_as_supervisor(|| fs::openat(Dir::Cwd, &cpath, libc::O_PATH, 0))?)
     }
 
+    /// Before an answer is written into the caller's memory: it is still
+    /// the caller's ([`Call::still_valid`]), or is known to be without
+    /// asking. That is so where the caller's identity was taken for this
+    /// call from the entry kept for its thread number, whose task was
+    /// found alive then (its number is no other task's) and once had a
+    /// notification found pending while this worker held it: this worker
+    /// takes notifications in order, so the task is the one that made this
+    /// one, and the write reaches it as after an `ID_VALID` (both leave the
+    /// caller the time of one call to die and have its number reused).
+    fn still_the_caller(&self) -> Result<(), Stop> {
+        if self.as_caller && identity::confirmed(self.notif.pid) {
+            return Ok(());
+        }
+        self.still_valid()?;
+        if self.as_caller {
+            identity::confirm_task(self.notif.pid);
+        }
+        Ok(())
+    }
+
     /// Everything read from the caller so far belongs to it only if the
     /// notification is still pending: after the caller dies its tid can be
     /// reused by another process.

@@ -173,6 +173,12 @@ pub fn with_task<T>(tid: u32, f: impl FnOnce(BorrowedFd<'_>, bool) -> T) -> Opti
     KNOWN.with_borrow(|(_, known)| known.get(&tid).map(|k| f(k.task.as_fd(), k.confirmed)))
 }
 
+/// Whether thread `tid`'s kept task once had a notification found pending
+/// while its pidfd was held ([`confirm_task`]).
+pub fn confirmed(tid: u32) -> bool {
+    KNOWN.with_borrow(|(_, known)| known.get(&tid).is_some_and(|k| k.confirmed))
+}
+
 /// A notification of thread `tid` was found pending after [`with_task`]
 /// used its pidfd.
 pub fn confirm_task(tid: u32) {

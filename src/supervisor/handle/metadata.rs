@@ -157,7 +157,7 @@ impl Call<'_> {
                 };
                 let r = self.check(&arg, r, Access::Stat)?;
                 if !recorded && row.op != Op::Access {
-                    self.still_valid()?;
+                    self.still_the_caller()?;
                 }
                 match r.target {
                     Target::Exists { fd, stat } => (fd, Some(stat), Some(r.path)),
