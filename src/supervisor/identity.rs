@@ -165,10 +165,11 @@ pub fn forget() {
 }
 
 /// Runs `f` on the pidfd of thread `tid`'s task kept with its identity,
-/// if any (found alive when [`act_as`] took the identity for the call
-/// being handled), and on whether a notification of that task was once
-/// found pending while it was held ([`confirm_task`]): then the pidfd is
-/// the caller's, since only one live task holds a number.
+/// if any (its task alive when [`act_as`] took the identity, or as long
+/// as what `f` does through it succeeds), and on whether a notification
+/// of that task was once found pending while it was held
+/// ([`confirm_task`]): then the pidfd is the caller's, since only one live
+/// task holds a number.
 pub fn with_task<T>(tid: u32, f: impl FnOnce(BorrowedFd<'_>, bool) -> T) -> Option<T> {
     KNOWN.with_borrow(|(_, known)| known.get(&tid).map(|k| f(k.task.as_fd(), k.confirmed)))
 }

@@ -1017,25 +1017,7 @@ wait("b-go")
 os.write(go_w, b"x")
 os.waitpid(p, 0)
 "#;
-    let piped = std::process::Stdio::piped;
-    let native = Command::new("/usr/bin/python3").args(["-c", script]).current_dir(&t.ws).stdout(piped()).spawn();
-    let (_, out) = drive_reuse(&t.ws, native.unwrap(), "natively");
-    assert_eq!(out, "A stat 1\nB EACCES\n", "natively");
-    let mut reused = false;
-    for attempt in 0..8 {
-        for f in ["a-ready", "a-go", "a-gone", "b-go", "b-seen"] {
-            let _ = std::fs::remove_file(t.ws.join(f));
-        }
-        let child = t.command(&[], &["/usr/bin/python3", "-c", script]).stdout(piped()).spawn().unwrap();
-        let (same, out) = drive_reuse(&t.ws, child, "under interpose");
-        assert!(out.starts_with("A stat 1\n"), "attempt {attempt}: {out}");
-        if same {
-            assert_eq!(out, "A stat 1\nB EACCES\n", "attempt {attempt}");
-            reused = true;
-            break;
-        }
-    }
-    assert!(reused, "B never got A's number (other tasks took it first, eight times)");
+    prints_as_natively_once_b_has_as_number(&t, script, ("A stat 1\n", "B EACCES\n"));
 }
 
 /// The supervisor takes a caller's descriptor (`fstat`) through the pidfd
@@ -1081,25 +1063,31 @@ if b == 0:
     os._exit(0)
 os.waitpid(b, 0)
 "#;
+    prints_as_natively_once_b_has_as_number(&t, script, ("A stat 3 1\n", "B 3 2\n"));
+}
+
+/// Runs `script` (the part of [`drive_reuse`]) natively, then under
+/// interpose until B is given A's number (eight tries): each time it
+/// prints A's line, then B's, as natively.
+fn prints_as_natively_once_b_has_as_number(t: &Tree, script: &str, (a, b): (&str, &str)) {
     let piped = std::process::Stdio::piped;
+    let want = format!("{a}{b}");
     let native = Command::new("/usr/bin/python3").args(["-c", script]).current_dir(&t.ws).stdout(piped()).spawn();
     let (_, out) = drive_reuse(&t.ws, native.unwrap(), "natively");
-    assert_eq!(out, "A stat 3 1\nB 3 2\n", "natively");
-    let mut reused = false;
+    assert_eq!(out, want, "natively");
     for attempt in 0..8 {
         for f in ["a-ready", "a-go", "a-gone", "b-go", "b-seen"] {
             let _ = std::fs::remove_file(t.ws.join(f));
         }
         let child = t.command(&[], &["/usr/bin/python3", "-c", script]).stdout(piped()).spawn().unwrap();
         let (same, out) = drive_reuse(&t.ws, child, "under interpose");
-        assert!(out.starts_with("A stat 3 1\n"), "attempt {attempt}: {out}");
+        assert!(out.starts_with(a), "attempt {attempt}: {out}");
         if same {
-            assert_eq!(out, "A stat 3 1\nB 3 2\n", "attempt {attempt}");
-            reused = true;
-            break;
+            assert_eq!(out, want, "attempt {attempt}");
+            return;
         }
     }
-    assert!(reused, "B never got A's number (other tasks took it first, eight times)");
+    panic!("B never got A's number (other tasks took it first, eight times)");
 }
 
 /// Plays the test's part in the script of
