@@ -147,6 +147,29 @@ fn ordinary_users_get_private_caches_too() {
     assert!(kept.to_string().contains("moved: $npm_config_cache="), "{kept}");
 }
 
+/// Under `--user`, a cache moved for the command (the host has none: Go's
+/// build cache here) is the command's to make and write: the session's
+/// directories on the way to it let that user through. They did not, and
+/// `go build` as another user could not make its cache.
+#[test]
+fn a_command_run_as_another_user_makes_and_writes_its_moved_caches() {
+    if !kernel_ok() {
+        return;
+    }
+    if !nix::unistd::geteuid().is_root() {
+        cannot_run("--user needs root");
+        return;
+    }
+    let d = dev();
+    let script = "mkdir -p \"$GOCACHE/x\" && echo y > \"$GOCACHE/x/f\" && cat \"$GOCACHE/x/f\"; id -u";
+    let o = d
+        .interpose(&["run", "--rw", ".", "--user", "65534:65534", "--", "/bin/sh", "-c", script])
+        .env_remove("GOCACHE")
+        .output()
+        .unwrap();
+    assert_eq!(stdout(&o), "y\n65534\n", "{}", stderr(&o));
+}
+
 /// Python's multiprocessing needs POSIX semaphores in /dev/shm: the session
 /// has a private one (never the host's, which holds other processes'
 /// shared memory).
