@@ -99,13 +99,6 @@ pub fn set_up(surface: &mut Surface, dir: &Path, ns: &Namespace, owner: Option<(
     // This thread and one more take the caches one at a time, overlays
     // first (nothing else runs then), and the surface is changed after, in
     // order.
-    // The session directory is the command's user's under `--user`; this
-    // one, made after, too: the caches moved into it are reached through it.
-    if let Some((uid, gid)) = owner {
-        if let Err(e) = std::os::unix::fs::chown(dir, Some(uid), Some(gid)) {
-            tracing::warn!("the session's cache directory could not be given to --user: {e}");
-        }
-    }
     // Caches the host does not have start empty: each tool makes its own
     // directory when it first writes, as on a fresh machine, inside one
     // directory of the session made here for all of them.

@@ -612,10 +612,13 @@ fn assemble(
         notes = session.make_home(real_home.as_deref(), &seeds)?;
         surface.add(Rule { path: session.home(), mode: Mode::Rw, origin: Origin::SessionHome });
     }
+    // Made before the session is given to --user, so that it is given too:
+    // the caches moved into it are reached through it.
+    let caches_dir = session.caches()?;
     if let Some((uid, gid)) = user {
         session.chown(uid, gid)?;
     }
-    let caches = sandbox::caches::set_up(&mut surface, &session.caches()?, namespace, user);
+    let caches = sandbox::caches::set_up(&mut surface, &caches_dir, namespace, user);
     match sandbox::namespace::private_shm(namespace) {
         Ok(()) => surface.add(Rule {
             path: "/dev/shm".into(),
