@@ -442,10 +442,15 @@ fn reap(pid: libc::pid_t) {
     let _ = nix::sys::wait::waitpid(nix::unistd::Pid::from_raw(pid), None);
 }
 
-/// Why the command's `execve` failed, if it reported that on the set-up
-/// channel (which ends at a successful exec: `Ok`). Waits for the child
-/// unless `ours` does not block.
+/// Once the command has ended: why its `execve` failed, if it reported
+/// that on the set-up channel (which ends at a successful exec: `Ok`).
+/// Every holder of the channel's other end has ended with the command, so
+/// what it says is there already; the read never waits all the same.
 pub fn exec_result(ours: &OwnedFd) -> Result<(), Errno> {
+    let nonblocking = nix::fcntl::fcntl(ours, nix::fcntl::FcntlArg::F_SETFL(nix::fcntl::OFlag::O_NONBLOCK));
+    if nonblocking.is_err() {
+        return Ok(());
+    }
     match channel::receive(ours.as_fd()) {
         Some(channel::FromChild::Failed { stage: Stage::Exec, errno }) => Err(errno),
         _ => Ok(()),

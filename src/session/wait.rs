@@ -19,16 +19,9 @@ pub(super) async fn supervise(
     trail: Option<crate::audit::Sink>,
 ) -> Result<(i32, Option<Errno>), RunError> {
     let status = wait_for(pid, handled, trail).await?;
-    // Whether the command's exec succeeded: the set-up channel carries the
-    // errno, or ended (it is close-on-exec). The command has ended, and with
-    // it every holder of the channel's other end, so what it says is there
-    // now: read without waiting (no thread of its own for a read that
-    // blocked until the exec, ~0.1 ms of every start).
-    let exec = match nix::fcntl::fcntl(&channel, nix::fcntl::FcntlArg::F_SETFL(nix::fcntl::OFlag::O_NONBLOCK)) {
-        Ok(_) => sandbox::exec_result(&channel).err(),
-        Err(_) => None,
-    };
-    Ok((status, exec))
+    // Read once the command has ended (no thread of its own for a read
+    // that blocked until the exec, ~0.1 ms of every start).
+    Ok((status, sandbox::exec_result(&channel).err()))
 }
 
 /// Waits for `pid`, forwarding signals and reaping orphans.
