@@ -834,6 +834,77 @@ os.kill(pid, 9)
     );
 }
 
+/// The command's PID namespace has an init (pid 1 there) that shares
+/// interpose's memory: whoever could read or write it would read or write
+/// the supervisor. Every way one process reaches another's memory or
+/// descriptors is tried on it; natively root takes them all from a
+/// process that is not dumpable (as the init is). A refusal must be one
+/// of permission: "no such address" would mean the way was open.
+#[test]
+fn the_command_cannot_reach_its_inits_memory() {
+    let Some(t) = kernel_tree() else { return };
+    let script = r#"
+import ctypes, errno, os, sys, time
+libc = ctypes.CDLL(None, use_errno=True)
+class iovec(ctypes.Structure):
+    _fields_ = [("base", ctypes.c_void_p), ("len", ctypes.c_size_t)]
+buf = ctypes.create_string_buffer(b"marker-in-memory", 64)
+if sys.argv[1] == "child":
+    r, w = os.pipe()
+    target = os.fork()
+    if target == 0:
+        libc.prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE, 0
+        os.write(w, b"x")
+        time.sleep(30)
+        os._exit(0)
+    os.read(r, 1)
+else:
+    target = int(sys.argv[1])
+def vm(call):
+    local = ctypes.create_string_buffer(64)
+    mine, theirs = iovec(ctypes.addressof(local), 16), iovec(ctypes.addressof(buf), 16)
+    return call(target, ctypes.byref(mine), 1, ctypes.byref(theirs), 1, 0) == 16
+def getfd():
+    pidfd = os.pidfd_open(target)
+    return libc.syscall(438, pidfd, 0, 0) >= 0  # pidfd_getfd
+routes = [
+    ("mem", lambda: open(f"/proc/{target}/mem", "r+b").close() is None),
+    ("environ", lambda: len(open(f"/proc/{target}/environ", "rb").read()) > 0),
+    ("readv", lambda: vm(libc.process_vm_readv)),
+    ("writev", lambda: vm(libc.process_vm_writev)),
+    ("getfd", getfd),
+    ("ptrace", lambda: libc.ptrace(0x4206, target, 0, 0) == 0),  # PTRACE_SEIZE
+]
+for name, route in routes:
+    ctypes.set_errno(0)
+    try:
+        ok = route()
+        code = ctypes.get_errno()
+    except OSError as e:
+        ok, code = False, e.errno
+    print(name, "open" if ok else errno.errorcode.get(code, str(code)))
+if sys.argv[1] == "child":
+    os.kill(target, 9)
+"#;
+    let native = Command::new("/usr/bin/python3").args(["-c", script, "child"]).output().unwrap();
+    assert_eq!(
+        stdout(&native),
+        "mem open\nenviron open\nreadv open\nwritev open\ngetfd open\nptrace open\n",
+        "natively root reaches a process that is not dumpable: {}",
+        stderr(&native)
+    );
+    for extra in [&[][..], &["--no-landlock"][..]] {
+        let o = t.command(extra, &["/usr/bin/python3", "-c", script, "1"]).output().unwrap();
+        let out = stdout(&o);
+        let routes: Vec<&str> = out.lines().collect();
+        assert_eq!(routes.len(), 6, "{extra:?}: {out}{}", stderr(&o));
+        for line in routes {
+            let (name, answer) = line.split_once(' ').unwrap();
+            assert!(["EPERM", "EACCES"].contains(&answer), "{extra:?}: {name} on pid 1: {answer}\n{out}{}", stderr(&o));
+        }
+    }
+}
+
 /// An exec recomputes a process's capabilities: a process that set its ids
 /// to nobody keeping its capabilities (`PR_SET_KEEPCAPS`, then `capset`)
 /// loses them all when it execs a program. The supervisor performs a stat
