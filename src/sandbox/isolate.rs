@@ -139,7 +139,7 @@ pub fn plan(surface: &Surface, layout: &Layout, staging: &Path, cwd: &Path) -> I
         .masks
         .iter()
         .filter(|m| whole.iter().any(|w| m.path != *w && m.path.starts_with(w)))
-        .map(|m| super::MaskPlan { target: c(&under(&m.path)), kind: m.kind })
+        .map(|m| super::MaskPlan { target: c(&under(&m.path)), kind: m.kind, dir: m.dir })
         .collect();
     let inside = surface.lookup(cwd.as_os_str().as_bytes()).is_some();
     let (uid, gid) = (nix::unistd::geteuid().as_raw(), nix::unistd::getegid().as_raw());

@@ -71,6 +71,9 @@ pub struct Mask {
     pub path: PathBuf,
     /// What is mounted there.
     pub kind: MaskKind,
+    /// Whether the entry was a directory when the mask was planned (a
+    /// [`MaskKind::Hide`] mounts what fits it).
+    pub dir: bool,
 }
 
 /// What a [`Mask`] mounts.
@@ -252,7 +255,8 @@ pub fn layout(surface: &Surface, mounts: bool) -> Layout {
     let mut masks: Vec<Mask> = Vec::new();
     let mut missing_carves: Vec<Carve> = Vec::new();
     for c in carves {
-        let exists = c.path.metadata().is_ok();
+        let found = c.path.metadata();
+        let (exists, dir) = (found.is_ok(), found.is_ok_and(|m| m.is_dir()));
         if !mounts {
             forced.push(c);
         } else if !exists {
@@ -261,7 +265,7 @@ pub fn layout(surface: &Surface, mounts: bool) -> Layout {
             forced.push(c);
         } else {
             let kind = if c.mode == Mode::Deny { MaskKind::Hide } else { MaskKind::ReadOnly };
-            masks.push(Mask { path: c.path, kind });
+            masks.push(Mask { path: c.path, kind, dir });
         }
     }
     // A procfs is never granted whole where it numbers the host's
@@ -278,8 +282,11 @@ pub fn layout(surface: &Surface, mounts: bool) -> Layout {
     let readonly: Vec<PathBuf> =
         masks.iter().filter(|m| m.kind == MaskKind::ReadOnly).map(|m| m.path.clone()).collect();
     for (_, r) in surface.effective_rules() {
-        if r.mode == Mode::Rw && readonly.iter().any(|m| r.path != *m && r.path.starts_with(m)) && r.path.exists() {
-            masks.push(Mask { path: r.path.clone(), kind: MaskKind::Writable });
+        if r.mode != Mode::Rw || !readonly.iter().any(|m| r.path != *m && r.path.starts_with(m)) {
+            continue;
+        }
+        if let Ok(found) = r.path.metadata() {
+            masks.push(Mask { path: r.path.clone(), kind: MaskKind::Writable, dir: found.is_dir() });
         }
     }
     masks.sort_by(|a, b| a.path.cmp(&b.path));

@@ -243,6 +243,8 @@ pub struct MaskPlan {
     pub target: CString,
     /// What is mounted there.
     pub kind: landlock::MaskKind,
+    /// The entry was a directory when the mask was planned.
+    pub dir: bool,
 }
 
 impl MaskPlan {
@@ -253,7 +255,9 @@ impl MaskPlan {
         layout
             .masks
             .iter()
-            .filter_map(|m| Some(MaskPlan { target: CString::new(m.path.as_os_str().as_bytes()).ok()?, kind: m.kind }))
+            .filter_map(|m| {
+                Some(MaskPlan { target: CString::new(m.path.as_os_str().as_bytes()).ok()?, kind: m.kind, dir: m.dir })
+            })
             .collect()
     }
 }
@@ -737,32 +741,48 @@ fn own_proc(access: u64, ruleset: BorrowedFd<'_>) -> Result<(), Errno> {
 /// `nodev` bind of `/dev/null` (opening it fails with `EACCES`), over a
 /// denied directory an empty read-only mode-000 tmpfs, over a read-only
 /// entry inside a writable tree a read-only bind of itself (a writable one
-/// inside that, writable again). A carve-out that is gone since it was
-/// planned could now be made by the command where the backstop was built
-/// assuming a mask: that fails the start, except in procfs, where nothing
-/// can be made. Only the first denied file takes a bind of `/dev/null`
-/// and a remount: every later one is bound from that mask, and a bind
-/// mount keeps its source's flags (one mount call each, not two). Raw
-/// syscalls only.
+/// inside that, writable again). A denied entry takes the form that fits
+/// what it was when planned, and the other only if it changed since: a
+/// mount of the wrong form fails (`ENOTDIR`), and the kernel undoes a
+/// failed mount only after an RCU grace period (`synchronize_rcu_expedited`,
+/// 0.1-0.25 ms on this VM, and once in a while far more). A carve-out that
+/// is gone since it was planned could now be made by the command where the
+/// backstop was built assuming a mask: that fails the start, except in
+/// procfs, where nothing can be made. Only the first denied file takes a
+/// bind of `/dev/null` and a remount: every later one is bound from that
+/// mask, and a bind mount keeps its source's flags (one mount call each,
+/// not two). Raw syscalls only.
 pub fn apply_masks(masks: &[MaskPlan]) -> Result<(), Errno> {
     const NONE: Option<&CStr> = None;
     let hidden = libc::MS_RDONLY | libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC;
+    let empty_dir =
+        |target: &CStr| process::mount(Some(c"tmpfs"), target, Some(c"tmpfs"), hidden, Some(c"size=0,mode=000"));
     // The first denied file masked: a read-only `nodev` `/dev/null`.
     let mut null: Option<&CStr> = None;
     for m in masks {
         let target = m.target.as_c_str();
         match m.kind {
             landlock::MaskKind::Hide => {
-                let bound = match null {
-                    Some(masked) => process::mount(Some(masked), target, NONE, libc::MS_BIND, NONE),
-                    None => process::mount(Some(c"/dev/null"), target, NONE, libc::MS_BIND, NONE)
-                        .and_then(|()| process::remount_bind(target, true, hidden)),
-                };
-                match bound {
-                    Ok(()) => _ = null.get_or_insert(target),
-                    Err(Errno::ENOTDIR) => {
-                        process::mount(Some(c"tmpfs"), target, Some(c"tmpfs"), hidden, Some(c"size=0,mode=000"))?
+                let mut null_over = |target| {
+                    let bound = match null {
+                        Some(masked) => process::mount(Some(masked), target, NONE, libc::MS_BIND, NONE),
+                        None => process::mount(Some(c"/dev/null"), target, NONE, libc::MS_BIND, NONE)
+                            .and_then(|()| process::remount_bind(target, true, hidden)),
+                    };
+                    if bound.is_ok() {
+                        null.get_or_insert(target);
                     }
+                    bound
+                };
+                // The form planned; the other where the entry changed since.
+                let planned = if m.dir { empty_dir(target) } else { null_over(target) };
+                let made = match planned {
+                    Err(Errno::ENOTDIR) if m.dir => null_over(target),
+                    Err(Errno::ENOTDIR) => empty_dir(target),
+                    other => other,
+                };
+                match made {
+                    Ok(()) => {}
                     Err(Errno::ENOENT) if target.to_bytes().starts_with(b"/proc/") => {}
                     Err(e) => return Err(e),
                 }
@@ -833,6 +853,55 @@ mod tests {
         let _ = live.kill();
         let _ = live.wait();
         assert_eq!(stale, ["interpose-1", "interpose-1-b"]);
+    }
+
+    /// A denied entry is masked in the form that fits what it is, whether
+    /// planned so or (changed since it was planned) not: a file becomes a
+    /// `/dev/null` that refuses being opened, a directory an empty one.
+    #[test]
+    fn a_mask_fits_its_entry_whatever_was_planned() {
+        use std::os::unix::ffi::OsStringExt;
+        if !nix::unistd::geteuid().is_root() {
+            let required = std::env::var_os("INTERPOSE_REQUIRE_KERNEL").is_some();
+            assert!(!required, "masks need root (INTERPOSE_REQUIRE_KERNEL is set: every test must run)");
+            eprintln!("SKIP: masks need root");
+            return;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        for name in ["file", "file-planned-as-directory"] {
+            std::fs::write(root.join(name), "secret").unwrap();
+        }
+        for name in ["directory", "directory-planned-as-file"] {
+            std::fs::create_dir(root.join(name)).unwrap();
+            std::fs::write(root.join(name).join("inside"), "secret").unwrap();
+        }
+        let path = |name: &str| CString::new(root.join(name).into_os_string().into_vec()).unwrap();
+        let hide = |name: &str, dir| MaskPlan { target: path(name), kind: landlock::MaskKind::Hide, dir };
+        let masks = [
+            hide("directory", true),
+            hide("directory-planned-as-file", false),
+            hide("file", false),
+            hide("file-planned-as-directory", true),
+        ];
+        let at = root.clone();
+        // On a thread of its own, in a mount namespace of its own whose
+        // mounts reach no one else.
+        let seen = std::thread::spawn(move || {
+            process::unshare(libc::CLONE_NEWNS | libc::CLONE_FS).unwrap();
+            process::mount(None, c"/", None, libc::MS_REC | libc::MS_PRIVATE, None).unwrap();
+            apply_masks(&masks).unwrap();
+            let read = |name: &str| std::fs::read(at.join(name)).map(drop).map_err(|e| e.kind());
+            let list = |name: &str| std::fs::read_dir(at.join(name)).map(Iterator::count).map_err(|e| e.kind());
+            (read("file"), read("file-planned-as-directory"), list("directory"), list("directory-planned-as-file"))
+        })
+        .join()
+        .unwrap();
+        let refused = Err(std::io::ErrorKind::PermissionDenied);
+        assert_eq!(seen, (refused, refused, Ok(0), Ok(0)));
+        // Nothing of it outside that namespace.
+        assert_eq!(std::fs::read_to_string(root.join("file")).unwrap(), "secret");
+        assert_eq!(std::fs::read_dir(root.join("directory")).unwrap().count(), 1);
     }
 
     #[test]
