@@ -511,7 +511,6 @@ fn supervise(
         net: supervisor::NetRule::Open,
         // Every caller's root is read from its own /proc/<pid>/root.
         isolated: true,
-        command_root: Some(root),
         runtime_filter: true,
         container_init: Some(state.pid as u32),
         ask: None,
@@ -524,7 +523,7 @@ fn supervise(
     if let Err(e) = sync {
         tracing::debug!("container {id}: no synchronous wake-up on its listener: {e}");
     }
-    let sup = Supervisor::new(listener, config)
+    let sup = Supervisor::new(listener, Some(root), config)
         .map_err(|source| ContainerError::StartSupervisor { id: id.clone(), source })?;
     sup.start();
     eprintln!("interpose oci-agent: container {id} (pid {}) under policy {policy_label}", state.pid);

@@ -337,11 +337,14 @@ pub use channel::MAX_FORWARDS;
 /// mask the command starts with (the parent keeps its signals blocked for
 /// its signalfd).
 ///
-/// `before_exec` runs in the parent once the child exists and before it may
-/// exec (interpose uses it to move the child into its pids cgroup).
+/// `meanwhile` runs in the parent while the child sets itself up (before
+/// its listener comes); `before_exec` runs in the parent once the child
+/// exists and before it may exec (interpose uses it to move the child into
+/// its pids cgroup).
 pub fn start(
     plan: &Plan,
     child_mask: &libc::sigset_t,
+    meanwhile: impl FnOnce(),
     before_exec: impl FnOnce(libc::pid_t) -> Result<(), SpawnError>,
 ) -> Result<Started, SpawnError> {
     let parent_err = |what| move |errno| SpawnError::Parent { what, errno };
@@ -384,6 +387,7 @@ pub fn start(
         }
         Fork::Parent(pid) => {
             drop(theirs);
+            meanwhile();
             // The child waits for our go: it is killed, not only reaped.
             let fail = |e| {
                 let _ = process::kill(pid, libc::SIGKILL);

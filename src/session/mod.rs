@@ -369,7 +369,37 @@ pub fn run(args: &Config) -> Result<i32, RunError> {
     };
     process::set_child_subreaper().map_err(errno("PR_SET_CHILD_SUBREAPER"))?;
     phase("audit sink, pids cgroup");
-    let started = sandbox::start(&plan, original.as_ref(), |pid| {
+    let config = supervisor::Config {
+        surface: parts.surface,
+        audit: sink.clone().map(|s| (s, args.audit_level)),
+        set_groups: !namespace.unprivileged(),
+        learn: enforcement.learns(),
+        floor: enforcement.floor(),
+        landlock_exact: continuable.unwrap_or_default(),
+        exec_roots,
+        backstop: sound,
+        net: network.rule.clone(),
+        isolated: args.isolate,
+        runtime_filter: false,
+        container_init: None,
+        ask: asking
+            .as_ref()
+            .map(|((l, _), timeout, policy_file)| -> Result<_, RunError> {
+                Ok(supervisor::AskConfig {
+                    listener: l.try_clone().map_err(io("the approvals socket"))?,
+                    timeout: *timeout,
+                    policy_file: policy_file.clone(),
+                })
+            })
+            .transpose()?,
+        journal: journal.clone(),
+    };
+    // The supervisor's state is made while the command's process sets
+    // itself up (its mounts, Landlock, the filter), where interpose would
+    // only wait; it gets the listener and the command's root after.
+    let mut prepared = None;
+    let made_meanwhile = || prepared = Some(Supervisor::prepare(config));
+    let started = sandbox::start(&plan, original.as_ref(), made_meanwhile, |pid| {
         if let Some(keeper) = &keeper {
             keeper.hold_mounts_of(pid);
         }
@@ -402,33 +432,10 @@ pub fn run(args: &Config) -> Result<i32, RunError> {
     {
         tracing::debug!("no synchronous wake-up on the listener: {e}");
     }
-    let config = supervisor::Config {
-        surface: parts.surface,
-        audit: sink.clone().map(|s| (s, args.audit_level)),
-        set_groups: !namespace.unprivileged(),
-        learn: enforcement.learns(),
-        floor: enforcement.floor(),
-        landlock_exact: continuable.unwrap_or_default(),
-        exec_roots,
-        backstop: sound,
-        net: network.rule.clone(),
-        isolated: args.isolate,
-        command_root: root,
-        runtime_filter: false,
-        container_init: None,
-        ask: asking
-            .as_ref()
-            .map(|((l, _), timeout, policy_file)| -> Result<_, RunError> {
-                Ok(supervisor::AskConfig {
-                    listener: l.try_clone().map_err(io("the approvals socket"))?,
-                    timeout: *timeout,
-                    policy_file: policy_file.clone(),
-                })
-            })
-            .transpose()?,
-        journal: journal.clone(),
-    };
-    let supervisor = Supervisor::new(listener, config).map_err(errno("starting the supervisor"))?;
+    let supervisor = prepared
+        .expect("made while the command's process set itself up")
+        .and_then(|prepared| prepared.finish(listener, root))
+        .map_err(errno("starting the supervisor"))?;
     supervisor.start_asking().map_err(io("starting the approvals hub"))?;
     supervisor.start();
     phase("sandbox started, supervisor running");

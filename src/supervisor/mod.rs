@@ -273,11 +273,6 @@ pub struct Config {
     /// the callers may not wait killable only (so a descriptor is installed
     /// and answered in one step).
     pub runtime_filter: bool,
-    /// With a PID namespace: the command's root directory, in a mount
-    /// namespace whose `/proc` is that PID namespace's. Absolute paths are
-    /// resolved from it, and `/proc` is decided by presence there (every
-    /// process it shows is the command's init or one of its descendants).
-    pub command_root: Option<OwnedFd>,
     /// A container's first process (as the host numbers it): its `/proc`
     /// may show processes that are not the container's (a host PID
     /// namespace), so there a process is inside only if it is in the first
@@ -298,68 +293,37 @@ type CarveOutRefusal = (AccessKind, Vec<u8>, String);
 /// endless distinct names costs trail, never unbounded memory.
 const REPEATS_KEPT: usize = 65_536;
 
-impl Supervisor {
-    /// A supervisor for the listener of a sandbox started by this process.
-    pub fn new(listener: OwnedFd, config: Config) -> Result<Arc<Self>, Errno> {
-        let Config {
-            mut surface,
-            audit,
-            set_groups,
-            learn,
-            floor,
-            landlock_exact,
-            exec_roots,
-            backstop,
-            net,
-            isolated,
-            command_root,
-            runtime_filter,
-            container_init,
-            ask,
-            journal,
-        } = config;
-        let (audit, audit_level) = match audit {
-            Some((sink, level)) => (Some(sink), level),
-            None => (None, AuditLevel::All),
-        };
-        identity::init();
-        surface.shrink();
-        let procs = Membership::new(std::process::id());
+/// A supervisor's state made before its listener and the command's root
+/// exist ([`Supervisor::prepare`]); [`Prepared::finish`] makes the
+/// supervisor.
+pub struct Prepared {
+    ground: Ground,
+    rule_names: Vec<String>,
+    audit: Option<Sink>,
+    audit_level: AuditLevel,
+    floor: bool,
+    container_init: Option<u32>,
+    ask: Option<AskConfig>,
+}
+
+impl Prepared {
+    /// The supervisor for `listener`. With a PID namespace, `command_root`
+    /// is the command's root directory, in a mount namespace whose `/proc`
+    /// is that PID namespace's: absolute paths are resolved from it, and
+    /// `/proc` is decided by presence there (every process it shows is the
+    /// command's init or one of its descendants).
+    pub fn finish(self, listener: OwnedFd, command_root: Option<OwnedFd>) -> Result<Arc<Supervisor>, Errno> {
+        let Prepared { mut ground, rule_names, audit, audit_level, floor, container_init, ask } = self;
         if let Some(root) = &command_root {
             let proc = fs::openat(Dir::Fd(root.as_fd()), c"proc", libc::O_PATH | libc::O_DIRECTORY, 0)?;
             let like = match container_init {
                 Some(pid) => Some(procs::Registration::of_host_pid(pid).ok_or(Errno::ESRCH)?),
                 None => None,
             };
-            procs.command_namespace("/proc".into(), proc, like);
+            ground.procs.command_namespace("/proc".into(), proc, like);
         }
-        let rule_names = match audit {
-            Some(_) => (0..surface.rules().len() as u32).map(|i| surface.describe(Reason::Rule(i))).collect(),
-            None => Vec::new(),
-        };
-        let records = audit.is_some();
-        let ground = Ground {
-            surface,
-            procs,
-            resolver: Resolver::new()?,
-            learn,
-            backstop,
-            exact: landlock_exact,
-            exec_roots,
-            net,
-            isolated,
-            signals_interrupt: runtime_filter,
-            command_root,
-            host_netns: fs::fstat(
-                fs::openat(Dir::Cwd, c"/proc/self/ns/net", libc::O_PATH | libc::O_CLOEXEC, 0)?.as_fd(),
-            )?
-            .st_ino,
-            set_groups,
-            records,
-            records_allowed: records && audit_level == AuditLevel::All,
-            journal,
-        };
-        Ok(Arc::new(Self {
+        ground.command_root = command_root;
+        Ok(Arc::new(Supervisor {
             rule_names,
             listener,
             ground,
@@ -383,6 +347,69 @@ impl Supervisor {
             asking: ask.as_ref().map(|a| (ask::Answers::new(a.policy_file.clone()), held::Questions::default())),
             ask_setup: std::sync::Mutex::new(ask),
         }))
+    }
+}
+
+impl Supervisor {
+    /// A supervisor for the listener of a sandbox started by this process,
+    /// with the command's root where it has a mount namespace of its own.
+    pub fn new(listener: OwnedFd, command_root: Option<OwnedFd>, config: Config) -> Result<Arc<Self>, Errno> {
+        Self::prepare(config)?.finish(listener, command_root)
+    }
+
+    /// What of a supervisor needs neither the listener nor the command's
+    /// root: made while the command's process sets itself up (its mounts,
+    /// Landlock, the filter), where interpose would only wait.
+    pub fn prepare(config: Config) -> Result<Prepared, Errno> {
+        let Config {
+            mut surface,
+            audit,
+            set_groups,
+            learn,
+            floor,
+            landlock_exact,
+            exec_roots,
+            backstop,
+            net,
+            isolated,
+            runtime_filter,
+            container_init,
+            ask,
+            journal,
+        } = config;
+        let (audit, audit_level) = match audit {
+            Some((sink, level)) => (Some(sink), level),
+            None => (None, AuditLevel::All),
+        };
+        identity::init();
+        surface.shrink();
+        let rule_names = match audit {
+            Some(_) => (0..surface.rules().len() as u32).map(|i| surface.describe(Reason::Rule(i))).collect(),
+            None => Vec::new(),
+        };
+        let records = audit.is_some();
+        let ground = Ground {
+            surface,
+            procs: Membership::new(std::process::id()),
+            resolver: Resolver::new()?,
+            learn,
+            backstop,
+            exact: landlock_exact,
+            exec_roots,
+            net,
+            isolated,
+            signals_interrupt: runtime_filter,
+            command_root: None,
+            host_netns: fs::fstat(
+                fs::openat(Dir::Cwd, c"/proc/self/ns/net", libc::O_PATH | libc::O_CLOEXEC, 0)?.as_fd(),
+            )?
+            .st_ino,
+            set_groups,
+            records,
+            records_allowed: records && audit_level == AuditLevel::All,
+            journal,
+        };
+        Ok(Prepared { ground, rule_names, audit, audit_level, floor, container_init, ask })
     }
 
     /// The surface every call is decided against.
