@@ -397,9 +397,13 @@ pub fn run(args: &Config) -> Result<i32, RunError> {
     // The supervisor's state is made while the command's process sets
     // itself up (its mounts, Landlock, the filter), where interpose would
     // only wait; it gets the listener and the command's root after.
-    let mut prepared = None;
-    let made_meanwhile = || prepared = Some(Supervisor::prepare(config));
+    let prepared = std::cell::OnceCell::new();
+    let made_meanwhile = || _ = prepared.set(Supervisor::prepare(config));
     let started = sandbox::start(&plan, original.as_ref(), made_meanwhile, |pid| {
+        // Without a supervisor the command never starts.
+        if let Some(Err(errno)) = prepared.get() {
+            return Err(sandbox::SpawnError::Parent { what: "starting the supervisor", errno: *errno });
+        }
         if let Some(keeper) = &keeper {
             keeper.hold_mounts_of(pid);
         }
@@ -433,6 +437,7 @@ pub fn run(args: &Config) -> Result<i32, RunError> {
         tracing::debug!("no synchronous wake-up on the listener: {e}");
     }
     let supervisor = prepared
+        .into_inner()
         .expect("made while the command's process set itself up")
         .and_then(|prepared| prepared.finish(listener, root))
         .map_err(errno("starting the supervisor"))?;
