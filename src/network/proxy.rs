@@ -111,6 +111,12 @@ pub fn start(listener: std::net::TcpListener, settings: Settings) -> std::io::Re
 }
 
 impl Proxy {
+    /// Asks the proxy to stop without waiting for it: [`Proxy::stop`]
+    /// then finds it stopped, or waits for the rest.
+    pub fn ask_to_stop(&self) {
+        let _ = self.stop.send(true);
+    }
+
     /// Stops accepting, records the connections still open (waiting at
     /// most two seconds for them), and says how it went.
     pub fn stop(self) -> Summary {

@@ -466,8 +466,12 @@ pub fn run(args: &Config) -> Result<i32, RunError> {
             say(&line);
         }
     }
-    net::stop_proxy(proxy);
-    phase("leftovers killed, pids cgroup removed, proxy stopped");
+    // The proxy winds down (its runtime, its last records) on its thread
+    // while the journal is sealed and the session's directory removed.
+    if let Some(proxy) = &proxy {
+        proxy.ask_to_stop();
+    }
+    phase("leftovers killed, pids cgroup removed, proxy asked to stop");
     // Sealed once no worker can change anything more: the command is gone.
     // A journal that cannot be sealed fails the run, after the trail is
     // ended (its session_end then names no journal).
@@ -478,15 +482,18 @@ pub fn run(args: &Config) -> Result<i32, RunError> {
         },
         _ => (None, None),
     };
+    drop(parts.caches);
+    drop(session);
+    phase("session directory removed");
+    // Stopped before the trail ends: what it refused is in it.
+    net::stop_proxy(proxy);
     if let Some(why) = supervisor.end_trail(status, link) {
         if sink.as_ref().is_some_and(audit::Sink::abandoned) {
             return Err(RunError::TrailStalled(why));
         }
         return Err(RunError::TrailFailed { why, stopped: args.audit_failure == audit::OnFailure::Stop });
     }
-    drop(parts.caches);
-    drop(session);
-    phase("session directory removed");
+    phase("proxy stopped, trail ended");
     if let Some(why) = journal.as_ref().and_then(|j| j.failure()) {
         return Err(RunError::JournalFailed(why));
     }
