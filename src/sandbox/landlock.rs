@@ -245,8 +245,26 @@ impl Beneath {
 /// expanded.
 pub fn layout(surface: &Surface, mounts: bool) -> Layout {
     let carves = carve_outs(surface);
+    // What each rule's path is now (`None`: absent; else whether it is a
+    // directory), looked at once: the carve-outs, the grants and the
+    // entries granted later each asked again.
+    let kinds: std::collections::HashMap<&Path, Option<bool>> = surface
+        .effective_rules()
+        .filter(|(_, r)| !matches!(surface.proc_place(r.path.as_os_str().as_bytes()), ProcPlace::Pid(..)))
+        .map(|(_, r)| (r.path.as_path(), r.path.metadata().ok().map(|m| m.is_dir())))
+        .collect();
+    let kind_of = |p: &Path| kinds.get(p).copied().unwrap_or_else(|| p.metadata().ok().map(|m| m.is_dir()));
+    // The granting rules' paths, split once: whether one lies beneath a
+    // directory is a comparison of components (`Path::starts_with` split
+    // both paths again for every pair).
+    let granting: Vec<Vec<std::path::Component<'_>>> = surface
+        .effective_rules()
+        .filter(|(_, r)| r.mode != Mode::Deny)
+        .map(|(_, r)| r.path.components().collect())
+        .collect();
     let grants_beneath = |dir: &Path| {
-        surface.effective_rules().any(|(_, r)| r.mode != Mode::Deny && r.path != dir && r.path.starts_with(dir))
+        let dir: Vec<std::path::Component<'_>> = dir.components().collect();
+        granting.iter().any(|r| r.len() > dir.len() && r[..dir.len()] == dir[..])
     };
     // Places the ruleset must expand around: every carve-out without
     // mounts; with them, a denied directory that holds a grant (a mask
@@ -255,8 +273,8 @@ pub fn layout(surface: &Surface, mounts: bool) -> Layout {
     let mut masks: Vec<Mask> = Vec::new();
     let mut missing_carves: Vec<Carve> = Vec::new();
     for c in carves {
-        let found = c.path.metadata();
-        let (exists, dir) = (found.is_ok(), found.is_ok_and(|m| m.is_dir()));
+        let found = kind_of(&c.path);
+        let (exists, dir) = (found.is_some(), found == Some(true));
         if !mounts {
             forced.push(c);
         } else if !exists {
@@ -285,8 +303,8 @@ pub fn layout(surface: &Surface, mounts: bool) -> Layout {
         if r.mode != Mode::Rw || !readonly.iter().any(|m| r.path != *m && r.path.starts_with(m)) {
             continue;
         }
-        if let Ok(found) = r.path.metadata() {
-            masks.push(Mask { path: r.path.clone(), kind: MaskKind::Writable, dir: found.is_dir() });
+        if let Some(dir) = kind_of(&r.path) {
+            masks.push(Mask { path: r.path.clone(), kind: MaskKind::Writable, dir });
         }
     }
     masks.sort_by(|a, b| a.path.cmp(&b.path));
@@ -302,7 +320,11 @@ pub fn layout(surface: &Surface, mounts: bool) -> Layout {
         if rule.mode == Mode::Deny || in_a_process || own_proc {
             continue;
         }
-        grant(surface, &beneath, &rule.path, rule.mode, None, &mut grants);
+        // Granted before it exists (Claude Code's first `~/.claude.json`):
+        // nothing to grant; the supervisor makes and opens it.
+        if let Some(is_dir) = kind_of(&rule.path) {
+            grant(surface, &beneath, &rule.path, rule.mode, Some(is_dir), &mut grants);
+        }
     }
     let missing: Vec<PathBuf> = missing_carves
         .into_iter()
@@ -320,7 +342,7 @@ pub fn layout(surface: &Surface, mounts: bool) -> Layout {
     let granted_later = surface.effective_rules().any(|(_, r)| {
         r.mode != Mode::Deny
             && !matches!(surface.proc_place(r.path.as_os_str().as_bytes()), ProcPlace::Pid(..))
-            && r.path.metadata().is_err()
+            && kind_of(&r.path).is_none()
             && !surface.granted_by_existing_tree(&r.path, r.mode)
     });
     let reads_exact = !granted_later
@@ -389,8 +411,7 @@ fn grant(
         Some(d) => d,
         None => match path.metadata() {
             Ok(md) => md.is_dir(),
-            // Granted before it exists (Claude Code's first `~/.claude.json`):
-            // nothing to grant; the supervisor makes and opens it.
+            // Gone since the directory was listed.
             Err(_) => return,
         },
     };
