@@ -111,19 +111,20 @@ pub fn add_system(surface: &mut Surface, remember: bool) -> Vec<Skipped> {
     for p in own_terminals() {
         surface.add(Rule { path: p, mode: Mode::Rw, origin: Origin::System("the terminal interpose runs in") });
     }
-    // Files that /etc links to elsewhere, such as resolv.conf under /run.
-    for target in etc_link_targets() {
+    // Whatever in /etc only its owner or group may read is a secret too
+    // (SSH host keys, TLS keys, credential stores): the sandboxed command may
+    // run as root, so file permissions alone would not stop it.
+    let kept = Kept::load(listings::default_path());
+    let (secrets, walked) = unreadable_by_others(Path::new("/etc"), 3, (&kept, now()));
+    // Files that /etc links to elsewhere, such as resolv.conf under /run:
+    // found among the names the walk has of /etc (its first listing).
+    for target in walked.first().map(|etc| link_targets(Path::new("/etc"), etc.listing())).unwrap_or_default() {
         surface.add(Rule { path: target, mode: Mode::Ro, origin: Origin::System("target of a link in /etc") });
     }
     // Denied whether or not they exist yet, so a later-created one is too.
     for p in SECRETS {
         surface.add(Rule { path: PathBuf::from(p), mode: Mode::Deny, origin: Origin::System("host secret") });
     }
-    // Whatever in /etc only its owner or group may read is a secret too
-    // (SSH host keys, TLS keys, credential stores): the sandboxed command may
-    // run as root, so file permissions alone would not stop it.
-    let kept = Kept::load(listings::default_path());
-    let (secrets, walked) = unreadable_by_others(Path::new("/etc"), 3, (&kept, now()));
     for p in secrets {
         surface.add(Rule { path: p, mode: Mode::Deny, origin: Origin::System("not world-readable") });
     }
@@ -169,12 +170,20 @@ fn own_terminals() -> Vec<PathBuf> {
     out
 }
 
-fn etc_link_targets() -> Vec<PathBuf> {
-    let Ok(dir) = std::fs::read_dir("/etc") else { return Vec::new() };
-    dir.flatten()
-        .filter(|e| e.file_type().is_ok_and(|t| t.is_symlink()))
-        .filter_map(|e| std::fs::canonicalize(e.path()).ok())
-        .filter(|t| t.is_file() && !t.starts_with("/etc") && !t.starts_with("/proc"))
+/// The files outside `top` and `/proc` that the symlinks among `top`'s
+/// names (`listing`, the walk's) lead to.
+fn link_targets(top: &Path, listing: &Listing) -> Vec<PathBuf> {
+    listing
+        .entries()
+        .map(|(name, kind)| (top.join(std::ffi::OsStr::from_bytes(name)), kind))
+        // A type the directory did not give is asked of the entry itself.
+        .filter(|(path, kind)| match *kind {
+            libc::DT_LNK => true,
+            libc::DT_UNKNOWN => path.symlink_metadata().is_ok_and(|m| m.file_type().is_symlink()),
+            _ => false,
+        })
+        .filter_map(|(path, _)| std::fs::canonicalize(path).ok())
+        .filter(|t| t.is_file() && !t.starts_with(top) && !t.starts_with("/proc"))
         .collect()
 }
 
@@ -336,6 +345,46 @@ pub fn proc_mounts() -> Vec<PathBuf> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_files_links_lead_to_outside_are_found_by_the_listing() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        let (top, outside) = (root.join("etc"), root.join("run"));
+        for d in [&top, &outside, &outside.join("dir")] {
+            std::fs::create_dir_all(d).unwrap();
+        }
+        std::fs::write(outside.join("resolv.conf"), "x").unwrap();
+        std::fs::write(outside.join("other"), "x").unwrap();
+        std::fs::write(top.join("real"), "x").unwrap();
+        let link = |to: &Path, name: &str| std::os::unix::fs::symlink(to, top.join(name)).unwrap();
+        link(&outside.join("resolv.conf"), "resolv.conf");
+        link(&outside.join("dir"), "to-a-directory");
+        link(&top.join("real"), "inside");
+        link(&outside.join("gone"), "dangling");
+        link(&outside.join("other"), "typed-unknown");
+        let st = fs::fstat(
+            fs::openat(fs::Dir::Cwd, &CString::new(top.as_os_str().as_bytes()).unwrap(), fs::LIST_DIRECTORY, 0)
+                .unwrap()
+                .as_fd(),
+        )
+        .unwrap();
+        let mut listing = Listing::new(b"", listings::DirId::of(&st), 0);
+        for e in std::fs::read_dir(&top).unwrap().flatten() {
+            let name = e.file_name();
+            // As a file system that gives no types would list it.
+            let kind = match (name.to_str(), e.file_type().unwrap()) {
+                (Some("typed-unknown"), _) => libc::DT_UNKNOWN,
+                (_, t) if t.is_symlink() => libc::DT_LNK,
+                (_, t) if t.is_dir() => libc::DT_DIR,
+                _ => libc::DT_REG,
+            };
+            listing.push(name.as_bytes(), kind);
+        }
+        let mut found = link_targets(&top, &listing);
+        found.sort();
+        assert_eq!(found, vec![outside.join("other"), outside.join("resolv.conf")]);
+    }
 
     use crate::policy::{Access, NoProcesses as Nobody};
 
