@@ -30,9 +30,8 @@
 use super::Errno;
 use std::os::fd::RawFd;
 
-/// The keeper's stack, above one guard page.
+/// The keeper's stack (above one guard page, [`super::process::ChildStack`]).
 const STACK: usize = 64 * 1024;
-const PAGE: usize = 4096;
 
 /// One raw system call: the result, or `-errno`. Never touches `errno`.
 ///
@@ -69,44 +68,18 @@ unsafe fn raw(nr: libc::c_long, a: [usize; 6]) -> isize {
 /// `interpose` is readable (gone), then exits. Both descriptors stay open
 /// here too; the keeper has copies of its own.
 pub fn start(interpose: RawFd, sock: RawFd) -> Result<(), Errno> {
-    // SAFETY: a new anonymous private mapping, which nothing else refers to.
-    let base = unsafe {
-        libc::mmap(
-            std::ptr::null_mut(),
-            STACK + PAGE,
-            libc::PROT_READ | libc::PROT_WRITE,
-            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_STACK,
-            -1,
-            0,
-        )
-    };
-    if base == libc::MAP_FAILED {
-        return Err(Errno::last());
-    }
-    let unmap = || {
-        // SAFETY: the mapping made above, which no process runs on.
-        unsafe { libc::munmap(base, STACK + PAGE) };
-    };
-    // SAFETY: the lowest page of that mapping becomes inaccessible: an
-    // overflow of the keeper's stack faults instead of writing below it.
-    if unsafe { libc::mprotect(base, PAGE, libc::PROT_NONE) } != 0 {
-        let e = Errno::last();
-        unmap();
-        return Err(e);
-    }
-    let top = base as usize + STACK + PAGE;
+    let stack = super::process::ChildStack::new(STACK)?;
     let arg = ((interpose as u32 as usize) << 32) | sock as u32 as usize;
     // SAFETY: `detach` runs on the new stack (16-byte aligned, page-aligned
     // in fact), shares our memory and keeps the rules of this file's
     // # Safety; glibc's clone calls it and then the exit system call,
     // touching nothing of ours in the child.
-    let pid = unsafe { libc::clone(detach, top as *mut libc::c_void, libc::CLONE_VM | libc::SIGCHLD, arg as *mut _) };
+    let pid = unsafe { libc::clone(detach, stack.top(), libc::CLONE_VM | libc::SIGCHLD, arg as *mut _) };
     if pid < 0 {
-        let e = Errno::last();
-        unmap();
-        return Err(e);
+        return Err(Errno::last());
     }
     // The stack is the keeper's from now on: never unmapped.
+    stack.keep_mapped();
     Ok(())
 }
 

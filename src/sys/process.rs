@@ -87,6 +87,21 @@ impl ChildStack {
     }
 }
 
+impl ChildStack {
+    /// Where a process started on it begins: the top of the mapping
+    /// (page-aligned, so 16-byte aligned as the ABI wants).
+    pub fn top(&self) -> *mut libc::c_void {
+        // SAFETY: one past the end of the mapping made in `new`.
+        unsafe { self.base.cast::<u8>().add(self.len).cast() }
+    }
+
+    /// Leaves the stack mapped for good: for a process that outlives every
+    /// owner it could have here (the keeper).
+    pub fn keep_mapped(self) {
+        std::mem::forget(self);
+    }
+}
+
 impl Drop for ChildStack {
     fn drop(&mut self) {
         // SAFETY: the mapping made in `new`, used by no child any more (the
@@ -112,12 +127,8 @@ pub unsafe fn spawn_on(
     f: extern "C" fn(*mut libc::c_void) -> libc::c_int,
     arg: *mut libc::c_void,
 ) -> Result<libc::pid_t, Errno> {
-    // SAFETY: the top of the mapping (page-aligned, so 16-byte aligned as
-    // the ABI wants); the caller vouches for `f` and `arg`.
-    let pid = unsafe {
-        let top = stack.base.cast::<u8>().add(stack.len).cast::<libc::c_void>();
-        libc::clone(f, top, libc::CLONE_VM | libc::CLONE_VFORK | libc::SIGCHLD, arg)
-    };
+    // SAFETY: a new stack of its own; the caller vouches for `f` and `arg`.
+    let pid = unsafe { libc::clone(f, stack.top(), libc::CLONE_VM | libc::CLONE_VFORK | libc::SIGCHLD, arg) };
     cvt(pid as libc::c_long).map(|p| p as libc::pid_t)
 }
 

@@ -834,12 +834,13 @@ os.kill(pid, 9)
     );
 }
 
-/// The command's PID namespace has an init (pid 1 there) that shares
-/// interpose's memory: whoever could read or write it would read or write
-/// the supervisor. Every way one process reaches another's memory or
-/// descriptors is tried on it; natively root takes them all from a
-/// process that is not dumpable (as the init is). A refusal must be one
-/// of permission: "no such address" would mean the way was open.
+/// The command's PID namespace has an init (pid 1 there) that holds a
+/// copy of interpose's memory (an init sharing it was measured and not
+/// kept: the supervisor's own opens of `/proc/1/mem` reached interpose
+/// itself, docs/performance.md). Every way one process reaches another's
+/// memory or descriptors is tried on it; natively root takes them all
+/// from a process that is not dumpable (as the init is). A refusal must
+/// be one of permission: "no such address" would mean the way was open.
 #[test]
 fn the_command_cannot_reach_its_inits_memory() {
     let Some(t) = kernel_tree() else { return };
