@@ -73,17 +73,18 @@ pub struct Skipped {
 /// processes there, never the host's), the kept listings of `/etc` carved
 /// out (a session that could write them would hide a secret from the next
 /// one's walk, whatever either's surface), and with `system` the built-in
-/// system surface ([`add_system`], `remember` as there).
+/// system surface (`add_system`, `remember` as there).
 pub fn base(system: bool, remember: bool) -> Surface {
     let mut surface = Surface::new();
     for m in proc_mounts() {
         surface.add_proc_mount(m);
     }
-    if let Some(Ok(dir)) = listings::default_path().as_deref().and_then(Path::parent).map(super::canonical_lenient) {
+    let kept_at = listings::default_path();
+    if let Some(Ok(dir)) = kept_at.as_deref().and_then(Path::parent).map(super::canonical_lenient) {
         surface.add(Rule { path: dir, mode: Mode::Deny, origin: Origin::System("the kept listings of /etc") });
     }
     if system {
-        for skipped in add_system(&mut surface, remember) {
+        for skipped in add_system(&mut surface, remember, kept_at) {
             tracing::debug!("system surface: skipped {}: {}", skipped.path, skipped.why);
         }
     }
@@ -93,9 +94,10 @@ pub fn base(system: bool, remember: bool) -> Surface {
 /// Adds the built-in system surface to `surface`. Returns what was skipped.
 /// The procfs mounts and the kept listings' carve-out are [`base`]'s, with
 /// or without this surface.
-/// With `remember`, the walk of `/etc` keeps its listings for the next
-/// session ([`super::listings`]).
-pub fn add_system(surface: &mut Surface, remember: bool) -> Vec<Skipped> {
+/// The walk of `/etc` uses the listings kept at `kept_at` and, with
+/// `remember`, keeps its own there for the next session
+/// ([`super::listings`]).
+fn add_system(surface: &mut Surface, remember: bool, kept_at: Option<PathBuf>) -> Vec<Skipped> {
     let mut skipped = Vec::new();
     let mut add = |path: &str, mode: Mode, why: &'static str, surface: &mut Surface| {
         if let Err(e) = surface.add_path(Path::new(path), mode, Origin::System(why)) {
@@ -114,7 +116,7 @@ pub fn add_system(surface: &mut Surface, remember: bool) -> Vec<Skipped> {
     // Whatever in /etc only its owner or group may read is a secret too
     // (SSH host keys, TLS keys, credential stores): the sandboxed command may
     // run as root, so file permissions alone would not stop it.
-    let kept = Kept::load(listings::default_path());
+    let kept = Kept::load(kept_at);
     let (secrets, walked) = unreadable_by_others(Path::new("/etc"), 3, (&kept, now()));
     // Files that /etc links to elsewhere, such as resolv.conf under /run:
     // found among the names the walk has of /etc (its first listing).
@@ -500,11 +502,7 @@ mod tests {
 
     #[test]
     fn system_surface_reads_programs_but_not_secrets() {
-        let mut s = Surface::new();
-        for m in proc_mounts() {
-            s.add_proc_mount(m);
-        }
-        add_system(&mut s, false);
+        let s = base(true, false);
         let ok = |p: &str, a| s.decide(p.as_bytes(), a, &Nobody).allowed;
         assert!(ok("/usr/bin/env", Access::Exec));
         assert!(ok("/etc/passwd", Access::Read));
