@@ -459,7 +459,8 @@ impl Layout {
     /// For each surface rule, whether the kernel also grants what the rule
     /// does, so that a call it allowed may be continued without being
     /// refused where the supervisor would allow it: the rule is granted as
-    /// a whole tree with its own mode (carve-outs beneath it masked).
+    /// a whole tree with its own mode (carve-outs beneath it masked), or is
+    /// a device granted with its mode.
     pub fn exact_rules(&self, surface: &Surface) -> Vec<bool> {
         let trees: std::collections::HashMap<&Path, Mode> = self
             .grants
@@ -467,8 +468,9 @@ impl Layout {
             .filter_map(|(p, g, dir)| match g {
                 // A rule on a file holds its inode, which a rename over the
                 // name replaces (an editor's or agent's atomic save): the
-                // kernel would then refuse the name the surface grants.
-                Grant::Tree(m) if *dir => Some((p.as_path(), *m)),
+                // kernel would then refuse the name the surface grants. A
+                // device's node is the system's, made once (`/dev/null`).
+                Grant::Tree(m) if *dir || is_device(p) => Some((p.as_path(), *m)),
                 Grant::Tree(_) | Grant::Parent(_) => None,
             })
             .collect();
@@ -478,6 +480,12 @@ impl Layout {
         }
         exact
     }
+}
+
+/// Whether `path` leads to a character device.
+fn is_device(path: &Path) -> bool {
+    use std::os::unix::fs::FileTypeExt;
+    path.metadata().is_ok_and(|m| m.file_type().is_char_device())
 }
 
 /// What the backstop holds once built.

@@ -76,6 +76,29 @@ fn path_buffer_race_on_open_never_reads_the_denied_file() {
     }
 }
 
+/// The same race from `/dev/null`, which the kernel opens itself on the
+/// path as written (a shell opens it at every redirection): a swapped path
+/// reaches only what the backstop grants, so the secret is never read.
+#[test]
+fn path_buffer_race_from_dev_null_never_reads_the_denied_file() {
+    let Some(t) = kernel_tree() else { return };
+    let bin = copy_into(&t, "race_open");
+    let secret = t.outside.join("secret");
+    let args = [bin.to_str().unwrap(), "/dev/null", secret.to_str().unwrap(), "top-secret-marker", "20000"];
+
+    wins_natively(&args);
+
+    for extra in [&[][..], &["--no-landlock"][..]] {
+        let o = t.command(extra, &args).output().unwrap();
+        let out = stdout(&o);
+        assert_eq!(leaks(&out), 0, "{extra:?}: {out}");
+        assert_eq!(o.status.code(), Some(0), "{extra:?}: {}", stderr(&o));
+        // /dev/null itself was opened, not refused along with the secret.
+        let opened: u64 = out.split_whitespace().find_map(|w| w.strip_prefix("opened=")?.parse().ok()).unwrap();
+        assert!(opened > 0, "{extra:?}: {out}");
+    }
+}
+
 /// The same race aimed at another process's `/proc/<pid>/cmdline` (world
 /// readable, no ptrace check), where the command sees the host's `/proc`
 /// (`--no-namespace`) and its surface grants procfs whole (`--ro /proc`,

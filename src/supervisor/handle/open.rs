@@ -293,7 +293,7 @@ impl Call<'_> {
     /// once more, [`crate::supervisor::resolve::Resolver::canonical`]): it
     /// is then canonical as joined, and the record says what the check
     /// found; anything else is resolved in full. Not for paths in procfs
-    /// or `/dev` (decided per process or opened here). With `canonical`,
+    /// (decided per process) or `/dev/ptmx` (opened here). With `canonical`,
     /// only such a path in any case (an exec: where a symlink leads
     /// elsewhere, the full route names the target a refusal is explained
     /// by). Nothing read from the caller is acted on, so the notification
@@ -305,7 +305,14 @@ impl Call<'_> {
         (access, existing, canonical): (Access, Option<Access>, bool),
     ) -> bool {
         let Some(plain) = self.plain_path(written, dirfd) else { return false };
-        if plain.path.starts_with(b"/dev/") {
+        // The multiplexer is opened here, so that the terminal it makes is
+        // known to be the command's. Any other device under a rule the
+        // backstop holds exactly (`/dev/null`, which shell redirections
+        // open all the time) is the kernel's to open: a path swapped in
+        // reaches only what the backstop grants, and a terminal the command
+        // made is none of it (nor of the surface's rules: its name takes
+        // the full route).
+        if &plain.path[..] == b"/dev/ptmx" {
             return false;
         }
         // Outside procfs: decided by the trie and the patterns.
