@@ -129,6 +129,10 @@ pub struct Supervisor {
     /// Which worker receives ([`turn`]).
     turn: turn::Turn,
     workers: AtomicUsize,
+    /// The first worker's thread, made with the supervisor's state
+    /// ([`Supervisor::prepare`]), until [`Supervisor::start`] hands it
+    /// the supervisor.
+    first_worker: std::sync::Mutex<Option<FirstWorker>>,
     audit_level: AuditLevel,
     /// `interpose bench`'s notification floor: every notification is
     /// answered CONTINUE at once, nothing read or decided.
@@ -298,12 +302,35 @@ const REPEATS_KEPT: usize = 65_536;
 /// supervisor.
 pub struct Prepared {
     ground: Ground,
+    first_worker: Option<FirstWorker>,
     rule_names: Vec<String>,
     audit: Option<Sink>,
     audit_level: AuditLevel,
     floor: bool,
     container_init: Option<u32>,
     ask: Option<AskConfig>,
+}
+
+/// A worker's thread made before the supervisor exists, waiting for it
+/// ([`Supervisor::start`]): a thread takes tens of microseconds to make,
+/// which the command's first call would otherwise wait for.
+struct FirstWorker {
+    start: std::sync::mpsc::SyncSender<Arc<Supervisor>>,
+}
+
+impl FirstWorker {
+    /// The thread, waiting; `None` if none could be made (the first worker
+    /// is then made at the start). A supervisor dropped unstarted ends it.
+    fn spawn() -> Option<FirstWorker> {
+        let (start, started) = std::sync::mpsc::sync_channel::<Arc<Supervisor>>(1);
+        let wait = move || {
+            if let Ok(me) = started.recv() {
+                me.worker();
+            }
+        };
+        std::thread::Builder::new().name("interpose-worker".into()).spawn(wait).ok()?;
+        Some(FirstWorker { start })
+    }
 }
 
 impl Prepared {
@@ -313,7 +340,7 @@ impl Prepared {
     /// `/proc` is decided by presence there (every process it shows is the
     /// command's init or one of its descendants).
     pub fn finish(self, listener: OwnedFd, command_root: Option<OwnedFd>) -> Result<Arc<Supervisor>, Errno> {
-        let Prepared { mut ground, rule_names, audit, audit_level, floor, container_init, ask } = self;
+        let Prepared { mut ground, first_worker, rule_names, audit, audit_level, floor, container_init, ask } = self;
         if let Some(root) = &command_root {
             let proc = fs::openat(Dir::Fd(root.as_fd()), c"proc", libc::O_PATH | libc::O_DIRECTORY, 0)?;
             let like = match container_init {
@@ -333,6 +360,7 @@ impl Prepared {
             idle: AtomicUsize::new(0),
             turn: turn::Turn::default(),
             workers: AtomicUsize::new(0),
+            first_worker: std::sync::Mutex::new(first_worker),
             audit_level,
             floor,
             exec_refusals: std::sync::Mutex::new(Vec::new()),
@@ -409,7 +437,8 @@ impl Supervisor {
             records_allowed: records && audit_level == AuditLevel::All,
             journal,
         };
-        Ok(Prepared { ground, rule_names, audit, audit_level, floor, container_init, ask })
+        let first_worker = FirstWorker::spawn();
+        Ok(Prepared { ground, first_worker, rule_names, audit, audit_level, floor, container_init, ask })
     }
 
     /// The surface every call is decided against.
@@ -437,9 +466,19 @@ impl Supervisor {
         Context::new(&self.ground, &self.memory, self.listener.as_fd(), self.asking.as_ref().map(|(a, _)| a))
     }
 
-    /// Starts the first worker (it starts the one waiting to take over).
+    /// Starts the first worker (it starts the one waiting to take over):
+    /// the thread made ahead, if there is one.
     pub fn start(self: &Arc<Self>) {
-        self.spawn_worker();
+        let ahead = self.first_worker.lock().unwrap_or_else(std::sync::PoisonError::into_inner).take();
+        match ahead {
+            Some(first) if self.enlist() => {
+                if first.start.send(Arc::clone(self)).is_err() {
+                    self.leave();
+                    self.spawn_worker();
+                }
+            }
+            _ => self.spawn_worker(),
+        }
     }
 
     /// With `--ask`: starts the approvals hub, before [`Supervisor::start`].
@@ -467,34 +506,52 @@ impl Supervisor {
     }
 
     fn spawn_worker(self: &Arc<Self>) {
-        if self.workers.fetch_add(1, Ordering::SeqCst) >= MAX_WORKERS {
-            self.workers.fetch_sub(1, Ordering::SeqCst);
+        if !self.enlist() {
             return;
         }
-        self.idle.fetch_add(1, Ordering::SeqCst);
         let me = Arc::clone(self);
         let spawned = std::thread::Builder::new().name("interpose-worker".into()).spawn(move || me.worker());
         if spawned.is_err() {
-            self.workers.fetch_sub(1, Ordering::SeqCst);
-            self.idle.fetch_sub(1, Ordering::SeqCst);
+            self.leave();
         }
     }
 
+    /// Counts one more worker, idle; false (and counted nothing) when
+    /// there are as many as there may be.
+    fn enlist(&self) -> bool {
+        if self.workers.fetch_add(1, Ordering::SeqCst) >= MAX_WORKERS {
+            self.workers.fetch_sub(1, Ordering::SeqCst);
+            return false;
+        }
+        self.idle.fetch_add(1, Ordering::SeqCst);
+        true
+    }
+
+    /// Counts a worker, idle, out.
+    fn leave(&self) {
+        self.workers.fetch_sub(1, Ordering::SeqCst);
+        self.idle.fetch_sub(1, Ordering::SeqCst);
+    }
+
     fn worker(self: Arc<Self>) {
-        let leave = |me: &Self| {
-            me.workers.fetch_sub(1, Ordering::SeqCst);
-            me.idle.fetch_sub(1, Ordering::SeqCst);
-        };
         let mut held = None;
+        // The one to take over from the first holder is started once its
+        // first call is answered: until then the only sandboxed task is
+        // the command's first, waiting for that very call (its exec), so
+        // no other call can wait behind it, and the thread is not made
+        // while the command waits.
+        let mut standby_due = false;
         loop {
             let tenure = match held {
                 Some(t) => t,
                 None => {
-                    let Some((t, alone)) = self.turn.take() else { return leave(&self) };
-                    if alone {
+                    let Some((t, alone)) = self.turn.take() else { return self.leave() };
+                    match alone {
+                        true if t.is_first() => standby_due = true,
                         // Nobody is left to take over from us if a call
                         // stalls: start someone who can.
-                        self.spawn_worker();
+                        true => self.spawn_worker(),
+                        false => {}
                     }
                     held = Some(t);
                     t
@@ -513,12 +570,12 @@ impl Supervisor {
                 // Hung up: every worker ends, none is started.
                 None => {
                     self.turn.close();
-                    return leave(&self);
+                    return self.leave();
                 }
                 Some(Err(e)) => {
                     tracing::error!("receiving notifications failed: {e}; the worker stops");
                     self.turn.release(tenure);
-                    return leave(&self);
+                    return self.leave();
                 }
             };
             if self.floor {
@@ -534,6 +591,9 @@ impl Supervisor {
             self.stats.notifications.fetch_add(1, Ordering::Relaxed);
             self.dispatch(&notif, started);
             self.idle.fetch_add(1, Ordering::SeqCst);
+            if std::mem::take(&mut standby_due) {
+                self.spawn_worker();
+            }
             if !self.turn.done(tenure) {
                 // Taken over while this call stalled: wait like the rest.
                 held = None;

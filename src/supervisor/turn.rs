@@ -49,6 +49,13 @@ pub struct Turn {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Tenure(u64);
 
+impl Tenure {
+    /// Whether this is the first turn a worker took.
+    pub fn is_first(self) -> bool {
+        self.0 == 1
+    }
+}
+
 impl Turn {
     fn lock(&self) -> std::sync::MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
