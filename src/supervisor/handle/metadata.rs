@@ -143,13 +143,15 @@ impl Call<'_> {
                 self.take_identity()?;
                 let (arg, follow, empty) = self.target()?;
                 // What is recorded or asked about must be the caller's own
-                // path: with a trail or approvals the notification is known
-                // pending first. Without, only an answer that writes into
-                // the caller needs that; an error or access(2)'s answer acts
-                // on nothing, and a stale notification takes no answer.
+                // path: with a trail or approvals it is known to be first
+                // (as an answer written into the caller is, without asking
+                // again once its kept task was confirmed). Without, only an
+                // answer that writes into the caller needs that; an error
+                // or access(2)'s answer acts on nothing, and a stale
+                // notification takes no answer.
                 let recorded = self.cx.ground.records || self.cx.ask.is_some();
                 if recorded {
-                    self.still_valid()?;
+                    self.still_the_caller()?;
                 }
                 let r = match self.joined.take() {
                     Some(r) => Ok(r),
