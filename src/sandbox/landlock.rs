@@ -149,6 +149,10 @@ pub struct Layout {
     /// would move it away from the name the surface protects). Fast mode
     /// leaves name operations to the kernel only then.
     pub names_exact: bool,
+    /// The rules' paths that are character devices (`/dev/null`): a
+    /// device's node is the system's, made once, never saved over by a
+    /// rename, so a grant of it holds the rule exactly ([`Layout::exact_rules`]).
+    pub devices: Vec<PathBuf>,
 }
 
 /// What a directory of an expanded tree gets itself: listing only. Its
@@ -248,12 +252,18 @@ pub fn layout(surface: &Surface, mounts: bool) -> Layout {
     // What each rule's path is now (`None`: absent; else whether it is a
     // directory), looked at once: the carve-outs, the grants and the
     // entries granted later each asked again.
-    let kinds: std::collections::HashMap<&Path, Option<bool>> = surface
+    let kinds: std::collections::HashMap<&Path, Option<std::fs::FileType>> = surface
         .effective_rules()
         .filter(|(_, r)| !matches!(surface.proc_place(r.path.as_os_str().as_bytes()), ProcPlace::Pid(..)))
-        .map(|(_, r)| (r.path.as_path(), r.path.metadata().ok().map(|m| m.is_dir())))
+        .map(|(_, r)| (r.path.as_path(), r.path.metadata().ok().map(|m| m.file_type())))
         .collect();
-    let kind_of = |p: &Path| kinds.get(p).copied().unwrap_or_else(|| p.metadata().ok().map(|m| m.is_dir()));
+    let kind_of = |p: &Path| {
+        kinds.get(p).copied().unwrap_or_else(|| p.metadata().ok().map(|m| m.file_type())).map(|t| t.is_dir())
+    };
+    let devices = {
+        use std::os::unix::fs::FileTypeExt;
+        kinds.iter().filter(|(_, t)| t.is_some_and(|t| t.is_char_device())).map(|(p, _)| p.to_path_buf()).collect()
+    };
     // The granting rules' paths, split once: whether one lies beneath a
     // directory is a comparison of components (`Path::starts_with` split
     // both paths again for every pair).
@@ -349,7 +359,7 @@ pub fn layout(surface: &Surface, mounts: bool) -> Layout {
         && !grants.iter().any(|(_, g, _)| matches!(g, Grant::Parent(_)))
         && !surface.globs().iter().any(|g| g.effect == GlobEffect::Grant && !surface.grant_pattern_redundant(g));
     let names_exact = reads_exact && sound.creates && !writable_carve;
-    Layout { grants, masks, sound, missing, reads_exact, names_exact }
+    Layout { grants, masks, sound, missing, reads_exact, names_exact, devices }
 }
 
 /// Whether a carved-out file the ruleset was expanded around is a hard
@@ -470,7 +480,7 @@ impl Layout {
                 // name replaces (an editor's or agent's atomic save): the
                 // kernel would then refuse the name the surface grants. A
                 // device's node is the system's, made once (`/dev/null`).
-                Grant::Tree(m) if *dir || is_device(p) => Some((p.as_path(), *m)),
+                Grant::Tree(m) if *dir || self.devices.contains(p) => Some((p.as_path(), *m)),
                 Grant::Tree(_) | Grant::Parent(_) => None,
             })
             .collect();
@@ -480,12 +490,6 @@ impl Layout {
         }
         exact
     }
-}
-
-/// Whether `path` leads to a character device.
-fn is_device(path: &Path) -> bool {
-    use std::os::unix::fs::FileTypeExt;
-    path.metadata().is_ok_and(|m| m.file_type().is_char_device())
 }
 
 /// What the backstop holds once built.
@@ -679,6 +683,23 @@ mod tests {
         // supervisor's.
         assert_eq!(parent_rights(), BitFlags::from(AccessFs::ReadDir));
         assert!(l.sound.creates() && !l.names_exact);
+    }
+
+    /// A rule on a file is not held exactly (a rename over the name leaves
+    /// the kernel's rule on the old inode); one on a device is.
+    #[test]
+    fn a_device_is_held_exactly_a_file_is_not() {
+        let (_d, root) = tree(&["notes.txt"]);
+        let mut s = Surface::new();
+        rule(&mut s, root.join("notes.txt"), Mode::Rw);
+        rule(&mut s, "/dev/null".into(), Mode::Rw);
+        rule(&mut s, "/dev/zero".into(), Mode::Ro);
+        let l = layout(&s, true);
+        let exact = l.exact_rules(&s);
+        let held = |p: &Path| exact[s.lookup(p.as_os_str().as_bytes()).unwrap() as usize];
+        assert!(!held(&root.join("notes.txt")));
+        assert!(held(Path::new("/dev/null")) && held(Path::new("/dev/zero")));
+        assert_eq!(l.devices.len(), 2);
     }
 
     #[test]
