@@ -46,8 +46,21 @@ impl Supervisor {
         // The worker's own credentials are the caller's: seizing needs the
         // supervisor's (CAP_SYS_PTRACE it keeps; the rest for a caller that
         // changed its own).
-        let seized =
-            super::identity::as_supervisor(|| ptrace::seize(tid, options).and_then(|()| ptrace::interrupt(tid)));
+        let seize =
+            || super::identity::as_supervisor(|| ptrace::seize(tid, options).and_then(|()| ptrace::interrupt(tid)));
+        let mut seized = seize();
+        // A runtime's caller waits interruptibly: a signal (Go preempts its
+        // threads with SIGURG) ends the wait, and the exec is made again, a
+        // new notification, while the worker that took the first one still
+        // holds the thread, about to let it go at the stop its interrupt
+        // makes. Seizing fails then (EPERM, traced already); it is tried
+        // again while the tracer is this supervisor or, let go since,
+        // nobody, for a bounded while.
+        let until = std::time::Instant::now() + std::time::Duration::from_millis(100);
+        while seized == Err(Errno::EPERM) && self.traced_by_us_or_none(v.tid) && std::time::Instant::now() < until {
+            std::thread::sleep(std::time::Duration::from_micros(200));
+            seized = seize();
+        }
         match seized {
             Ok(()) => {}
             // Gone: nobody to answer.
@@ -103,6 +116,14 @@ impl Supervisor {
                 Ok(Stopped::Gone { .. }) | Err(_) => return None,
             }
         }
+    }
+
+    /// Whether thread `tid` is traced by a thread of this process (a worker
+    /// checking an exec of it: `TracerPid` names the tracing thread) or by
+    /// none.
+    fn traced_by_us_or_none(&self, tid: u32) -> bool {
+        let tracer = crate::sys::procfs::Status::of(tid).and_then(|s| s.field("TracerPid:")?.parse::<u32>().ok());
+        tracer.is_some_and(|t| t == 0 || std::path::Path::new(&format!("/proc/self/task/{t}")).exists())
     }
 
     /// At the exec stop of `tid`: the first file it maps to run that the

@@ -23,6 +23,22 @@ pub const STALL: Duration = Duration::from_millis(5);
 /// How often a waiting worker looks whether the holder is stuck.
 const LOOK_EVERY: Duration = Duration::from_millis(10);
 
+/// [`STALL`] and [`LOOK_EVERY`]; in a debug build (the tests') both
+/// `INTERPOSE_TEST_STALL_US` microseconds where it is set, so that a test
+/// can have calls taken over at will (races between workers show then).
+fn timing() -> (Duration, Duration) {
+    #[cfg(debug_assertions)]
+    {
+        static SET: std::sync::OnceLock<Option<Duration>> = std::sync::OnceLock::new();
+        let set =
+            SET.get_or_init(|| std::env::var("INTERPOSE_TEST_STALL_US").ok()?.parse().ok().map(Duration::from_micros));
+        if let Some(d) = *set {
+            return (d, d);
+        }
+    }
+    (STALL, LOOK_EVERY)
+}
+
 #[derive(Debug, Default)]
 struct State {
     /// Whether a worker holds the turn.
@@ -67,6 +83,7 @@ impl Turn {
     /// someone can take over from it in turn). `None` once the listener has
     /// hung up: the worker ends.
     pub fn take(&self) -> Option<(Tenure, bool)> {
+        let (stall, look_every) = timing();
         let mut s = self.lock();
         s.waiting += 1;
         loop {
@@ -74,7 +91,7 @@ impl Turn {
                 s.waiting -= 1;
                 return None;
             }
-            let stuck = s.busy_since.is_some_and(|t| t.elapsed() >= STALL);
+            let stuck = s.busy_since.is_some_and(|t| t.elapsed() >= stall);
             if !s.taken || stuck {
                 s.taken = true;
                 s.tenure += 1;
@@ -82,7 +99,7 @@ impl Turn {
                 s.waiting -= 1;
                 return Some((Tenure(s.tenure), s.waiting == 0));
             }
-            s = self.freed.wait_timeout(s, LOOK_EVERY).unwrap_or_else(PoisonError::into_inner).0;
+            s = self.freed.wait_timeout(s, look_every).unwrap_or_else(PoisonError::into_inner).0;
         }
     }
 

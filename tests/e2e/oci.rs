@@ -31,13 +31,18 @@ struct Agent {
 
 impl Agent {
     fn start() -> Agent {
+        Agent::start_with(&[])
+    }
+
+    /// [`Agent::start`], the agent's environment adding `env`.
+    fn start_with(env: &[(&str, &str)]) -> Agent {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path();
         std::fs::create_dir_all(p.join("policies")).unwrap();
         std::fs::create_dir_all(p.join("audit")).unwrap();
         std::fs::write(p.join("policies/ro.toml"), "cwd = \"/data\"\ndeny = [\"/secret\"]\n").unwrap();
         std::fs::write(p.join("policies/open.toml"), "cwd = \"/data\"\nadditional_reads = [\"/secret\"]\n").unwrap();
-        let child = Agent::spawn(p);
+        let child = Agent::spawn(p, env);
         let sock = p.join("agent.sock");
         wait_until("the agent's socket", 10, || sock.exists());
         Agent { dir, child }
@@ -47,12 +52,13 @@ impl Agent {
     /// one died, say).
     fn restart(&mut self) {
         let _ = std::fs::remove_file(self.dir.path().join("agent.log"));
-        self.child = Agent::spawn(self.dir.path());
+        self.child = Agent::spawn(self.dir.path(), &[]);
         wait_until("the new agent listening", 10, || self.log().contains("listening on"));
     }
 
-    fn spawn(p: &Path) -> Child {
+    fn spawn(p: &Path, env: &[(&str, &str)]) -> Child {
         Command::new(interpose())
+            .envs(env.iter().copied())
             .args(["oci-agent", "--socket"])
             .arg(p.join("agent.sock"))
             .arg("--policy-dir")
@@ -336,6 +342,46 @@ fn a_path_swapped_after_the_check_never_opens_the_carve_out_in_a_container() {
     let out = format!("{}{}", stdout(&o), stderr(&o));
     assert_eq!(leaks(&out), 0, "{out}{}", agent.log());
     assert!(out.contains("opened="), "{out}");
+}
+
+/// A thread signalled while its exec is checked (Go's runtime preempts
+/// runc's init so) has the call made again, a new notification, while the
+/// worker that took the first one still traces the thread (in a container
+/// no Landlock covers execs: each is checked by ptrace at its exec stop).
+/// When another worker has taken the turn over meanwhile (a slow call, a
+/// loaded machine) it handles the new one and cannot seize the thread: it
+/// must wait for the first to let it go, never refuse the exec (`EPERM`,
+/// "exec /bin/sh: operation not permitted" from runc under the suite's
+/// load). Takeovers are forced here, after 30 us (a debug build's
+/// `INTERPOSE_TEST_STALL_US`); with the wait removed, 21 of these 100
+/// execs failed so (58 of 300 in another run).
+#[test]
+fn an_exec_signalled_while_it_is_checked_runs_in_a_container_as_natively() {
+    if !runtime_ok() {
+        return;
+    }
+    let agent = Agent::start_with(&[("INTERPOSE_TEST_STALL_US", "30")]);
+    let script = "/bin/exec_storm 100 /bin/true";
+    let build = |b: &Path| {
+        let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/attacks/exec_storm.c");
+        let o = Command::new("cc")
+            .args(["-static", "-O2", "-pthread", "-o"])
+            .arg(b.join("rootfs/bin/exec_storm"))
+            .arg(&src)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "cc -static: {}", stderr(&o));
+        std::os::unix::fs::symlink("busybox", b.join("rootfs/bin/true")).unwrap();
+    };
+    let natively = bundle(&agent, "storm-native", "ro.toml", script);
+    build(natively.path());
+    let out = native(natively.path(), "interpose-storm-native");
+    assert!(out.contains("execs=100 failed=0"), "{out}");
+    let confined = bundle(&agent, "storm", "ro.toml", script);
+    build(confined.path());
+    let o = runc(confined.path(), "interpose-storm").wait_with_output().unwrap();
+    let out = format!("{}{}", stdout(&o), stderr(&o));
+    assert!(out.contains("execs=100 failed=0"), "{out}\n{}", agent.log());
 }
 
 /// Creates by absolute path resolve in the container's root: a name under
