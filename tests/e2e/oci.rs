@@ -131,6 +131,19 @@ fn bundle(agent: &Agent, id: &str, policy: &str, script: &str) -> tempfile::Temp
     b
 }
 
+/// Builds `tests/attacks/NAME.c` static into the bundle's `rootfs/bin/NAME`
+/// (a container's root has no C library).
+fn build_static(bundle: &Path, name: &str) {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("tests/attacks/{name}.c"));
+    let o = Command::new("cc")
+        .args(["-static", "-O2", "-pthread", "-o"])
+        .arg(bundle.join("rootfs/bin").join(name))
+        .arg(&src)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "cc -static {name}: {}", stderr(&o));
+}
+
 /// Changes the bundle's `config.json` in place.
 fn edit_config(bundle: &Path, edit: impl FnOnce(&mut serde_json::Value)) {
     let path = bundle.join("config.json");
@@ -318,16 +331,7 @@ fn a_path_swapped_after_the_check_never_opens_the_carve_out_in_a_container() {
     }
     let agent = Agent::start();
     let script = "/bin/race_open /data/ok.txt /secret/s.txt top-secret-marker 20000";
-    let build = |b: &Path| {
-        let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/attacks/race_open.c");
-        let o = Command::new("cc")
-            .args(["-static", "-O2", "-pthread", "-o"])
-            .arg(b.join("rootfs/bin/race_open"))
-            .arg(&src)
-            .output()
-            .unwrap();
-        assert!(o.status.success(), "cc -static: {}", stderr(&o));
-    };
+    let build = |b: &Path| build_static(b, "race_open");
     let leaks = |out: &str| -> u64 {
         let n = out.split_whitespace().find_map(|w| w.strip_prefix("leaks=")).and_then(|n| n.parse().ok());
         n.unwrap_or_else(|| panic!("no leaks=N in {out:?}"))
@@ -363,14 +367,7 @@ fn an_exec_signalled_while_it_is_checked_runs_in_a_container_as_natively() {
     let agent = Agent::start_with(&[("INTERPOSE_TEST_STALL_US", "30")]);
     let script = "/bin/exec_storm 100 /bin/true";
     let build = |b: &Path| {
-        let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/attacks/exec_storm.c");
-        let o = Command::new("cc")
-            .args(["-static", "-O2", "-pthread", "-o"])
-            .arg(b.join("rootfs/bin/exec_storm"))
-            .arg(&src)
-            .output()
-            .unwrap();
-        assert!(o.status.success(), "cc -static: {}", stderr(&o));
+        build_static(b, "exec_storm");
         std::os::unix::fs::symlink("busybox", b.join("rootfs/bin/true")).unwrap();
     };
     let natively = bundle(&agent, "storm-native", "ro.toml", script);
