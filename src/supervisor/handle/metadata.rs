@@ -145,13 +145,17 @@ impl Call<'_> {
                 // What is recorded or asked about must be the caller's own
                 // path: with a trail or approvals it is known to be first
                 // (as an answer written into the caller is, without asking
-                // again once its kept task was confirmed). Without, only an
-                // answer that writes into the caller needs that; an error
-                // or access(2)'s answer acts on nothing, and a stale
-                // notification takes no answer.
+                // again once its kept task was confirmed, where no signal
+                // can end the caller's wait; a runtime's callers are asked
+                // about every time). Without, only an answer that writes
+                // into the caller needs that; an error or access(2)'s
+                // answer acts on nothing, and a stale notification takes
+                // no answer.
                 let recorded = self.cx.ground.records || self.cx.ask.is_some();
-                if recorded {
-                    self.still_the_caller()?;
+                match (recorded, self.cx.ground.signals_interrupt) {
+                    (true, false) => self.still_the_caller()?,
+                    (true, true) => self.still_valid()?,
+                    (false, _) => {}
                 }
                 let r = match self.joined.take() {
                     Some(r) => Ok(r),
