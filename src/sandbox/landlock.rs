@@ -249,9 +249,9 @@ impl Beneath {
 /// expanded.
 pub fn layout(surface: &Surface, mounts: bool) -> Layout {
     let carves = carve_outs(surface);
-    // What each rule's path is now (`None`: absent; else whether it is a
-    // directory), looked at once: the carve-outs, the grants and the
-    // entries granted later each asked again.
+    // What each rule's path is now (`None`: absent; else its file type:
+    // a directory, a device), looked at once: the carve-outs, the grants,
+    // the entries granted later and the devices each asked again.
     let kinds: std::collections::HashMap<&Path, Option<std::fs::FileType>> = surface
         .effective_rules()
         .filter(|(_, r)| !matches!(surface.proc_place(r.path.as_os_str().as_bytes()), ProcPlace::Pid(..)))

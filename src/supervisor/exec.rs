@@ -57,7 +57,7 @@ impl Supervisor {
         // again while the tracer is this supervisor or, let go since,
         // nobody, for a bounded while.
         let until = std::time::Instant::now() + std::time::Duration::from_millis(100);
-        while seized == Err(Errno::EPERM) && self.traced_by_us_or_none(v.tid) && std::time::Instant::now() < until {
+        while seized == Err(Errno::EPERM) && traced_by_us_or_none(v.tid) && std::time::Instant::now() < until {
             std::thread::sleep(std::time::Duration::from_micros(200));
             seized = seize();
         }
@@ -118,14 +118,6 @@ impl Supervisor {
         }
     }
 
-    /// Whether thread `tid` is traced by a thread of this process (a worker
-    /// checking an exec of it: `TracerPid` names the tracing thread) or by
-    /// none.
-    fn traced_by_us_or_none(&self, tid: u32) -> bool {
-        let tracer = crate::sys::procfs::Status::of(tid).and_then(|s| s.field("TracerPid:")?.parse::<u32>().ok());
-        tracer.is_some_and(|t| t == 0 || std::path::Path::new(&format!("/proc/self/task/{t}")).exists())
-    }
-
     /// At the exec stop of `tid`: the first file it maps to run that the
     /// surface does not let run, as a refused check (one that would have
     /// been refused, when learning).
@@ -164,4 +156,11 @@ impl Supervisor {
             })
         })
     }
+}
+
+/// Whether thread `tid` is traced by a thread of this process (a worker
+/// checking an exec of it: `TracerPid` names the tracing thread) or by none.
+fn traced_by_us_or_none(tid: u32) -> bool {
+    let tracer = crate::sys::procfs::Status::of(tid).and_then(|s| s.field("TracerPid:")?.parse::<u32>().ok());
+    tracer.is_some_and(|t| t == 0 || std::path::Path::new(&format!("/proc/self/task/{t}")).exists())
 }

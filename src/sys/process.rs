@@ -85,9 +85,7 @@ impl ChildStack {
         cvt(unsafe { libc::mprotect(base, page, libc::PROT_NONE) } as libc::c_long)?;
         Ok(stack)
     }
-}
 
-impl ChildStack {
     /// Where a process started on it begins: the top of the mapping
     /// (page-aligned, so 16-byte aligned as the ABI wants).
     pub fn top(&self) -> *mut libc::c_void {
