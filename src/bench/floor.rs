@@ -151,13 +151,16 @@ fn serve(floor: Floor, listener: &OwnedFd) {
         };
         if floor == Floor::Emulate && notif.data.nr == libc::SYS_openat as i32 {
             if let Some(fd) = opened(listener, &notif) {
-                let _ = seccomp::addfd_send(
-                    listener.as_fd(),
-                    notif.id,
-                    fd.as_fd(),
-                    notif.data.args[2] & libc::O_CLOEXEC as u64 != 0,
-                );
-                continue;
+                let cloexec = notif.data.args[2] & libc::O_CLOEXEC as u64 != 0;
+                match seccomp::addfd_send(listener.as_fd(), notif.id, fd.as_fd(), cloexec) {
+                    // Installed and answered, or the caller is gone.
+                    Ok(_) | Err(Errno::ENOENT) => continue,
+                    // Not installed (an `O_PATH` descriptor, which ADDFD
+                    // cannot take: EBADF; the caller at its descriptor
+                    // limit): the caller still waits, and makes the call
+                    // itself.
+                    Err(e) => tracing::debug!("floor: ADDFD failed ({e}); the open is continued"),
+                }
             }
         }
         let _ = seccomp::send(listener.as_fd(), continued(notif.id));
