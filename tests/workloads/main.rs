@@ -11,6 +11,19 @@
 //!
 //! `cargo xtask workloads [FILTER]` runs those whose name contains FILTER;
 //! `INTERPOSE_WORKLOADS_TRAILS=DIR` keeps each sandboxed run's trail there.
+//! `INTERPOSE_WORKLOADS_MODES=native,audit,floor,emulate,full,fast` runs each
+//! workload again in those modes, each run in a fresh environment, for the
+//! performance issue's whole-command ratios (a measurement, never asserted
+//! beyond ending as the native run did), `INTERPOSE_WORKLOADS_ROUNDS` times
+//! (default 1), every round in another order, and prints the medians:
+//! `native` and `audit` as the two runs above, `floor` the same session
+//! whose supervisor answers every call with CONTINUE at once (`run
+//! --bench-floor`), `emulate` interpose's emulate floor (`debug floor
+//! emulate`: no session, absolute-path opens performed), `full` the
+//! shipped policy without `--audit`, `fast` the
+//! same with `--fast` and Claude Code's configuration directory from
+//! `interpose agent-config claude` (where the shipped policy lets fast mode
+//! engage).
 
 mod home;
 mod list;
@@ -168,10 +181,34 @@ fn wait(mut child: std::process::Child, timeout: Duration) -> (i32, String, Stri
     (status, text(reader.join().unwrap()), text(errs.join().unwrap()))
 }
 
+/// How a run is sandboxed: interpose's arguments up to the workload's own
+/// flags (an `interpose run`) or up to `--` (a floor), and more
+/// environment variables.
+struct Sandbox {
+    args: Vec<String>,
+    run: bool,
+    vars: Vec<(String, String)>,
+}
+
+impl Sandbox {
+    /// `interpose run` with `policy`, a trail where one is given, and `flags`.
+    fn run(policy: &Path, trail: Option<&Path>, flags: &[&str]) -> Sandbox {
+        let mut args = vec!["run".to_string(), "--policy".to_string(), policy.display().to_string()];
+        if let Some(trail) = trail {
+            args.extend(["--audit".to_string(), trail.display().to_string()]);
+        }
+        args.extend(flags.iter().map(|f| f.to_string()));
+        Sandbox { args, run: true, vars: Vec::new() }
+    }
+}
+
 /// Runs `script` in `env`, natively or under interpose.
-fn run(w: &Workload, env: &Env, sandbox: Option<(&Path, &Path)>) -> Run {
+fn run(w: &Workload, env: &Env, sandbox: Option<&Sandbox>) -> Run {
     let script = (w.script)(env);
     let mut vars = env.vars();
+    if let Some(sandbox) = sandbox {
+        vars.extend(sandbox.vars.iter().cloned());
+    }
     if let Some(front) = (w.path_front)(env) {
         for (k, v) in &mut vars {
             if k == "PATH" {
@@ -180,22 +217,19 @@ fn run(w: &Workload, env: &Env, sandbox: Option<(&Path, &Path)>) -> Run {
         }
     }
     let mut prefix = String::new();
-    if let (true, Some((policy, trail))) = (w.wraps, sandbox) {
-        prefix = format!(
-            "{} run --policy {} --audit {} --",
-            env!("CARGO_BIN_EXE_interpose"),
-            policy.display(),
-            trail.display()
-        );
+    if let (true, Some(sandbox)) = (w.wraps, sandbox) {
+        prefix = format!("{} {} --", env!("CARGO_BIN_EXE_interpose"), sandbox.args.join(" "));
     }
     vars.push(("SANDBOX".into(), prefix));
     let mut cmd = match sandbox {
         None => Command::new("/bin/sh"),
         Some(_) if w.wraps => Command::new("/bin/sh"),
-        Some((policy, trail)) => {
+        Some(sandbox) => {
             let mut c = Command::new(env!("CARGO_BIN_EXE_interpose"));
-            c.args(["run", "--policy"]).arg(policy).arg("--audit").arg(trail);
-            c.args((w.flags)(env));
+            c.args(&sandbox.args);
+            if sandbox.run {
+                c.args((w.flags)(env));
+            }
             c.args(["--", "/bin/sh"]);
             c
         }
@@ -361,7 +395,8 @@ fn execute(w: &Workload) -> Verdict {
     let trail = sandbox_env.root.join("trail.jsonl");
     let before: Vec<Vec<String>> = w.unchanged.iter().map(|d| listing(&sandbox_env.home.join(d))).collect();
     let started = std::time::SystemTime::now();
-    let sandboxed = run(w, &sandbox_env, Some((&policy, &trail)));
+    let audited = Sandbox::run(&policy, Some(&trail), &[]);
+    let sandboxed = run(w, &sandbox_env, Some(&audited));
     if w.wraps {
         // interpose ran in a terminal the script has closed: it ends its
         // trail once the command it forwarded the hang-up to is gone.
@@ -419,6 +454,23 @@ fn execute(w: &Workload) -> Verdict {
             problems.push(format!("the host's ~/{dir} changed under interpose (new: {new:?})"));
         }
     }
+    let modes = if w.wraps { Vec::new() } else { measured_modes() };
+    let mut measured: Vec<(Mode, Run)> = Vec::new();
+    for round in 0..measured_rounds() {
+        let mut order = modes.clone();
+        order.rotate_left(round % modes.len().max(1));
+        for mode in order {
+            let env = Env::new();
+            (w.setup)(&env);
+            let policy = policy_file(w, &env);
+            let trail = env.root.join("trail.jsonl");
+            let run = run(w, &env, mode.sandbox(&policy, &trail, &env).as_ref());
+            if let Err(e) = same(&native, &run) {
+                problems.push(format!("in the measured mode {}: {e}", mode.name()));
+            }
+            measured.push((mode, run));
+        }
+    }
     let verdict = if problems.is_empty() {
         Verdict::Ok
     } else {
@@ -444,7 +496,135 @@ fn execute(w: &Workload) -> Verdict {
         ms(sandboxed.elapsed),
         kib(trail_size)
     );
+    if !measured.is_empty() {
+        println!("{}", modes_line(&modes, &measured));
+    }
     verdict
+}
+
+/// A mode a workload is measured in (`INTERPOSE_WORKLOADS_MODES`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    /// No sandbox.
+    Native,
+    /// The shipped policy with `--audit`, as the asserted run.
+    Audit,
+    /// The same session, its supervisor answering CONTINUE at once.
+    Floor,
+    /// interpose's emulate floor (`debug floor emulate`): its filter and
+    /// a supervisor that performs absolute-path opens, no session.
+    Emulate,
+    /// The shipped policy without a trail.
+    Full,
+    /// `--fast` with Claude Code's configuration directory set.
+    Fast,
+}
+
+impl Mode {
+    fn name(self) -> &'static str {
+        match self {
+            Mode::Native => "native",
+            Mode::Audit => "audit",
+            Mode::Floor => "floor",
+            Mode::Emulate => "emulate",
+            Mode::Full => "full",
+            Mode::Fast => "fast",
+        }
+    }
+
+    /// How this mode's run is sandboxed (with `trail` for `audit`).
+    fn sandbox(self, policy: &Path, trail: &Path, env: &Env) -> Option<Sandbox> {
+        Some(match self {
+            Mode::Native => return None,
+            Mode::Audit => Sandbox::run(policy, Some(trail), &[]),
+            Mode::Floor => Sandbox::run(policy, None, &["--bench-floor"]),
+            Mode::Emulate => {
+                Sandbox { args: ["debug", "floor", "emulate"].map(String::from).to_vec(), run: false, vars: Vec::new() }
+            }
+            Mode::Full => Sandbox::run(policy, None, &[]),
+            Mode::Fast => Sandbox {
+                vars: vec![("CLAUDE_CONFIG_DIR".to_string(), agent_config_dir(env))],
+                ..Sandbox::run(policy, None, &["--fast"])
+            },
+        })
+    }
+}
+
+/// `INTERPOSE_WORKLOADS_ROUNDS` (1 when unset).
+fn measured_rounds() -> usize {
+    std::env::var("INTERPOSE_WORKLOADS_ROUNDS").map_or(1, |r| {
+        r.parse().ok().filter(|&n| n > 0).unwrap_or_else(|| panic!("INTERPOSE_WORKLOADS_ROUNDS: {r:?} is no count"))
+    })
+}
+
+/// The modes `INTERPOSE_WORKLOADS_MODES` names (none when unset).
+fn measured_modes() -> Vec<Mode> {
+    let Some(list) = std::env::var_os("INTERPOSE_WORKLOADS_MODES") else { return Vec::new() };
+    list.to_string_lossy()
+        .split(',')
+        .filter(|m| !m.is_empty())
+        .map(|m| match m {
+            "native" => Mode::Native,
+            "audit" => Mode::Audit,
+            "floor" => Mode::Floor,
+            "emulate" => Mode::Emulate,
+            "full" => Mode::Full,
+            "fast" => Mode::Fast,
+            other => {
+                panic!("INTERPOSE_WORKLOADS_MODES: unknown mode {other:?} (native, audit, floor, emulate, full, fast)")
+            }
+        })
+        .collect()
+}
+
+/// The directory `interpose agent-config claude` makes for Claude Code in
+/// `env`'s home, as a user would export it.
+fn agent_config_dir(env: &Env) -> String {
+    let out = Command::new(env!("CARGO_BIN_EXE_interpose"))
+        .args(["agent-config", "claude"])
+        .env_clear()
+        .envs(env.vars())
+        .output()
+        .expect("interpose agent-config claude");
+    let text = String::from_utf8_lossy(&out.stdout);
+    text.lines()
+        .find_map(|l| l.strip_prefix("export CLAUDE_CONFIG_DIR="))
+        .unwrap_or_else(|| panic!("interpose agent-config claude printed no directory: {text}"))
+        .to_string()
+}
+
+/// The suite's median time in every measured mode, and the ratios issue
+/// 33 sets targets for: full over the floors, audit over full, fast over
+/// native.
+fn modes_line(modes: &[Mode], measured: &[(Mode, Run)]) -> String {
+    let median = |mode: Mode| {
+        let mut t: Vec<f64> = measured
+            .iter()
+            .filter(|(m, _)| *m == mode)
+            .map(|(_, r)| r.suite.unwrap_or(r.elapsed).as_secs_f64())
+            .collect();
+        t.sort_by(f64::total_cmp);
+        (!t.is_empty()).then(|| t[t.len() / 2])
+    };
+    let rounds = measured.len() / modes.len().max(1);
+    let mut line = format!("{:<34} suite, median of {rounds}:", "");
+    for &mode in modes {
+        if let Some(t) = median(mode) {
+            line.push_str(&format!(" {} {t:.2} s", mode.name()));
+        }
+    }
+    let ratios = [
+        ("full/floor", Mode::Full, Mode::Floor),
+        ("full/emulate", Mode::Full, Mode::Emulate),
+        ("audit/full", Mode::Audit, Mode::Full),
+        ("fast/native", Mode::Fast, Mode::Native),
+    ];
+    for (name, a, b) in ratios {
+        if let (Some(a), Some(b)) = (median(a), median(b)) {
+            line.push_str(&format!("; {name} {:.2}x", a / b));
+        }
+    }
+    line
 }
 
 fn kib(bytes: u64) -> String {
