@@ -516,14 +516,22 @@ fn the_readme_names_every_flag_of_run() {
 
 /// interpose's own floors run a command as it runs natively (output and
 /// exit status), under its filter: the emulate floor makes the command's
-/// opens itself, relative ones included.
+/// opens itself, relative ones included, and one it cannot install (`ln`
+/// opens the directory it links into with `O_PATH`, which ADDFD does not
+/// take) is made by the command.
 #[test]
 fn the_own_floors_run_commands_as_they_run_natively() {
     let Some(t) = kernel_tree() else { return };
     std::fs::write(t.ws.join("rel.txt"), "relative\n").unwrap();
     for floor in ["continue", "emulate"] {
-        let o = Command::new(interpose())
-            .args(["debug", "floor", floor, "--", "/bin/sh", "-c", "cat rel.txt; cat $RO/data.txt; exit 7"])
+        let _ = std::fs::remove_dir_all(t.ws.join("d"));
+        std::fs::create_dir(t.ws.join("d")).unwrap();
+        let script = "ln -s ../rel.txt d/ && cat d/rel.txt; cat $RO/data.txt; exit 7";
+        // Bounded: a floor that leaves a call unanswered hangs its caller.
+        let o = Command::new("timeout")
+            .arg("60")
+            .arg(interpose())
+            .args(["debug", "floor", floor, "--", "/bin/sh", "-c", script])
             .current_dir(&t.ws)
             .env("RO", &t.ro)
             .output()
