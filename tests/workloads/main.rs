@@ -20,10 +20,9 @@
 //! whose supervisor answers every call with CONTINUE at once (`run
 //! --bench-floor`), `emulate` interpose's emulate floor (`debug floor
 //! emulate`: no session, absolute-path opens performed), `full` the
-//! shipped policy without `--audit`, `fast` the
-//! same with `--fast` and Claude Code's configuration directory from
-//! `interpose agent-config claude` (where the shipped policy lets fast mode
-//! engage).
+//! shipped policy without `--audit`, `fast` the same with `--fast` and
+//! Claude Code's configuration directory from `interpose agent-config
+//! claude` (where the shipped policy lets fast mode engage).
 
 mod home;
 mod list;
@@ -181,24 +180,23 @@ fn wait(mut child: std::process::Child, timeout: Duration) -> (i32, String, Stri
     (status, text(reader.join().unwrap()), text(errs.join().unwrap()))
 }
 
-/// How a run is sandboxed: interpose's arguments up to the workload's own
-/// flags (an `interpose run`) or up to `--` (a floor), and more
-/// environment variables.
+/// How a run is sandboxed: interpose's arguments up to `--` (an
+/// `interpose run` takes the workload's own flags after them, a floor
+/// none), and more environment variables.
 struct Sandbox {
     args: Vec<String>,
-    run: bool,
     vars: Vec<(String, String)>,
 }
 
 impl Sandbox {
     /// `interpose run` with `policy`, a trail where one is given, and `flags`.
-    fn run(policy: &Path, trail: Option<&Path>, flags: &[&str]) -> Sandbox {
+    fn session(policy: &Path, trail: Option<&Path>, flags: &[&str]) -> Sandbox {
         let mut args = vec!["run".to_string(), "--policy".to_string(), policy.display().to_string()];
         if let Some(trail) = trail {
             args.extend(["--audit".to_string(), trail.display().to_string()]);
         }
         args.extend(flags.iter().map(|f| f.to_string()));
-        Sandbox { args, run: true, vars: Vec::new() }
+        Sandbox { args, vars: Vec::new() }
     }
 }
 
@@ -227,7 +225,7 @@ fn run(w: &Workload, env: &Env, sandbox: Option<&Sandbox>) -> Run {
         Some(sandbox) => {
             let mut c = Command::new(env!("CARGO_BIN_EXE_interpose"));
             c.args(&sandbox.args);
-            if sandbox.run {
+            if sandbox.args[0] == "run" {
                 c.args((w.flags)(env));
             }
             c.args(["--", "/bin/sh"]);
@@ -395,7 +393,7 @@ fn execute(w: &Workload) -> Verdict {
     let trail = sandbox_env.root.join("trail.jsonl");
     let before: Vec<Vec<String>> = w.unchanged.iter().map(|d| listing(&sandbox_env.home.join(d))).collect();
     let started = std::time::SystemTime::now();
-    let audited = Sandbox::run(&policy, Some(&trail), &[]);
+    let audited = Sandbox::session(&policy, Some(&trail), &[]);
     let sandboxed = run(w, &sandbox_env, Some(&audited));
     if w.wraps {
         // interpose ran in a terminal the script has closed: it ends its
@@ -536,15 +534,15 @@ impl Mode {
     fn sandbox(self, policy: &Path, trail: &Path, env: &Env) -> Option<Sandbox> {
         Some(match self {
             Mode::Native => return None,
-            Mode::Audit => Sandbox::run(policy, Some(trail), &[]),
-            Mode::Floor => Sandbox::run(policy, None, &["--bench-floor"]),
+            Mode::Audit => Sandbox::session(policy, Some(trail), &[]),
+            Mode::Floor => Sandbox::session(policy, None, &["--bench-floor"]),
             Mode::Emulate => {
-                Sandbox { args: ["debug", "floor", "emulate"].map(String::from).to_vec(), run: false, vars: Vec::new() }
+                Sandbox { args: ["debug", "floor", "emulate"].map(String::from).to_vec(), vars: Vec::new() }
             }
-            Mode::Full => Sandbox::run(policy, None, &[]),
+            Mode::Full => Sandbox::session(policy, None, &[]),
             Mode::Fast => Sandbox {
                 vars: vec![("CLAUDE_CONFIG_DIR".to_string(), agent_config_dir(env))],
-                ..Sandbox::run(policy, None, &["--fast"])
+                ..Sandbox::session(policy, None, &["--fast"])
             },
         })
     }
