@@ -92,11 +92,15 @@ pub fn plan(surface: &Surface, layout: &Layout, staging: &Path, cwd: &Path) -> I
     entries.sort_by(|a, b| a.0.cmp(&b.0).then(writable(&b.1).cmp(&writable(&a.1))));
     entries.dedup_by(|a, b| a.0 == b.0);
 
-    // A writable directory that is not granted whole (a pattern's base, or
-    // an expanded tree) is mounted whole, so that names made in it later
-    // land on the host; read-only trees beneath it are bound again on top.
-    let whole: Vec<PathBuf> =
-        entries.iter().filter(|(_, g, _)| *g == Grant::Parent(Mode::Rw)).map(|(p, _, _)| p.clone()).collect();
+    // A writable directory is mounted whole (a pattern's base and an
+    // expanded tree too), so that names made in it later land on the host;
+    // read-only trees beneath it are bound again on top, and its carve-outs
+    // masked.
+    let whole: Vec<PathBuf> = entries
+        .iter()
+        .filter(|(_, g, dir)| *dir && matches!(g, Grant::Parent(Mode::Rw) | Grant::Tree(Mode::Rw)))
+        .map(|(p, _, _)| p.clone())
+        .collect();
     entries.retain(|(p, g, _)| !(whole.iter().any(|w| p != w && p.starts_with(w)) && *g != Grant::Tree(Mode::Ro)));
     let mut steps = Vec::new();
     let mut made: std::collections::HashSet<PathBuf> = std::collections::HashSet::new();

@@ -380,15 +380,26 @@ fn aliased(carves: &[Carve], grants: &[(PathBuf, Grant, bool)]) -> bool {
 }
 
 /// The layout under `--isolate`, whose root holds bind mounts of the
-/// granted objects: the ruleset is the one without masks (its rules are on
-/// the objects mounted, and a read-only tree with a carve-out is rebuilt
-/// around it, so the carve-out does not exist), and the masks are those
-/// of the carve-outs inside the writable directories the root binds whole
-/// ([`super::isolate::plan`] keeps those).
+/// granted objects. A read-only tree with a carve-out is rebuilt around it
+/// (the carve-out does not exist there), so its grants are those of the
+/// ruleset without masks, entry by entry: a rule on a host directory would
+/// not reach the entries bound beneath the root's own directory. A writable
+/// tree with a carve-out is bound whole, its carve-outs masked
+/// ([`super::isolate::plan`]): its directory is the host's, so it is granted
+/// whole as with masks, and a name the command makes in it later (a program
+/// it builds and runs) is granted with it.
 pub fn isolated(surface: &Surface) -> Layout {
-    let mut exact = layout(surface, false);
-    exact.masks = layout(surface, true).masks;
-    exact
+    let rebuilt = layout(surface, false);
+    let mut masked = layout(surface, true);
+    let bound_whole: Vec<PathBuf> =
+        rebuilt.grants.iter().filter(|(_, g, _)| *g == Grant::Parent(Mode::Rw)).map(|(p, _, _)| p.clone()).collect();
+    let beneath = |p: &Path| bound_whole.iter().any(|w| p.starts_with(w));
+    masked.grants.retain(|(p, _, _)| beneath(p));
+    masked.grants.extend(rebuilt.grants.into_iter().filter(|(p, _, _)| !beneath(p)));
+    masked.sound.aliased |= rebuilt.sound.aliased;
+    masked.reads_exact &= !masked.grants.iter().any(|(_, g, _)| matches!(g, Grant::Parent(_)));
+    masked.names_exact &= masked.reads_exact;
+    masked
 }
 
 /// Whether the kernel lets the command make a name in `dir`: a tree granted
@@ -732,6 +743,35 @@ mod tests {
         assert_eq!(l.missing, vec![root.join("ws/secrets")]);
         assert!(!l.sound.creates() && l.sound.covers(SurfaceAccess::Read));
         assert_eq!(l.exact_rules(&s).iter().filter(|e| **e).count(), 2);
+    }
+
+    /// Under --isolate a read-only tree with a carve-out is rebuilt in the
+    /// root's own directories, so it is granted entry by entry; a writable
+    /// one is the host's directory bound whole, so it is granted whole (a
+    /// program made in it later runs) and its carve-out masked.
+    #[test]
+    fn isolated_rebuilt_trees_are_expanded_and_trees_bound_whole_granted_whole() {
+        let (_d, root) = tree(&["ws/a", "ws/.env", "etc/passwd", "etc/shadow"]);
+        let mut s = Surface::new();
+        rule(&mut s, root.join("ws"), Mode::Rw);
+        rule(&mut s, root.join("ws/.env"), Mode::Deny);
+        rule(&mut s, root.join("etc"), Mode::Ro);
+        rule(&mut s, root.join("etc/shadow"), Mode::Deny);
+        let l = isolated(&s);
+        let mut g: Vec<(PathBuf, Grant)> = l.grants.iter().map(|(p, m, _)| (p.clone(), *m)).collect();
+        g.sort();
+        assert_eq!(
+            g,
+            vec![
+                (root.join("etc"), Grant::Parent(Mode::Ro)),
+                (root.join("etc/passwd"), Grant::Tree(Mode::Ro)),
+                (root.join("ws"), Grant::Tree(Mode::Rw)),
+            ]
+        );
+        assert!(l.masks.iter().any(|m| m.path == root.join("ws/.env") && m.kind == MaskKind::Hide));
+        let exact = l.exact_rules(&s);
+        assert!(exact[s.lookup(root.join("ws").as_os_str().as_bytes()).unwrap() as usize]);
+        assert!(!l.reads_exact && !l.names_exact);
     }
 
     #[test]

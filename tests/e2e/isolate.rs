@@ -36,6 +36,31 @@ fn only_the_surface_exists_and_the_workspace_is_real() {
     assert_eq!(std::fs::read_to_string(&env).unwrap(), "top-secret-marker\n");
 }
 
+/// A carve-out in the workspace leaves the rest of it the command's under
+/// --isolate as without it: a program the command makes there runs (cargo
+/// runs the build scripts it links into `target/`, a test suite the binary
+/// it built), in fast mode too, and the carve-out stays refused.
+#[test]
+fn a_program_made_beside_a_carve_out_runs() {
+    let Some(t) = kernel_tree() else { return };
+    let env = t.ws.join(".env");
+    std::fs::write(&env, "top-secret-marker\n").unwrap();
+    for mode in [&["--isolate"][..], &["--isolate", "--fast"]] {
+        let flags = [mode, &["--deny", env.to_str().unwrap()]].concat();
+        let script = "rm -rf made a; cp /bin/true made && ./made && echo made-ran; \
+                      mkdir -p a/b && cp /bin/true a/b/deep && ln a/b/deep a/linked && a/linked && echo linked-ran; \
+                      cat .env; rm -f .env; mv .env e; ln .env h; ln -sf .env s; cat s h e 2> /dev/null; \
+                      cp -r . ../copy 2> /dev/null; cat ../copy/.env 2> /dev/null; rm -f s";
+        let o = t.command(&flags, &["/bin/sh", "-c", script]).output().unwrap();
+        let (out, err) = (stdout(&o), stderr(&o));
+        assert_eq!(out, "made-ran\nlinked-ran\n", "{mode:?}: {err}");
+        assert!(err.contains(".env: Permission denied"), "{mode:?}: {err}");
+        // cat, rm, mv and ln of the carve-out: refused.
+        assert!(err.matches("denied").count() >= 4, "{mode:?}: {err}");
+    }
+    assert_eq!(std::fs::read_to_string(&env).unwrap(), "top-secret-marker\n");
+}
+
 /// Without root, --isolate takes a user namespace of its own (where the
 /// kernel allows unprivileged ones) and works the same way.
 #[test]
