@@ -84,6 +84,16 @@ fn context_with(notify: ScmpAction, options: Options) -> Result<ScmpFilterContex
                 }
                 &mut ctx
             }
+            // Fast mode: access(2) asking only whether the name exists
+            // (F_OK, mode 0) is the kernel's, as a stat is; any other mode
+            // is notified (the whole register compared: a mode with only
+            // high bits set is notified too, and refused by the supervisor).
+            (Action::Emulate | Action::Continue, _) if options.trapping.leaves_existence(row.op) => {
+                debug_assert!(row.refuse.is_none(), "access rows refuse nothing in the filter");
+                let arg = row.extra.expect("access rows name their mode");
+                let asks = ScmpArgCompare::new(arg.into(), ScmpCompareOp::NotEqual, 0);
+                ctx.add_rule_conditional(notify, syscall, &[asks])?
+            }
             // A send with no address (send(2), write on a socket) goes to
             // the peer a decided connect chose: only one naming an address
             // is notified (a register, which the caller cannot change after

@@ -165,7 +165,7 @@ pub(super) fn session_start(
 }
 
 /// What fast mode leaves unchecked in every case.
-const FAST_RESIDUAL: &str = "untrapped metadata calls (stat family, statfs, chdir) are not checked: a program can learn that a path outside the surface exists and its attributes, never its content";
+const FAST_RESIDUAL: &str = "untrapped metadata calls (stat family, statfs, chdir, access with F_OK) are not checked: a program can learn that a path outside the surface exists and its attributes, never its content";
 
 /// What the session record says about the mode.
 pub(super) fn mode_record(trapping: crate::syscalls::Trapping, learn: bool) -> audit::ModeRecord {

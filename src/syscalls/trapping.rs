@@ -64,6 +64,14 @@ impl Trapping {
         matches!(self, Trapping::Fast { reads: true, .. }) && op == Op::Open
     }
 
+    /// Whether calls of `op` that ask only whether a name exists
+    /// (`access` with `F_OK`, a mode of 0) are left to the kernel: that is
+    /// what a `stat`, which fast mode leaves untrapped, says too. Any other
+    /// mode stays trapped (it must answer what the surface allows).
+    pub fn leaves_existence(self, op: Op) -> bool {
+        matches!(self, Trapping::Fast { .. }) && op == Op::Access
+    }
+
     /// Whether calls of `op` go to the supervisor.
     pub fn traps(self, op: Op) -> bool {
         let Trapping::Fast { exact, .. } = self else { return true };
@@ -73,7 +81,8 @@ impl Trapping {
             Op::Chdir | Op::Statbuf | Op::Statx | Op::Statfs => false,
             // More than that: a link's target and extended attributes are
             // content, and access(2) must answer what the surface allows
-            // (the kernel's own answer knows nothing of Landlock).
+            // (the kernel's own answer knows nothing of Landlock), except
+            // with F_OK ([`Trapping::leaves_existence`]).
             Op::Access | Op::Getxattr | Op::Listxattr | Op::Readlink => true,
             // An exec changes the credentials the supervisor acts with
             // (the kernel computes the new program's capabilities): it

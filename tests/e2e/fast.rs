@@ -50,12 +50,19 @@ fn fast_mode_confines_like_full_mode_except_metadata() {
 /// The residual is existence and attributes only: a link's target is
 /// content and `access(2)` must say what the surface allows, so both stay
 /// the supervisor's in fast mode and are refused outside the surface.
+/// `access` with `F_OK` asks only whether the name exists, which a `stat`
+/// says in fast mode too: the kernel answers it (full mode refuses it
+/// outside the surface, so the answer shows who gave it).
 #[test]
 fn fast_mode_keeps_link_targets_and_access_of_outside_paths() {
     let Some(t) = kernel_tree() else { return };
     std::os::unix::fs::symlink("link-target-marker", t.outside.join("link")).unwrap();
-    let script = "readlink $OUT/link; test -r $OUT/secret && echo outside-readable; \
-                  test -r $RO/data.txt && echo ro-readable; readlink $WS/here";
+    let exists = "python3 -c 'import os, sys; print(\"exists\" if os.access(sys.argv[1], os.F_OK) else \"refused\")'";
+    let script = format!(
+        "readlink $OUT/link; test -r $OUT/secret && echo outside-readable; \
+         test -r $RO/data.txt && echo ro-readable; readlink $WS/here; {exists} $OUT/secret"
+    );
+    let script = script.as_str();
     std::os::unix::fs::symlink("ws-target", t.ws.join("here")).unwrap();
     let native = std::process::Command::new("/bin/sh")
         .args(["-c", script])
@@ -64,9 +71,11 @@ fn fast_mode_keeps_link_targets_and_access_of_outside_paths() {
         .env("OUT", &t.outside)
         .output()
         .unwrap();
-    assert_eq!(stdout(&native), "link-target-marker\noutside-readable\nro-readable\nws-target\n");
+    assert_eq!(stdout(&native), "link-target-marker\noutside-readable\nro-readable\nws-target\nexists\n");
     let o = t.command(&["--fast"], &["/bin/sh", "-c", script]).output().unwrap();
-    assert_eq!(stdout(&o), "ro-readable\nws-target\n", "{}", stderr(&o));
+    assert_eq!(stdout(&o), "ro-readable\nws-target\nexists\n", "{}", stderr(&o));
+    let o = t.command(&[], &["/bin/sh", "-c", script]).output().unwrap();
+    assert_eq!(stdout(&o), "ro-readable\nws-target\nrefused\n", "{}", stderr(&o));
 }
 
 /// With a carve-out in the writable workspace, Landlock cannot decide the
