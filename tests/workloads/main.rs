@@ -463,7 +463,14 @@ fn execute(w: &Workload) -> Verdict {
             let policy = policy_file(w, &env);
             let trail = env.root.join("trail.jsonl");
             let run = run(w, &env, mode.sandbox(&policy, &trail, &env).as_ref());
-            if let Err(e) = same(&native, &run) {
+            // A mode that enforces the policy must end as the asserted run
+            // may (a refused hook, the proxy's answer); a floor enforces
+            // nothing and must end as the native run did.
+            let ended = match mode.enforces() {
+                true => (w.compare)(&native, &run),
+                false => same(&native, &run),
+            };
+            if let Err(e) = ended {
                 problems.push(format!("in the measured mode {}: {e}", mode.name()));
             }
             measured.push((mode, run));
@@ -516,6 +523,8 @@ enum Mode {
     Full,
     /// `--fast` with Claude Code's configuration directory set.
     Fast,
+    /// The shipped policy in a root holding only the surface (`--isolate`).
+    Isolate,
 }
 
 impl Mode {
@@ -527,7 +536,13 @@ impl Mode {
             Mode::Emulate => "emulate",
             Mode::Full => "full",
             Mode::Fast => "fast",
+            Mode::Isolate => "isolate",
         }
+    }
+
+    /// Whether this mode enforces the policy (the floors enforce nothing).
+    fn enforces(self) -> bool {
+        !matches!(self, Mode::Native | Mode::Floor | Mode::Emulate)
     }
 
     /// How this mode's run is sandboxed (with `trail` for `audit`).
@@ -544,6 +559,7 @@ impl Mode {
                 vars: vec![("CLAUDE_CONFIG_DIR".to_string(), agent_config_dir(env))],
                 ..Sandbox::session(policy, None, &["--fast"])
             },
+            Mode::Isolate => Sandbox::session(policy, None, &["--isolate"]),
         })
     }
 }
@@ -568,8 +584,11 @@ fn measured_modes() -> Vec<Mode> {
             "emulate" => Mode::Emulate,
             "full" => Mode::Full,
             "fast" => Mode::Fast,
+            "isolate" => Mode::Isolate,
             other => {
-                panic!("INTERPOSE_WORKLOADS_MODES: unknown mode {other:?} (native, audit, floor, emulate, full, fast)")
+                panic!(
+                    "INTERPOSE_WORKLOADS_MODES: unknown mode {other:?} (native, audit, floor, emulate, full, fast, isolate)"
+                )
             }
         })
         .collect()
