@@ -66,7 +66,7 @@ fn print_modes(surface: &crate::policy::Surface) {
     let layout = crate::sandbox::landlock::layout(surface, true);
     let exact = layout.names_exact;
     let reads = layout.reads_exact && crate::sandbox::landlock::own_proc(surface, abi).is_ok();
-    let fast = Trapping::Fast { exact, reads };
+    let fast = Trapping::Fast { exact, reads, links: false };
     println!("  full mode (default): every path syscall is trapped and decided by the supervisor");
     println!(
         "  fast mode (--fast): Landlock {} this surface exactly; left to Landlock or unchecked (metadata): {}",

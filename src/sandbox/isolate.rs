@@ -59,6 +59,12 @@ pub struct Isolation {
     pub steps: Vec<Step>,
     /// The backstop's masks, under the new root, made after the steps.
     pub masks: Vec<super::MaskPlan>,
+    /// The directories of read-only trees rebuilt around a carve-out, as
+    /// the command sees them once in the new root: the root's own
+    /// directories, which the ruleset (built on the host's) does not reach,
+    /// so the child grants each the listing the ruleset grants the host's
+    /// ([`super::landlock::isolated`]), with these rights.
+    pub rebuilt: (Vec<CString>, u64),
     /// The directory to enter after the pivot (the caller's cwd if it is in
     /// the new root, else `/`).
     pub cwd: CString,
@@ -103,6 +109,7 @@ pub fn plan(surface: &Surface, layout: &Layout, staging: &Path, cwd: &Path) -> I
         .collect();
     entries.retain(|(p, g, _)| !(whole.iter().any(|w| p != w && p.starts_with(w)) && *g != Grant::Tree(Mode::Ro)));
     let mut steps = Vec::new();
+    let mut rebuilt = Vec::new();
     let mut made: std::collections::HashSet<PathBuf> = std::collections::HashSet::new();
     let mut parents = |p: &Path, steps: &mut Vec<Step>| {
         let mut missing: Vec<&Path> = p.ancestors().skip(1).take_while(|a| *a != Path::new("/")).collect();
@@ -125,7 +132,10 @@ pub fn plan(surface: &Surface, layout: &Layout, staging: &Path, cwd: &Path) -> I
             (Grant::Parent(Mode::Rw), false) => {
                 steps.push(Step::Bind { source: c(&path), target: c(&under(&path)), writable: true, dir: true });
             }
-            (Grant::Parent(_), false) => steps.push(Step::Dir(c(&under(&path)))),
+            (Grant::Parent(_), false) => {
+                steps.push(Step::Dir(c(&under(&path))));
+                rebuilt.push(c(&path));
+            }
             (Grant::Tree(mode), false) => steps.push(Step::Bind {
                 source: c(&path),
                 target: c(&under(&path)),
@@ -134,22 +144,32 @@ pub fn plan(surface: &Surface, layout: &Layout, staging: &Path, cwd: &Path) -> I
             }),
         }
     }
-    for m in procs {
+    for m in &procs {
         parents(m, &mut steps);
         steps.push(Step::Dir(c(&under(m))));
         steps.push(Step::Proc(c(&under(m))));
     }
+    // The carve-outs inside writable trees, and those in /proc (a fresh
+    // procfs, which the child grants whole in the command's own PID
+    // namespace: `landlock::OwnProc`).
     let masks = layout
         .masks
         .iter()
-        .filter(|m| whole.iter().any(|w| m.path != *w && m.path.starts_with(w)))
+        .filter(|m| whole.iter().chain(procs.iter().copied()).any(|w| m.path != *w && m.path.starts_with(w)))
         .map(|m| super::MaskPlan { target: c(&under(&m.path)), kind: m.kind, dir: m.dir })
         .collect();
     let inside = surface.lookup(cwd.as_os_str().as_bytes()).is_some();
     let (uid, gid) = (nix::unistd::geteuid().as_raw(), nix::unistd::getegid().as_raw());
     let user_namespace =
         (uid != 0).then(|| (format!("{uid} {uid} 1\n").into_bytes(), format!("{gid} {gid} 1\n").into_bytes()));
-    Isolation { root: c(staging), steps, masks, cwd: if inside { c(cwd) } else { CString::from(c"/") }, user_namespace }
+    Isolation {
+        root: c(staging),
+        steps,
+        masks,
+        rebuilt: (rebuilt, super::landlock::parent_rights().bits()),
+        cwd: if inside { c(cwd) } else { CString::from(c"/") },
+        user_namespace,
+    }
 }
 
 /// Carries out the plan in the child: a private mount namespace, the tmpfs
@@ -212,6 +232,19 @@ pub fn enter(plan: &Isolation) -> Result<(), Errno> {
     process::chdir(&plan.root)?;
     process::pivot_to_cwd()?;
     process::chdir(&plan.cwd).or_else(|_| process::chdir(c"/"))
+}
+
+/// Grants the rebuilt directories ([`Isolation::rebuilt`]) their listing
+/// in `ruleset`, once in the new root. Async-signal-safe.
+pub fn grant_rebuilt(plan: &Isolation, ruleset: std::os::fd::BorrowedFd<'_>) -> Result<(), Errno> {
+    use crate::sys::fs::{openat, Dir};
+    use std::os::fd::AsFd;
+    let (dirs, access) = &plan.rebuilt;
+    for dir in dirs {
+        let fd = openat(Dir::Cwd, dir, libc::O_PATH | libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC, 0)?;
+        crate::sys::landlock::add_path_rule(ruleset, *access, fd.as_fd())?;
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -153,13 +153,16 @@ pub struct Layout {
     /// device's node is the system's, made once, never saved over by a
     /// rename, so a grant of it holds the rule exactly ([`Layout::exact_rules`]).
     pub devices: Vec<PathBuf>,
+    /// Whether every entry that grants exists at the start and no grant
+    /// pattern grants a name made later (half of [`Layout::reads_exact`]).
+    granted_at_start: bool,
 }
 
 /// What a directory of an expanded tree gets itself: listing only. Its
 /// entries are granted one by one; a name made in it later is granted
 /// nothing, so calls on it are the supervisor's (a Landlock right on a
 /// directory reaches every file beneath it, a carve-out included).
-fn parent_rights() -> BitFlags<AccessFs> {
+pub(super) fn parent_rights() -> BitFlags<AccessFs> {
     AccessFs::ReadDir.into()
 }
 
@@ -219,6 +222,17 @@ fn carve_outs(surface: &Surface) -> Vec<Carve> {
     }
     out.sort_by(|a, b| a.path.cmp(&b.path));
     out
+}
+
+/// A denied carve-out of `surface` that is a symlink itself (a link named
+/// like a key, which a deny pattern matched): no mask can cover a link (a
+/// mount lands on what it points to), so the kernel would read its target.
+pub fn denied_link(surface: &Surface) -> Option<PathBuf> {
+    carve_outs(surface)
+        .into_iter()
+        .filter(|c| c.mode == Mode::Deny)
+        .map(|c| c.path)
+        .find(|p| p.symlink_metadata().is_ok_and(|md| md.file_type().is_symlink()))
 }
 
 /// For every directory above a place that forces its tree to be expanded,
@@ -342,9 +356,6 @@ pub fn layout(surface: &Surface, mounts: bool) -> Layout {
         .map(|c| c.path)
         .collect();
     let sound = Sound { creates: missing.is_empty(), aliased: aliased(&forced, &grants) };
-    let writable_carve = masks.iter().any(|m| {
-        m.kind != MaskKind::Writable && m.path.parent().is_some_and(|d| kernel_creates_in(d, &grants, &masks))
-    });
     // An entry that does not exist yet is granted later by nothing, unless
     // an existing tree granted whole holds it (`$CLAUDE_CONFIG_DIR/.claude.json`
     // in `$CLAUDE_CONFIG_DIR/`); a grant pattern likewise, unless the tree
@@ -355,11 +366,26 @@ pub fn layout(surface: &Surface, mounts: bool) -> Layout {
             && kind_of(&r.path).is_none()
             && !surface.granted_by_existing_tree(&r.path, r.mode)
     });
-    let reads_exact = !granted_later
-        && !grants.iter().any(|(_, g, _)| matches!(g, Grant::Parent(_)))
+    let granted_at_start = !granted_later
         && !surface.globs().iter().any(|g| g.effect == GlobEffect::Grant && !surface.grant_pattern_redundant(g));
-    let names_exact = reads_exact && sound.creates && !writable_carve;
-    Layout { grants, masks, sound, missing, reads_exact, names_exact, devices }
+    let mut layout =
+        Layout { grants, masks, sound, missing, reads_exact: false, names_exact: false, devices, granted_at_start };
+    layout.settle_exactness(|(_, g, _)| matches!(g, Grant::Parent(_)));
+    layout
+}
+
+impl Layout {
+    /// Sets [`Layout::reads_exact`] and [`Layout::names_exact`] from the
+    /// grants and masks, where `inexact` says which grants leave a name made
+    /// later ungranted (a directory of an expanded tree).
+    fn settle_exactness(&mut self, inexact: impl Fn(&(PathBuf, Grant, bool)) -> bool) {
+        let writable_carve = self.masks.iter().any(|m| {
+            m.kind != MaskKind::Writable
+                && m.path.parent().is_some_and(|d| kernel_creates_in(d, &self.grants, &self.masks))
+        });
+        self.reads_exact = self.granted_at_start && !self.grants.iter().any(inexact);
+        self.names_exact = self.reads_exact && self.sound.creates && !writable_carve;
+    }
 }
 
 /// Whether a carved-out file the ruleset was expanded around is a hard
@@ -383,7 +409,10 @@ fn aliased(carves: &[Carve], grants: &[(PathBuf, Grant, bool)]) -> bool {
 /// granted objects. A read-only tree with a carve-out is rebuilt around it
 /// (the carve-out does not exist there), so its grants are those of the
 /// ruleset without masks, entry by entry: a rule on a host directory would
-/// not reach the entries bound beneath the root's own directory. A writable
+/// not reach the entries bound beneath the root's own directory, which the
+/// child grants listing itself once it is in the root
+/// ([`super::isolate::Isolation::rebuilt`]); a name the host makes later in
+/// it does not appear there, so such a tree is granted exactly. A writable
 /// tree with a carve-out is bound whole, its carve-outs masked
 /// ([`super::isolate::plan`]): its directory is the host's, so it is granted
 /// whole as with masks, and a name the command makes in it later (a program
@@ -397,8 +426,9 @@ pub fn isolated(surface: &Surface) -> Layout {
     masked.grants.retain(|(p, _, _)| beneath(p));
     masked.grants.extend(rebuilt.grants.into_iter().filter(|(p, _, _)| !beneath(p)));
     masked.sound.aliased |= rebuilt.sound.aliased;
-    masked.reads_exact &= !masked.grants.iter().any(|(_, g, _)| matches!(g, Grant::Parent(_)));
-    masked.names_exact &= masked.reads_exact;
+    // Only an expanded directory of the host's, beneath a tree bound whole,
+    // leaves a name made there later ungranted.
+    masked.settle_exactness(|(p, g, _)| matches!(g, Grant::Parent(_)) && beneath(p));
     masked
 }
 
@@ -771,7 +801,12 @@ mod tests {
         assert!(l.masks.iter().any(|m| m.path == root.join("ws/.env") && m.kind == MaskKind::Hide));
         let exact = l.exact_rules(&s);
         assert!(exact[s.lookup(root.join("ws").as_os_str().as_bytes()).unwrap() as usize]);
-        assert!(!l.reads_exact && !l.names_exact);
+        // The rebuilt /etc holds what the surface grants and nothing made
+        // later: reads are exact; the carve-out in the writable tree leaves
+        // names to the supervisor.
+        assert!(l.reads_exact && !l.names_exact);
+        // Without mounts the same tree expanded is not.
+        assert!(!layout(&s, false).reads_exact);
     }
 
     #[test]

@@ -533,7 +533,8 @@ fn child(
                 report(Stage::Masks, e);
             }
         }
-        if let (Some(access), Some(ruleset)) = (plan.own_proc, &plan.landlock) {
+        // Under --isolate the procfs granted is the one in the new root.
+        if let (Some(access), Some(ruleset), None) = (plan.own_proc, &plan.landlock, &plan.isolate) {
             if let Err(e) = own_proc(access, ruleset.as_fd()) {
                 report(Stage::OwnProc, e);
             }
@@ -576,6 +577,16 @@ fn child(
     if let Some(iso) = &plan.isolate {
         if let Err(e) = isolate::enter(iso) {
             report(Stage::Isolate, e);
+        }
+        if let Some(ruleset) = &plan.landlock {
+            if let Err(e) = isolate::grant_rebuilt(iso, ruleset.as_fd()) {
+                report(Stage::Isolate, e);
+            }
+            if let (Some(access), true) = (plan.own_proc, plan.pid_namespace) {
+                if let Err(e) = own_proc(access, ruleset.as_fd()) {
+                    report(Stage::OwnProc, e);
+                }
+            }
         }
     }
     if let Err(e) = process::limit_capabilities(plan.capabilities) {

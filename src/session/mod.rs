@@ -698,7 +698,7 @@ fn backstop(
     // the surface lets be read.
     let own_proc = match () {
         _ if !namespace.can_mount() => Err(ReadsTrapped::NoPidNamespace),
-        _ if args.isolate => Err(ReadsTrapped::Isolated),
+        _ if args.isolate && !nix::unistd::geteuid().is_root() => Err(ReadsTrapped::Isolated),
         _ => sandbox::landlock::own_proc(&parts.surface, b.abi).map_err(ReadsTrapped::OwnProc),
     };
     b.own_proc = own_proc.as_ref().ok().cloned();
@@ -708,12 +708,22 @@ fn backstop(
         Ok(_) => Err(ReadsTrapped::ReadsInexact),
         Err(why) => Err(why),
     };
+    // In a root holding only the surface, with a procfs of the command's
+    // own, a link the kernel reads is one the surface lets be read, unless
+    // a carve-out is a link itself.
+    let links = match (fast && args.isolate && reads.is_ok(), sandbox::landlock::denied_link(&parts.surface)) {
+        (true, Some(link)) => {
+            eprintln!("interpose: fast mode: link targets stay trapped: the carve-out {} is a symlink", link.display());
+            false
+        }
+        (ready, _) => ready,
+    };
     let trapping = match (fast, reads) {
         (false, _) => Trapping::All,
-        (true, Ok(())) => Trapping::Fast { exact, reads: true },
+        (true, Ok(())) => Trapping::Fast { exact, reads: true, links },
         (true, Err(why)) => {
             eprintln!("interpose: fast mode: opens stay trapped: {why}");
-            Trapping::Fast { exact, reads: false }
+            Trapping::Fast { exact, reads: false, links: false }
         }
     };
     Ok((landlock, trapping))
@@ -724,7 +734,7 @@ fn backstop(
 enum ReadsTrapped {
     #[error("the command has no PID namespace of its own (run as root, or with user namespaces)")]
     NoPidNamespace,
-    #[error("--isolate builds its own /proc")]
+    #[error("--isolate without root binds the host's /proc")]
     Isolated,
     #[error(transparent)]
     OwnProc(sandbox::landlock::OwnProcRefusal),

@@ -167,6 +167,8 @@ pub(super) fn session_start(
 /// What fast mode leaves unchecked in every case.
 const FAST_RESIDUAL: &str = "untrapped metadata calls (stat family, statfs, chdir, access with F_OK) are not checked: a program can learn that a path outside the surface exists and its attributes, never its content";
 
+const FAST_READS: &str = "read-only opens are decided by Landlock alone and not recorded; the surface's carve-outs in /proc are masked (they open and read empty)";
+
 /// What the session record says about the mode.
 pub(super) fn mode_record(trapping: crate::syscalls::Trapping, learn: bool) -> audit::ModeRecord {
     use crate::syscalls::Trapping;
@@ -191,14 +193,15 @@ pub(super) fn mode_record(trapping: crate::syscalls::Trapping, learn: bool) -> a
             residual: None,
             landlock_denials: None,
         },
-        Trapping::Fast { exact, reads } => audit::ModeRecord {
+        Trapping::Fast { exact, reads, links } => audit::ModeRecord {
             name: audit::ModeName::Fast,
             untrapped,
             untrapped_read_only,
             landlock_exact: Some(exact),
-            residual: Some(match reads {
-                false => FAST_RESIDUAL.into(),
-                true => format!("{FAST_RESIDUAL}; read-only opens are decided by Landlock alone and not recorded; the surface's carve-outs in /proc are masked (they open and read empty)"),
+            residual: Some(match (reads, links) {
+                (false, _) => FAST_RESIDUAL.into(),
+                (true, false) => format!("{FAST_RESIDUAL}; {FAST_READS}"),
+                (true, true) => format!("the root holds only the surface (--isolate): what it does not grant does not exist there, and untrapped metadata calls (stat family, statfs, chdir, access with F_OK) and link targets (readlink) are answered by the kernel from it, unrecorded; {FAST_READS}"),
             }),
             landlock_denials: Some("not observed: calls Landlock refuses are not in this trail".into()),
         },

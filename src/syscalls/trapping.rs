@@ -21,6 +21,11 @@ pub enum Trapping {
         /// carve-outs masked (`sandbox::landlock::OwnProc`), so that
         /// `/proc/<pid>` names only the sandbox's processes.
         reads: bool,
+        /// Whether `readlink` is left to the kernel too: only with `reads`
+        /// where the command's root holds nothing but the surface
+        /// (`--isolate`), so that a link the kernel reads is one the
+        /// surface lets be read.
+        links: bool,
     },
 }
 
@@ -74,7 +79,7 @@ impl Trapping {
 
     /// Whether calls of `op` go to the supervisor.
     pub fn traps(self, op: Op) -> bool {
-        let Trapping::Fast { exact, .. } = self else { return true };
+        let Trapping::Fast { exact, links, .. } = self else { return true };
         match op {
             // Metadata only: what exists and its stat attributes, never
             // content (the residual risk fast mode states).
@@ -82,8 +87,10 @@ impl Trapping {
             // More than that: a link's target and extended attributes are
             // content, and access(2) must answer what the surface allows
             // (the kernel's own answer knows nothing of Landlock), except
-            // with F_OK ([`Trapping::leaves_existence`]).
-            Op::Access | Op::Getxattr | Op::Listxattr | Op::Readlink => true,
+            // with F_OK ([`Trapping::leaves_existence`]). A link's target is
+            // the kernel's to read where only the surface exists.
+            Op::Readlink => !links,
+            Op::Access | Op::Getxattr | Op::Listxattr => true,
             // An exec changes the credentials the supervisor acts with
             // (the kernel computes the new program's capabilities): it
             // must see every one, to read them again after it.

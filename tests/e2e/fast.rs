@@ -154,6 +154,70 @@ fn read_only_opens_are_left_to_landlock_with_a_procfs_of_the_commands_own() {
     assert!(!trail.contains("/mine\""), "a read-only open was trapped:\n{trail}");
 }
 
+/// In a root holding only the surface (`--isolate` as root: a PID namespace
+/// and procfs of the command's own), fast mode leaves `readlink` to the
+/// kernel too, and read-only opens: a link outside the surface does not
+/// exist there to be read (natively its target is), nor does another
+/// process's `/proc` entry, a link inside the surface reads as it is, a
+/// directory rebuilt around a carve-out (`/etc`) lists, and the carve-outs
+/// stay closed.
+#[test]
+fn fast_mode_in_an_isolated_root_leaves_link_targets_to_the_kernel() {
+    let Some(t) = kernel_tree() else { return };
+    let mut victim = std::process::Command::new("/bin/sleep").arg("60").current_dir(&t.outside).spawn().unwrap();
+    std::os::unix::fs::symlink("link-target-marker", t.outside.join("link")).unwrap();
+    std::os::unix::fs::symlink("ws-target", t.ws.join("here")).unwrap();
+    let env = t.ws.join(".env");
+    std::fs::write(&env, "top-secret-marker\n").unwrap();
+    let trail = t.outside.join("trail.jsonl");
+    let script = "readlink $OUT/link; readlink $VICTIM/cwd; readlink $WS/here; readlink /proc/self/exe; \
+                  cat $RO/data.txt; ls /etc | grep -cx passwd; cat .env; cat /etc/shadow; cat $OUT/secret";
+    let native = std::process::Command::new("/bin/sh")
+        .args(["-c", "readlink $OUT/link; readlink $VICTIM/cwd"])
+        .env("OUT", &t.outside)
+        .env("VICTIM", format!("/proc/{}", victim.id()))
+        .output()
+        .unwrap();
+    assert_eq!(stdout(&native), format!("link-target-marker\n{}\n", t.outside.display()));
+    let flags = ["--isolate", "--fast", "--deny", env.to_str().unwrap(), "--audit", trail.to_str().unwrap()];
+    let o =
+        t.command(&flags, &["/bin/sh", "-c", script]).env("VICTIM", format!("/proc/{}", victim.id())).output().unwrap();
+    let _ = victim.kill();
+    let _ = victim.wait();
+    let (out, err) = (stdout(&o), stderr(&o));
+    assert_eq!(out, "ws-target\n/usr/bin/readlink\nread-only data\n1\n", "{err}");
+    assert!(!err.contains("top-secret-marker") && !err.contains("opens stay trapped"), "{err}");
+    assert!(err.contains(".env: Permission denied"), "{err}");
+    for absent in ["/etc/shadow", "secret"] {
+        assert!(err.lines().any(|l| l.contains(absent) && l.contains("No such file")), "{absent}:\n{err}");
+    }
+    let trail = std::fs::read_to_string(&trail).unwrap();
+    let start: serde_json::Value = serde_json::from_str(trail.lines().next().unwrap()).unwrap();
+    let untrapped = start["mode"]["untrapped"].to_string();
+    assert!(untrapped.contains("\"readlink\"") && untrapped.contains("\"readlinkat\""), "{start}");
+    assert!(start["mode"]["residual"].as_str().unwrap().contains("holds only the surface"), "{start}");
+    assert_eq!(start["mode"]["untrapped_read_only"], serde_json::json!(["open", "openat"]), "{start}");
+    assert!(!trail.contains("\"syscall\":\"readlink\""), "a readlink was trapped:\n{trail}");
+    // Without --isolate the host's names exist: readlink stays trapped.
+    let o = t.command(&["--fast"], &["/bin/sh", "-c", "readlink $OUT/link; readlink $WS/here"]).output().unwrap();
+    assert_eq!(stdout(&o), "ws-target\n", "{}", stderr(&o));
+    // A carve-out that is a link itself (a policy's deny pattern matched
+    // its name; no mask covers a link: a mount lands on what it points to)
+    // keeps link targets trapped, as full mode refuses its target.
+    std::os::unix::fs::symlink(t.outside.join("secret"), t.ws.join("id.key")).unwrap();
+    let policy = t.outside.join("keys.toml");
+    std::fs::write(&policy, "cwd = \".\"\ndeny = [\"**/*.key\"]\n").unwrap();
+    let script = "readlink id.key; readlink here";
+    for mode in [&["--isolate", "--fast"][..], &[]] {
+        let flags = [&["--policy", policy.to_str().unwrap()][..], mode].concat();
+        let o = t.command(&flags, &["/bin/sh", "-c", script]).output().unwrap();
+        assert_eq!(stdout(&o), "ws-target\n", "{mode:?}: {}", stderr(&o));
+    }
+    let flags = ["--policy", policy.to_str().unwrap(), "--isolate", "--fast"];
+    let o = t.command(&flags, &["/bin/sh", "-c", script]).output().unwrap();
+    assert!(stderr(&o).contains("link targets stay trapped"), "{}", stderr(&o));
+}
+
 /// Every denied file is masked by a read-only, `nosuid`, `nodev`,
 /// `noexec` bind of `/dev/null` in the command's mount namespace (opening
 /// one fails with EACCES, whatever the backstop would allow): the first
