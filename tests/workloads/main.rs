@@ -525,6 +525,8 @@ enum Mode {
     Fast,
     /// The shipped policy in a root holding only the surface (`--isolate`).
     Isolate,
+    /// `--fast --isolate`, with Claude Code's configuration directory set.
+    FastIsolate,
 }
 
 impl Mode {
@@ -537,6 +539,7 @@ impl Mode {
             Mode::Full => "full",
             Mode::Fast => "fast",
             Mode::Isolate => "isolate",
+            Mode::FastIsolate => "fast-isolate",
         }
     }
 
@@ -560,6 +563,10 @@ impl Mode {
                 ..Sandbox::session(policy, None, &["--fast"])
             },
             Mode::Isolate => Sandbox::session(policy, None, &["--isolate"]),
+            Mode::FastIsolate => Sandbox {
+                vars: vec![("CLAUDE_CONFIG_DIR".to_string(), agent_config_dir(env))],
+                ..Sandbox::session(policy, None, &["--fast", "--isolate"])
+            },
         })
     }
 }
@@ -585,9 +592,11 @@ fn measured_modes() -> Vec<Mode> {
             "full" => Mode::Full,
             "fast" => Mode::Fast,
             "isolate" => Mode::Isolate,
+            "fast-isolate" => Mode::FastIsolate,
             other => {
                 panic!(
-                    "INTERPOSE_WORKLOADS_MODES: unknown mode {other:?} (native, audit, floor, emulate, full, fast, isolate)"
+                    "INTERPOSE_WORKLOADS_MODES: unknown mode {other:?} \
+                     (native, audit, floor, emulate, full, fast, isolate, fast-isolate)"
                 )
             }
         })
@@ -635,6 +644,7 @@ fn modes_line(modes: &[Mode], measured: &[(Mode, Run)]) -> String {
         ("full/emulate", Mode::Full, Mode::Emulate),
         ("audit/full", Mode::Audit, Mode::Full),
         ("fast/native", Mode::Fast, Mode::Native),
+        ("fast-isolate/native", Mode::FastIsolate, Mode::Native),
     ];
     for (name, a, b) in ratios {
         if let (Some(a), Some(b)) = (median(a), median(b)) {
