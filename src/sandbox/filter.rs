@@ -208,8 +208,11 @@ pub fn variants() -> impl Iterator<Item = Options> {
 fn slot(options: Options) -> usize {
     let trapping = match options.trapping {
         Trapping::All => 0,
-        // `links` only with `reads` ([`variants`]).
-        Trapping::Fast { exact, reads, links } => 1 + 3 * usize::from(exact) + usize::from(reads) + usize::from(links),
+        // `links` only with `reads` ([`variants`]): without, it leaves
+        // nothing more to the kernel than the variant that traps readlink.
+        Trapping::Fast { exact, reads, links } => {
+            1 + 3 * usize::from(exact) + usize::from(reads) + usize::from(links && reads)
+        }
     };
     2 * trapping + usize::from(options.own_ipc)
 }

@@ -734,7 +734,7 @@ fn backstop(
 enum ReadsTrapped {
     #[error("the command has no PID namespace of its own (run as root, or with user namespaces)")]
     NoPidNamespace,
-    #[error("--isolate without root binds the host's /proc")]
+    #[error("--isolate without root binds /proc into its root rather than mounting a procfs of its own there")]
     Isolated,
     #[error(transparent)]
     OwnProc(sandbox::landlock::OwnProcRefusal),
@@ -817,12 +817,23 @@ fn plan(
         forwards: network.child_forwards(),
         new_ipc: own_ipc,
         isolate: match staging {
-            Some(dir) => Some(sandbox::isolate::plan(
-                surface,
-                &landlock.as_ref().map_or_else(|| sandbox::landlock::isolated(surface), |b| b.layout.clone()),
-                dir,
-                &std::env::current_dir().map_err(io("the current directory"))?,
-            )),
+            Some(dir) => {
+                let mut plan = sandbox::isolate::plan(
+                    surface,
+                    &landlock.as_ref().map_or_else(|| sandbox::landlock::isolated(surface), |b| b.layout.clone()),
+                    dir,
+                    &std::env::current_dir().map_err(io("the current directory"))?,
+                );
+                // The rebuilt directories' listing is granted only where
+                // fast mode leaves reads to Landlock: a right on a directory
+                // reaches every mount beneath it, a pattern's base bound
+                // whole without a rule of its own too, so elsewhere the
+                // supervisor lists them.
+                if !trapping.leaves_reads(crate::syscalls::Op::Open) {
+                    plan.rebuilt.0.clear();
+                }
+                Some(plan)
+            }
             None => None,
         },
         cwd: match staging {

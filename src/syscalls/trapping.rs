@@ -79,7 +79,7 @@ impl Trapping {
 
     /// Whether calls of `op` go to the supervisor.
     pub fn traps(self, op: Op) -> bool {
-        let Trapping::Fast { exact, links, .. } = self else { return true };
+        let Trapping::Fast { exact, reads, links } = self else { return true };
         match op {
             // Metadata only: what exists and its stat attributes, never
             // content (the residual risk fast mode states).
@@ -89,7 +89,7 @@ impl Trapping {
             // (the kernel's own answer knows nothing of Landlock), except
             // with F_OK ([`Trapping::leaves_existence`]). A link's target is
             // the kernel's to read where only the surface exists.
-            Op::Readlink => !links,
+            Op::Readlink => !(links && reads),
             Op::Access | Op::Getxattr | Op::Listxattr => true,
             // An exec changes the credentials the supervisor acts with
             // (the kernel computes the new program's capabilities): it
