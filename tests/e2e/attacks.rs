@@ -147,11 +147,13 @@ fn path_buffer_race_on_open_never_reaches_a_carve_out() {
     let secret = t.ws.join(".env");
     // From a file next to the carve-out, and from one in a read-only tree
     // that Landlock does cover exactly: the race may land anywhere the
-    // ruleset allows, so one loose spot makes every open emulated.
+    // ruleset allows, so one loose spot makes every open emulated. Under
+    // --isolate the workspace is granted whole with the carve-out masked,
+    // as without it: the race must not reach it there either.
     for ok in [t.ws.join("ok.txt"), t.ro.join("data.txt")] {
         let args =
             [bin.to_str().unwrap(), ok.to_str().unwrap(), secret.to_str().unwrap(), "top-secret-marker", "20000"];
-        for extra in [&["--no-landlock"][..], &[][..]] {
+        for extra in [&["--no-landlock"][..], &[][..], &["--isolate"][..]] {
             let extra = [extra, &["--deny", secret.to_str().unwrap()]].concat();
             let o = t.command(&extra, &args).output().unwrap();
             assert_eq!(leaks(&stdout(&o)), 0, "{ok:?} {extra:?}: {}", stdout(&o));
