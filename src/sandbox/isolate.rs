@@ -63,8 +63,8 @@ pub struct Isolation {
     /// the command sees them once in the new root: the root's own
     /// directories, which the ruleset (built on the host's) does not reach,
     /// so the child grants each the listing the ruleset grants the host's
-    /// ([`super::landlock::isolated`]), with these rights.
-    pub rebuilt: (Vec<CString>, u64),
+    /// ([`super::landlock::isolated`]).
+    pub rebuilt: Vec<CString>,
     /// The directory to enter after the pivot (the caller's cwd if it is in
     /// the new root, else `/`).
     pub cwd: CString,
@@ -166,7 +166,7 @@ pub fn plan(surface: &Surface, layout: &Layout, staging: &Path, cwd: &Path) -> I
         root: c(staging),
         steps,
         masks,
-        rebuilt: (rebuilt, super::landlock::parent_rights().bits()),
+        rebuilt,
         cwd: if inside { c(cwd) } else { CString::from(c"/") },
         user_namespace,
     }
@@ -239,10 +239,10 @@ pub fn enter(plan: &Isolation) -> Result<(), Errno> {
 pub fn grant_rebuilt(plan: &Isolation, ruleset: std::os::fd::BorrowedFd<'_>) -> Result<(), Errno> {
     use crate::sys::fs::{openat, Dir};
     use std::os::fd::AsFd;
-    let (dirs, access) = &plan.rebuilt;
-    for dir in dirs {
+    let access = super::landlock::parent_rights().bits();
+    for dir in &plan.rebuilt {
         let fd = openat(Dir::Cwd, dir, libc::O_PATH | libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC, 0)?;
-        crate::sys::landlock::add_path_rule(ruleset, *access, fd.as_fd())?;
+        crate::sys::landlock::add_path_rule(ruleset, access, fd.as_fd())?;
     }
     Ok(())
 }

@@ -711,13 +711,19 @@ fn backstop(
     // In a root holding only the surface, with a procfs of the command's
     // own, a link the kernel reads is one the surface lets be read, unless
     // a carve-out is a link itself.
-    let links = match (fast && args.isolate && reads.is_ok(), sandbox::landlock::denied_link(&parts.surface)) {
-        (true, Some(link)) => {
-            eprintln!("interpose: fast mode: link targets stay trapped: the carve-out {} is a symlink", link.display());
-            false
-        }
-        (ready, _) => ready,
-    };
+    let links = fast
+        && args.isolate
+        && reads.is_ok()
+        && match sandbox::landlock::denied_link(&parts.surface) {
+            Some(link) => {
+                eprintln!(
+                    "interpose: fast mode: link targets stay trapped: the carve-out {} is a symlink",
+                    link.display()
+                );
+                false
+            }
+            None => true,
+        };
     let trapping = match (fast, reads) {
         (false, _) => Trapping::All,
         (true, Ok(())) => Trapping::Fast { exact, reads: true, links },
@@ -830,7 +836,7 @@ fn plan(
                 // whole without a rule of its own too, so elsewhere the
                 // supervisor lists them.
                 if !trapping.leaves_reads(crate::syscalls::Op::Open) {
-                    plan.rebuilt.0.clear();
+                    plan.rebuilt.clear();
                 }
                 Some(plan)
             }
