@@ -7,9 +7,22 @@ use std::process::ExitCode;
 const INTERPOSE_FAILED: u8 = cli::FAILED as u8;
 
 fn main() -> ExitCode {
-    tracing_subscriber::fmt()
-        .with_env_filter(tracing_subscriber::EnvFilter::from_env("INTERPOSE_LOG"))
-        .with_writer(std::io::stderr)
+    use tracing_subscriber::{filter::Targets, layer::SubscriberExt, util::SubscriberInitExt};
+    // `Targets` (`debug`, `interpose::session=debug,warn`), not `EnvFilter`:
+    // that one's regular expressions turn on the full DFA in regex-automata,
+    // which every glob of a policy then built at start (2 ms under the
+    // shipped example policy; docs/performance.md).
+    let only_errors = || Targets::new().with_default(tracing::Level::ERROR);
+    let levels = match std::env::var("INTERPOSE_LOG") {
+        Ok(v) => v.parse::<Targets>().unwrap_or_else(|e| {
+            eprintln!("interpose: INTERPOSE_LOG={v:?}: {e}; only errors are logged");
+            only_errors()
+        }),
+        Err(_) => only_errors(),
+    };
+    tracing_subscriber::registry()
+        .with(tracing_subscriber::fmt::layer().with_writer(std::io::stderr))
+        .with(levels)
         .init();
     let argv: Vec<std::ffi::OsString> = std::env::args_os().collect();
     // Built once: building the command is most of what parsing costs.
