@@ -1,4 +1,6 @@
-//! The `/etc` walk's directory listings, kept between sessions.
+//! Directory listings kept between sessions: the `/etc` walk's, and the
+//! walks that settle carve-out patterns in a workspace
+//! ([`super::settle`]), which keep only what they need of each directory.
 //!
 //! The system surface denies whatever in `/etc` others may not read, and
 //! finding it takes a `stat` of every entry and a listing of every
@@ -31,7 +33,8 @@ use std::path::{Path, PathBuf};
 /// the listing to be used again.
 pub const SETTLE_SECS: i64 = 2;
 
-/// The first line of the file; a file of another version is not read.
+/// The first line of the `/etc` walk's file; a file of another version
+/// is not read.
 const HEADER: &[u8] = b"interpose etc listings 1\n";
 
 /// The most a kept file may hold (a desktop's `/etc` takes ~40 KiB).
@@ -113,6 +116,9 @@ pub struct Kept {
     pub path: Option<PathBuf>,
     /// The listings.
     pub by_rel: HashMap<Vec<u8>, Listing>,
+    /// The file's first line: what wrote it, for what (a file whose first
+    /// line differs is not read).
+    header: Vec<u8>,
 }
 
 /// Where interpose's effective user keeps the listings of the walk of
@@ -122,6 +128,13 @@ pub struct Kept {
 /// a user not in `/etc/passwd`: such a user's walk lists every directory.
 /// Every session carves out its directory.
 pub fn default_path() -> Option<PathBuf> {
+    kept_dir().map(|dir| dir.join("etc-listings"))
+}
+
+/// The directory every kept listing of interpose's effective user is in,
+/// `~/.local/state/interpose/walk` in the home `/etc/passwd` gives that
+/// user; carved out of every session ([`super::system::base`]).
+pub fn kept_dir() -> Option<PathBuf> {
     let uid = nix::unistd::geteuid().as_raw().to_string();
     let passwd = std::fs::read("/etc/passwd").ok()?;
     let home = passwd.split(|&b| b == b'\n').find_map(|line| {
@@ -129,28 +142,40 @@ pub fn default_path() -> Option<PathBuf> {
         (fields.len() == 7 && fields[2] == uid.as_bytes()).then(|| fields[5])
     })?;
     let home = Path::new(std::ffi::OsStr::from_bytes(home));
-    home.is_absolute().then(|| home.join(".local/state/interpose/walk/etc-listings"))
+    home.is_absolute().then(|| home.join(".local/state/interpose/walk"))
 }
 
 impl Kept {
     /// The listings kept at `path`; none if it is missing, not a regular
     /// file owned by this user alone, or not one this version wrote.
     pub fn load(path: Option<PathBuf>) -> Kept {
-        let by_rel = path.as_deref().map(read).unwrap_or_default();
-        Kept { path, by_rel }
+        Kept::load_as(path, HEADER.to_vec())
+    }
+
+    /// The listings kept at `path` by a writer whose first line is
+    /// `header` (one line, ended by a newline); none as [`Kept::load`].
+    pub fn load_as(path: Option<PathBuf>, header: Vec<u8>) -> Kept {
+        let by_rel = path.as_deref().map(|p| read(p, &header)).unwrap_or_default();
+        Kept { path, by_rel, header }
     }
 
     /// Writes `listings` in place of the kept ones, whole or not at all (a
-    /// new file renamed over the old).
+    /// new file renamed over the old); none that would be larger than a
+    /// kept file is read back.
     pub fn save(&self, listings: &[&Listing]) -> std::io::Result<()> {
         let Some(path) = self.path.as_ref().filter(|_| !listings.is_empty()) else { return Ok(()) };
-        let dir = path.parent().ok_or_else(|| std::io::Error::other("no directory"))?;
-        std::fs::DirBuilder::new().recursive(true).mode(0o700).create(dir)?;
-        let mut text = HEADER.to_vec();
+        let (Some(dir), Some(name)) = (path.parent(), path.file_name()) else {
+            return Err(std::io::Error::other("no directory"));
+        };
+        let mut text = self.header.clone();
         for l in listings {
             encode(l, &mut text);
         }
-        let tmp = dir.join(format!(".etc-listings.{}", std::process::id()));
+        if text.len() as u64 > MAX_BYTES {
+            return Err(std::io::Error::other(format!("{} bytes, more than a kept file may hold", text.len())));
+        }
+        std::fs::DirBuilder::new().recursive(true).mode(0o700).create(dir)?;
+        let tmp = dir.join(format!(".{}.{}", name.to_string_lossy(), std::process::id()));
         let written = std::fs::OpenOptions::new()
             .write(true)
             .create_new(true)
@@ -166,7 +191,7 @@ impl Kept {
     }
 }
 
-fn read(path: &Path) -> HashMap<Vec<u8>, Listing> {
+fn read(path: &Path, header: &[u8]) -> HashMap<Vec<u8>, Listing> {
     use std::io::Read;
     let Ok(f) = std::fs::OpenOptions::new().read(true).custom_flags(libc::O_NOFOLLOW).open(path) else {
         return HashMap::new();
@@ -174,7 +199,7 @@ fn read(path: &Path) -> HashMap<Vec<u8>, Listing> {
     let Ok(m) = f.metadata() else { return HashMap::new() };
     let trusted = m.file_type().is_file() && m.uid() == nix::unistd::geteuid().as_raw() && m.mode() & 0o077 == 0;
     if !trusted {
-        tracing::debug!("{}: not this user's alone; the walk of /etc lists every directory", path.display());
+        tracing::debug!("{}: not this user's alone; the walk lists every directory", path.display());
         return HashMap::new();
     }
     // Read whole in one call where the size holds (procfs-like files
@@ -183,8 +208,8 @@ fn read(path: &Path) -> HashMap<Vec<u8>, Listing> {
     if f.take(MAX_BYTES + 1).read_to_end(&mut text).is_err() || text.len() as u64 > MAX_BYTES {
         return HashMap::new();
     }
-    decode(&text).unwrap_or_else(|| {
-        tracing::debug!("{}: unreadable; the walk of /etc lists every directory", path.display());
+    decode(&text, header).unwrap_or_else(|| {
+        tracing::debug!("{}: unreadable or another's; the walk lists every directory", path.display());
         HashMap::new()
     })
 }
@@ -219,10 +244,10 @@ fn encode(l: &Listing, out: &mut Vec<u8>) {
     }
 }
 
-fn decode(text: &[u8]) -> Option<HashMap<Vec<u8>, Listing>> {
+fn decode(text: &[u8], header: &[u8]) -> Option<HashMap<Vec<u8>, Listing>> {
     // Every field ends with a NUL: a file cut short within its last name
     // is refused, not read as a shorter name.
-    let mut fields = text.strip_prefix(HEADER)?.strip_suffix(&[0])?.split(|&b| b == 0);
+    let mut fields = text.strip_prefix(header)?.strip_suffix(&[0])?.split(|&b| b == 0);
     let mut out = HashMap::new();
     while let Some(rel) = fields.next() {
         let mut numbers = fields.next()?.split(|&b| b == b' ');
@@ -307,7 +332,7 @@ mod tests {
         l.id.mtime = (-86_400, 999_999_999);
         let mut text = HEADER.to_vec();
         encode(&l, &mut text);
-        assert_eq!(decode(&text).unwrap()[&b"old"[..]], l);
+        assert_eq!(decode(&text, HEADER).unwrap()[&b"old"[..]], l);
     }
 
     #[test]
@@ -315,7 +340,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("state/interpose/etc-listings");
         let (top, sub) = (listing("", 100, 200), listing("ssl/certs", 100, 101));
-        Kept { path: Some(path.clone()), by_rel: HashMap::new() }.save(&[&top, &sub]).unwrap();
+        Kept::load(Some(path.clone())).save(&[&top, &sub]).unwrap();
         let kept = Kept::load(Some(path.clone()));
         assert_eq!(kept.by_rel.len(), 2);
         assert_eq!(kept.by_rel[&b""[..]], top);

@@ -17,11 +17,21 @@
 //! settled: they cover what is made there later too, and the kernel holds
 //! them with one mask on that place ([`GlobRule::subtree`]).
 //!
+//! The walk of a big workspace is most of a session's start (11 ms for
+//! 11,000 entries here, most of it the kernel reading hashed directories),
+//! so each directory's part is kept between sessions ([`super::listings`]):
+//! its subdirectories and the names the patterns matched, with the
+//! directory's identity; a directory whose names have not changed since
+//! (its ctime and mtime the same, listed well after its last change) is
+//! not read again. The listings are kept per tree walked and per set of
+//! patterns, in the user's own directory every session carves out.
+//!
 //! This walks the file system; the rest of `policy` does no I/O.
 
+use super::listings::{DirId, Kept, Listing};
 use super::{GlobEffect, GlobRule, Mode, Origin, Rule, Surface};
 use crate::sys::fs;
-use std::ffi::{CString, OsStr};
+use std::ffi::{CStr, CString, OsStr};
 use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
@@ -32,8 +42,22 @@ use std::sync::{Arc, Condvar, Mutex, PoisonError};
 pub struct Settled {
     /// Per pattern settled (its text): how many existing names it matched.
     pub matched: Vec<(String, usize)>,
-    /// Directory entries looked at.
+    /// Directory entries looked at (of a directory listed as kept, only
+    /// its subdirectories and matches).
     pub entries: usize,
+    /// Directories whose kept listing was used instead of reading them.
+    pub as_kept: usize,
+}
+
+/// Where the walks' listings are kept between sessions, and whether this
+/// session writes its own back.
+#[derive(Debug, Clone, Copy)]
+pub struct KeptWalks<'a> {
+    /// The directory (`listings::kept_dir`), carved out of every session.
+    pub dir: &'a Path,
+    /// Whether to write the listings back (a session that runs; not `policy
+    /// show`).
+    pub remember: bool,
 }
 
 impl Surface {
@@ -42,6 +66,13 @@ impl Surface {
     /// (`deny`, or read-only where the tree around them is writable for a
     /// `deny_writes` pattern), and the pattern decides nothing more.
     pub fn settle_patterns(&mut self) -> Settled {
+        self.settle_patterns_kept(None, now())
+    }
+
+    /// [`Surface::settle_patterns`], with each walked tree's listings kept
+    /// in `kept` (none: every directory is read), taken at `now` (seconds
+    /// since the epoch).
+    pub fn settle_patterns_kept(&mut self, kept: Option<KeptWalks<'_>>, now: i64) -> Settled {
         let mut settled = Settled::default();
         let pending: Vec<usize> = self
             .globs
@@ -65,9 +96,20 @@ impl Surface {
             }
         }
         let mut found: Vec<(PathBuf, usize)> = Vec::new();
+        let patterns: Vec<&GlobRule> = pending.iter().map(|&i| &self.globs[i]).collect();
+        let header = header(&patterns);
         for root in &roots {
-            let patterns: Vec<&GlobRule> = pending.iter().map(|&i| &self.globs[i]).collect();
-            settled.entries += walk(self, root, &patterns, &mut |path, k| found.push((path, pending[k])));
+            let memory = Kept::load_as(kept.map(|k| k.dir.join(file_name(root))), header.clone());
+            let walked = walk(self, root, &patterns, (&memory, now), &mut |path, k| found.push((path, pending[k])));
+            settled.entries += walked.seen;
+            settled.as_kept += walked.as_kept.len();
+            let worth = walked.listed.len() + walked.as_kept.len() >= KEEP_FROM;
+            if kept.is_some_and(|k| k.remember) && !walked.listed.is_empty() && worth {
+                let all: Vec<&Listing> = walked.listed.iter().chain(walked.as_kept.iter().copied()).collect();
+                if let Err(e) = memory.save(&all) {
+                    tracing::debug!("the walk of {} not kept: {e}", root.display());
+                }
+            }
         }
         found.sort();
         found.dedup();
@@ -114,9 +156,50 @@ impl Surface {
     }
 }
 
+/// The fewest directories a walk is kept for: a smaller tree is read in
+/// well under a millisecond, and a file for each (a test's temporary
+/// workspace, a scratch clone) would only pile up.
+const KEEP_FROM: usize = 64;
+
+/// The kept listings' file for a walk of `root`: one per tree.
+fn file_name(root: &Path) -> String {
+    use sha2::Digest;
+    let digest = sha2::Sha256::digest(root.as_os_str().as_bytes());
+    let hex: String = digest[..12].iter().map(|b| format!("{b:02x}")).collect();
+    format!("settle-{hex}")
+}
+
+/// The first line of a walk's kept listings: the tree's listings hold
+/// only the names these patterns matched, so another set of patterns (a
+/// policy changed) reads none of them.
+fn header(patterns: &[&GlobRule]) -> Vec<u8> {
+    use sha2::Digest;
+    let mut h = sha2::Sha256::new();
+    for g in patterns {
+        h.update(g.pattern.as_os_str().as_bytes());
+        h.update([0]);
+    }
+    let hex: String = h.finalize()[..16].iter().map(|b| format!("{b:02x}")).collect();
+    format!("interpose settle listings 2 {hex}\n").into_bytes()
+}
+
+fn now() -> i64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs() as i64)
+}
+
+/// What one walk saw: the entries looked at, the directories it read (as
+/// the next walk keeps them) and those whose kept listing it used.
+struct Walked<'k> {
+    seen: usize,
+    listed: Vec<Listing>,
+    as_kept: Vec<&'k Listing>,
+}
+
 /// Walks `root` without following symlinks, calling `found` with each path
 /// that a pattern of `patterns` matches (and its index there); a matched
-/// directory is not entered, nor is a carve-out. Returns the entries seen.
+/// directory is not entered, nor is a carve-out. A directory whose listing
+/// in `kept` still holds (`now` being the time this walk's are taken at)
+/// is not read: its kept subdirectories and matches are used.
 ///
 /// The patterns are matched together ([`super::Patterns`]): matched one by
 /// one, the ten of `examples/coding-agent.toml` made this walk 71 ms of a
@@ -125,39 +208,62 @@ impl Surface {
 /// path (no lookup from `/` per directory, and a directory swapped for a
 /// symlink meanwhile is not followed), and listed with `getdents64`; two
 /// threads take the directories still to list from one stack.
-fn walk(surface: &Surface, root: &Path, patterns: &[&GlobRule], found: &mut dyn FnMut(PathBuf, usize)) -> usize {
+fn walk<'k>(
+    surface: &Surface,
+    root: &Path,
+    patterns: &[&GlobRule],
+    (kept, now): (&'k Kept, i64),
+    found: &mut dyn FnMut(PathBuf, usize),
+) -> Walked<'k> {
+    let mut walked = Walked { seen: 0, listed: Vec::new(), as_kept: Vec::new() };
     let mut matching = super::Patterns::new(patterns);
     if let Some(k) = matching.first(root.as_os_str().as_bytes()) {
         found(root.to_path_buf(), k);
-        return 1;
+        walked.seen = 1;
+        return walked;
     }
-    let Ok(top) = CString::new(root.as_os_str().as_bytes()) else { return 0 };
-    let Ok(top) = fs::openat(fs::Dir::Cwd, &top, fs::LIST_DIRECTORY, 0) else { return 0 };
+    let Ok(top) = CString::new(root.as_os_str().as_bytes()) else { return walked };
+    let Ok(top) = fs::openat(fs::Dir::Cwd, &top, fs::LIST_DIRECTORY, 0) else { return walked };
     let work = Work {
-        state: Mutex::new(Pending { dirs: vec![(Place::Open(top), root.to_path_buf())], busy: 0 }),
+        state: Mutex::new(Pending { dirs: vec![(Place::Root, root.to_path_buf())], busy: 0 }),
         changed: Condvar::new(),
+        top,
+        root: root.as_os_str().as_bytes(),
+        kept,
+        now,
     };
     let other = matching.clone();
-    let (seen, hits) = std::thread::scope(|s| {
+    let hits = std::thread::scope(|s| {
         let helper = s.spawn(|| work.list_all(surface, other));
-        let (mut seen, mut hits) = work.list_all(surface, matching);
+        let mine = work.list_all(surface, matching);
         // A panic in the other thread must not drop what it found.
-        let (more_seen, more_hits) = helper.join().unwrap_or_else(|e| std::panic::resume_unwind(e));
-        seen += more_seen;
-        hits.extend(more_hits);
-        (seen, hits)
+        let theirs = helper.join().unwrap_or_else(|e| std::panic::resume_unwind(e));
+        let mut hits = Vec::new();
+        for part in [mine, theirs] {
+            walked.seen += part.seen;
+            walked.listed.extend(part.listed);
+            walked.as_kept.extend(part.as_kept);
+            hits.extend(part.hits);
+        }
+        hits
     });
     for (path, k) in hits {
         found(path, k);
     }
-    seen
+    walked
 }
 
-/// A directory still to list: open already (the root), or a name in its
-/// parent, whose handle its siblings share.
+/// The kind a kept listing gives a name a pattern matched (a directory's
+/// is `DT_DIR`; no `d_type` is this one).
+const MATCHED: u8 = 24;
+
+/// A directory still to list: the root (open in [`Work::top`]), a name
+/// in its parent, whose handle its siblings share, or a path below the
+/// root where its parent was not opened (listed as kept).
 enum Place {
-    Open(OwnedFd),
+    Root,
     In(Arc<OwnedFd>),
+    Beneath,
 }
 
 /// The directories still to list, and how many are being listed (whose
@@ -167,56 +273,125 @@ struct Pending {
     busy: usize,
 }
 
-/// The walk's shared stack.
-struct Work {
+/// The walk's shared stack, and what every directory is looked at with.
+struct Work<'a, 'k> {
     state: Mutex<Pending>,
     changed: Condvar,
+    /// The tree walked, open, and its path; its directories' listings are
+    /// kept by their paths below it.
+    top: OwnedFd,
+    root: &'a [u8],
+    kept: &'k Kept,
+    now: i64,
+}
+
+/// What one thread of the walk saw.
+struct Part<'k> {
+    seen: usize,
+    hits: Vec<(PathBuf, usize)>,
+    listed: Vec<Listing>,
+    as_kept: Vec<&'k Listing>,
 }
 
 /// One directory being listed: counted until dropped, a panic included, so
 /// the other thread never waits for a listing that will not come.
-struct Listing<'a>(&'a Work);
+struct Busy<'w, 'a, 'k>(&'w Work<'a, 'k>);
 
-impl Drop for Listing<'_> {
+impl Drop for Busy<'_, '_, '_> {
     fn drop(&mut self) {
         self.0.state.lock().unwrap_or_else(PoisonError::into_inner).busy -= 1;
         self.0.changed.notify_all();
     }
 }
 
-impl Work {
+impl<'a, 'k> Work<'a, 'k> {
     /// Lists directories from the stack until none is left and none is
-    /// being listed: the entries seen, and each match with its pattern.
-    fn list_all(&self, surface: &Surface, mut matching: super::Patterns<'_>) -> (usize, Vec<(PathBuf, usize)>) {
+    /// being listed: the entries seen, each match with its pattern, and
+    /// the listings read or used as kept.
+    fn list_all(&self, surface: &Surface, mut matching: super::Patterns<'_>) -> Part<'k> {
         let carved = |p: &[u8]| surface.lookup(p).is_some_and(|i| surface.rules()[i as usize].mode == Mode::Deny);
-        let (mut seen, mut hits) = (0, Vec::new());
+        let mut part = Part { seen: 0, hits: Vec::new(), listed: Vec::new(), as_kept: Vec::new() };
         let mut buf = vec![0u8; 32 * 1024];
-        while let Some((place, path, listing)) = self.take() {
-            let dir = match place {
-                Place::Open(fd) => Some(fd),
-                Place::In(parent) => path
-                    .file_name()
-                    .and_then(|n| CString::new(n.as_bytes()).ok())
-                    .and_then(|n| fs::openat(fs::Dir::Fd(parent.as_fd()), &n, fs::LIST_DIRECTORY, 0).ok()),
-            };
-            // A directory that cannot be opened or read is passed over.
-            let Some(dir) = dir.map(Arc::new) else { continue };
-            let mut subdirs = Vec::new();
+        while let Some((place, path, busy)) = self.take() {
             // Each name is matched in one buffer holding the directory's
             // path: a path is made only for a match or a subdirectory.
             let mut child = path.as_os_str().as_bytes().to_vec();
+            let Some(rel) = child.strip_prefix(self.root).map(|r| r.strip_prefix(b"/").unwrap_or(r).to_vec()) else {
+                continue;
+            };
+            let Ok(c_rel) = CString::new(&rel[..]) else { continue };
+            let name = path.file_name().and_then(|n| CString::new(n.as_bytes()).ok());
             if child.last() != Some(&b'/') {
                 child.push(b'/');
             }
             let stem = child.len();
-            let _ = fs::entries(dir.as_fd(), &mut buf, |name, kind| {
-                seen += 1;
+            // A directory listed before is asked only its identity, with
+            // no descriptor opened for it: its kept listing holds while the
+            // identity is the same (the same inode, its names unchanged).
+            let kept = self.kept.by_rel.get(&rel).filter(|l| {
+                let st = match (&place, &name) {
+                    (Place::Root, _) => fs::fstat(self.top.as_fd()),
+                    (Place::In(parent), Some(name)) => {
+                        fs::fstatat(fs::Dir::Fd(parent.as_fd()), name, libc::AT_SYMLINK_NOFOLLOW)
+                    }
+                    (Place::Beneath, _) => {
+                        fs::fstatat(fs::Dir::Fd(self.top.as_fd()), &c_rel, libc::AT_SYMLINK_NOFOLLOW)
+                    }
+                    (Place::In(_), None) => return false,
+                };
+                st.is_ok_and(|st| st.st_mode & libc::S_IFMT == libc::S_IFDIR && l.holds_for(&DirId::of(&st)))
+            });
+            let mut subdirs = Vec::new();
+            if let Some(l) = kept {
+                // The patterns are the ones the listing was taken with: only
+                // its matches are matched again (for which pattern).
+                for (name, kind) in l.entries() {
+                    part.seen += 1;
+                    child.truncate(stem);
+                    child.extend_from_slice(name);
+                    match kind {
+                        MATCHED => part
+                            .hits
+                            .extend(matching.first(&child).map(|k| (PathBuf::from(OsStr::from_bytes(&child)), k))),
+                        libc::DT_DIR if !carved(&child) => {
+                            subdirs.push((Place::Beneath, PathBuf::from(OsStr::from_bytes(&child))))
+                        }
+                        _ => {}
+                    }
+                }
+                part.as_kept.push(l);
+                self.state.lock().unwrap_or_else(PoisonError::into_inner).dirs.extend(subdirs);
+                drop(busy);
+                continue;
+            }
+            let dir = match (place, &name) {
+                (Place::Root, _) => fs::openat(fs::Dir::Fd(self.top.as_fd()), c".", fs::LIST_DIRECTORY, 0).ok(),
+                (Place::In(parent), Some(name)) => {
+                    fs::openat(fs::Dir::Fd(parent.as_fd()), name, fs::LIST_DIRECTORY, 0).ok()
+                }
+                // Below the root by its path, through no symlink.
+                (Place::Beneath, _) => {
+                    let how = fs::OpenHow {
+                        flags: fs::LIST_DIRECTORY as u64,
+                        mode: 0,
+                        resolve: fs::RESOLVE_BENEATH | fs::RESOLVE_NO_SYMLINKS,
+                    };
+                    fs::openat2(fs::Dir::Fd(self.top.as_fd()), &c_rel, how).ok()
+                }
+                (Place::In(_), None) => None,
+            };
+            // A directory that cannot be opened or read is passed over.
+            let Some(dir) = dir.map(Arc::new) else { continue };
+            // The name as kept: a match, or a directory; nothing for a name
+            // neither (the next walk needs none of those).
+            let mut look = |name: &CStr, kind: u8| -> Option<u8> {
+                part.seen += 1;
                 child.truncate(stem);
                 child.extend_from_slice(name.to_bytes());
                 let owned = || PathBuf::from(OsStr::from_bytes(&child));
                 if let Some(k) = matching.first(&child) {
-                    hits.push((owned(), k));
-                    return;
+                    part.hits.push((owned(), k));
+                    return Some(MATCHED);
                 }
                 let is_dir = match kind {
                     libc::DT_DIR => true,
@@ -227,21 +402,41 @@ impl Work {
                 if is_dir && !carved(&child) {
                     subdirs.push((Place::In(Arc::clone(&dir)), owned()));
                 }
-            });
+                is_dir.then_some(libc::DT_DIR)
+            };
+            // The identity kept is taken from the handle the names are read
+            // through: the listing is of this directory, whatever is renamed
+            // into its place meanwhile.
+            match fs::fstat(dir.as_fd()) {
+                Ok(st) => {
+                    let mut fresh = Listing::new(&rel, DirId::of(&st), self.now);
+                    let read = fs::entries(dir.as_fd(), &mut buf, |name, kind| {
+                        if let Some(kind) = look(name, kind) {
+                            fresh.push(name.to_bytes(), kind);
+                        }
+                    });
+                    // One read part of the way is never kept: its missing
+                    // names would be taken as the directory's.
+                    if read.is_ok() {
+                        part.listed.push(fresh);
+                    }
+                }
+                Err(_) => _ = fs::entries(dir.as_fd(), &mut buf, |name, kind| _ = look(name, kind)),
+            }
             self.state.lock().unwrap_or_else(PoisonError::into_inner).dirs.extend(subdirs);
-            drop(listing);
+            drop(busy);
         }
-        (seen, hits)
+        part
     }
 
     /// The next directory to list, counted as being listed; `None` once the
     /// stack is empty and nothing being listed can add to it.
-    fn take(&self) -> Option<(Place, PathBuf, Listing<'_>)> {
+    fn take(&self) -> Option<(Place, PathBuf, Busy<'_, 'a, 'k>)> {
         let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
         loop {
             if let Some((place, path)) = state.dirs.pop() {
                 state.busy += 1;
-                return Some((place, path, Listing(self)));
+                return Some((place, path, Busy(self)));
             }
             if state.busy == 0 {
                 return None;
@@ -359,6 +554,74 @@ mod tests {
         let d = |p: &Path| s.decide(p.as_os_str().as_bytes(), Access::Read, &none).allowed;
         assert!(!d(&ws.join("d17/x/y/secret.key")) && !d(&ws.join("d150/id_rsa")));
         assert!(d(&ws.join("d17/f.txt")));
+    }
+
+    #[test]
+    fn a_kept_walk_is_used_only_for_unchanged_directories_and_only_by_the_same_patterns() {
+        let dir = tempfile::tempdir().unwrap();
+        let top = dir.path().canonicalize().unwrap();
+        let (ws, kept_dir) = (top.join("ws"), top.join("kept"));
+        for n in 0..40 {
+            std::fs::create_dir_all(ws.join(format!("d{n}/sub"))).unwrap();
+            std::fs::write(ws.join(format!("d{n}/sub/f.txt")), "x").unwrap();
+        }
+        std::fs::write(ws.join("d3/sub/a.key"), "x").unwrap();
+        std::fs::create_dir_all(top.join("elsewhere/inner")).unwrap();
+        std::fs::write(top.join("elsewhere/inner/o.key"), "x").unwrap();
+        let settle = |patterns: &[&str], now: i64| {
+            let o = || Origin::Flag("t".into());
+            let mut s = Surface::new();
+            s.add(Rule { path: ws.clone(), mode: Mode::Rw, origin: o() });
+            for p in patterns {
+                s.add_glob(&ws.join(p), GlobEffect::Deny, o()).unwrap();
+            }
+            let settled = s.settle_patterns_kept(Some(KeptWalks { dir: &kept_dir, remember: true }), now);
+            let none = super::super::NoProcesses;
+            let denied =
+                |p: &str| !s.decide(ws.join(p).as_os_str().as_bytes(), super::super::Access::Read, &none).allowed;
+            let found: Vec<&str> = ["d3/sub/a.key", "d7/sub/b.key", "d9/inner/o.key", "d4/sub/f.txt"]
+                .into_iter()
+                .filter(|p| denied(p))
+                .collect();
+            (settled, found.join(" "))
+        };
+        let real = now();
+        // Listed a moment after the directories were made: not used again
+        // (a change within the same second could go unseen).
+        let (first, found) = settle(&["**/*.key"], real);
+        assert_eq!((first.as_kept, found.as_str()), (0, "d3/sub/a.key"), "{first:?}");
+        let (second, _) = settle(&["**/*.key"], real);
+        assert_eq!(second.as_kept, 0, "{second:?}");
+        // Listed well after: the next walk reads no directory again, and
+        // sees only the subdirectories and the matches (the root's 40, one
+        // in each, the key).
+        let later = real + 10;
+        settle(&["**/*.key"], later);
+        let (kept, found) = settle(&["**/*.key"], later);
+        assert_eq!((kept.as_kept, found.as_str()), (81, "d3/sub/a.key"), "{kept:?}");
+        assert_eq!(kept.entries, 40 + 40 + 1, "{kept:?}");
+        // A key made since changes its directory, which is read again; a
+        // directory swapped for a symlink to a tree holding one is not
+        // followed, as in a walk with nothing kept.
+        std::fs::write(ws.join("d7/sub/b.key"), "x").unwrap();
+        std::fs::rename(ws.join("d9"), top.join("d9-moved")).unwrap();
+        std::os::unix::fs::symlink(top.join("elsewhere"), ws.join("d9")).unwrap();
+        let (changed, found) = settle(&["**/*.key"], later);
+        assert_eq!(found, "d3/sub/a.key d7/sub/b.key", "{changed:?}");
+        // ws and d7/sub changed; d9 and d9/sub are gone.
+        assert_eq!(changed.as_kept, 81 - 4, "{changed:?}");
+        // Other patterns read none of the kept listings: they hold only
+        // what the first ones matched.
+        let (other, found) = settle(&["**/*.txt"], later);
+        assert_eq!((other.as_kept, found.as_str()), (0, "d4/sub/f.txt"), "{other:?}");
+        // A tree of fewer directories is not kept at all.
+        let small = top.join("small");
+        std::fs::create_dir_all(small.join("a/b")).unwrap();
+        let mut s = Surface::new();
+        s.add(Rule { path: small.clone(), mode: Mode::Rw, origin: Origin::Flag("t".into()) });
+        s.add_glob(&small.join("**/*.key"), GlobEffect::Deny, Origin::Flag("t".into())).unwrap();
+        s.settle_patterns_kept(Some(KeptWalks { dir: &kept_dir, remember: true }), later);
+        assert!(!kept_dir.join(file_name(&small)).exists());
     }
 
     #[test]

@@ -442,7 +442,9 @@ mod tests {
                 other => panic!("kept from a walk that listed: {other:?}"),
             })
             .collect();
-        Kept { path: None, by_rel }
+        let mut kept = Kept::default();
+        kept.by_rel = by_rel;
+        kept
     }
 
     #[test]

@@ -106,8 +106,18 @@ impl SurfaceSpec {
         surface.prefer_user_grants();
         // Carve-out patterns name what exists now: the kernel holds those
         // (crate::policy::settle); what the session makes later is its own.
-        let settled = surface.settle_patterns();
-        tracing::debug!("carve-out patterns settled: {settled:?}");
+        // Each tree's walk is kept for the next session where the listings
+        // of /etc are (carved out of every session); written back only by
+        // a session that runs.
+        let kept_dir = crate::policy::listings::kept_dir();
+        let kept = kept_dir.as_deref().map(|dir| crate::policy::settle::KeptWalks {
+            dir,
+            remember: effects == crate::policy::file::Effects::Create,
+        });
+        let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs() as i64);
+        let started = std::time::Instant::now();
+        let settled = surface.settle_patterns_kept(kept, now);
+        tracing::debug!("carve-out patterns settled in {} us: {settled:?}", started.elapsed().as_micros());
         Ok((surface, (policy, resolved)))
     }
 }

@@ -173,3 +173,47 @@ fn credential_patterns_protect_existing_keys_and_refusals_are_said_aloud() {
     let o = t.command(&["--policy", policy.to_str().unwrap()], &["/bin/sh", "-c", &clone]).output().unwrap();
     assert_eq!(stdout(&o), "project-test-key\n", "{}", stderr(&o));
 }
+
+/// A workspace's walk for the credential patterns is kept for the next
+/// session (in a big workspace it was most of the start), and a kept walk
+/// never hides a key: one made since, in a directory the walk had read, is
+/// protected by the next session, which reads again only the directories
+/// that changed.
+#[test]
+fn a_kept_walk_of_the_workspace_never_hides_a_key_made_since() {
+    let Some(t) = kernel_tree() else { return };
+    for n in 0..40 {
+        std::fs::create_dir_all(t.ws.join(format!("pkg{n}/src"))).unwrap();
+        std::fs::write(t.ws.join(format!("pkg{n}/src/lib.rs")), "").unwrap();
+    }
+    // A directory is kept only if it had not changed for a while when it
+    // was read (a change within the same second could go unseen).
+    let settle = interpose::policy::listings::SETTLE_SECS as u64;
+    std::thread::sleep(std::time::Duration::from_millis(settle * 1000 + 200));
+    let policy = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/coding-agent.toml");
+    let run = |script: &str| {
+        let o = t
+            .command(&["--policy", policy.to_str().unwrap()], &["/bin/sh", "-c", script])
+            .env("INTERPOSE_LOG", "interpose::session::surface=debug")
+            .output()
+            .unwrap();
+        let err = stderr(&o);
+        let as_kept = err
+            .split("as_kept: ")
+            .nth(1)
+            .and_then(|r| r.split(|c: char| !c.is_ascii_digit()).next())
+            .and_then(|n| n.parse::<usize>().ok());
+        (stdout(&o), as_kept.unwrap_or_else(|| panic!("no walk reported: {err}")), err)
+    };
+    let (_, first, err) = run("true");
+    assert_eq!(first, 0, "a new workspace has no kept walk: {err}");
+    std::fs::write(t.ws.join("pkg7/src/late.key"), "LATE-KEY-MARKER\n").unwrap();
+    let (out, second, err) = run("cat pkg7/src/late.key; cat pkg8/src/lib.rs && echo end");
+    assert!(!out.contains("LATE-KEY-MARKER"), "the kept walk hid the key made since: {out}");
+    assert!(out.contains("end") && err.contains("Permission denied"), "{out}{err}");
+    // The 40 packages and 39 of their sources were not read again.
+    assert!(second >= 79, "the kept walk was not used: {second}; {err}");
+    // Natively the key is read.
+    let o = Command::new("cat").arg(t.ws.join("pkg7/src/late.key")).output().unwrap();
+    assert_eq!(stdout(&o), "LATE-KEY-MARKER\n");
+}
