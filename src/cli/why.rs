@@ -79,4 +79,7 @@ fn print_modes(surface: &crate::policy::Surface) {
             fast.untrapped_when_read_only().join(" ")
         );
     }
+    if let Some(why) = &layout.reads_inexact {
+        println!("  fast mode keeps read-only opens trapped here: {why}");
+    }
 }

@@ -156,6 +156,11 @@ pub struct Layout {
     /// Whether every entry that grants exists at the start and no grant
     /// pattern grants a name made later (half of [`Layout::reads_exact`]).
     granted_at_start: bool,
+    /// Why not, in words: the first such entry or pattern, and where it
+    /// came from.
+    granted_later: Option<String>,
+    /// Where reads are not exact, why, in words.
+    pub reads_inexact: Option<String>,
 }
 
 /// What a directory of an expanded tree gets itself: listing only. Its
@@ -360,18 +365,52 @@ pub fn layout(surface: &Surface, mounts: bool) -> Layout {
     // an existing tree granted whole holds it (`$CLAUDE_CONFIG_DIR/.claude.json`
     // in `$CLAUDE_CONFIG_DIR/`); a grant pattern likewise, unless the tree
     // its base lies in grants everything it could.
-    let granted_later = surface.effective_rules().any(|(_, r)| {
+    let granted_later = surface.effective_rules().find(|(_, r)| {
         r.mode != Mode::Deny
             && !matches!(surface.proc_place(r.path.as_os_str().as_bytes()), ProcPlace::Pid(..))
             && kind_of(&r.path).is_none()
             && !surface.granted_by_existing_tree(&r.path, r.mode)
     });
-    let granted_at_start = !granted_later
-        && !surface.globs().iter().any(|g| g.effect == GlobEffect::Grant && !surface.grant_pattern_redundant(g));
-    let mut layout =
-        Layout { grants, masks, sound, missing, reads_exact: false, names_exact: false, devices, granted_at_start };
+    let pattern = surface.globs().iter().find(|g| g.effect == GlobEffect::Grant && !surface.grant_pattern_redundant(g));
+    let granted_later = match (granted_later, pattern) {
+        (Some((_, r)), _) => {
+            Some(format!("{} is granted before it exists ({}){}", r.path.display(), r.origin, remedy(&r.origin)))
+        }
+        (None, Some(g)) => Some(format!(
+            "the grant pattern {} names files made later ({}){}",
+            g.pattern.display(),
+            g.origin,
+            remedy(&g.origin)
+        )),
+        (None, None) => None,
+    };
+    let granted_at_start = granted_later.is_none();
+    let mut layout = Layout {
+        grants,
+        masks,
+        sound,
+        missing,
+        reads_exact: false,
+        names_exact: false,
+        devices,
+        granted_at_start,
+        granted_later,
+        reads_inexact: None,
+    };
     layout.settle_exactness(|(_, g, _)| matches!(g, Grant::Parent(_)));
     layout
+}
+
+/// How to make an entry of a built-in profile one Landlock can grant, where
+/// there is a way.
+fn remedy(origin: &crate::policy::Origin) -> &'static str {
+    match origin {
+        crate::policy::Origin::Profile { name, .. } if name == "claude" => {
+            "; with CLAUDE_CONFIG_DIR set as `interpose agent-config claude` prints it, Claude Code keeps that file \
+             in a directory of its own, which Landlock grants whole"
+        }
+        _ => "",
+    }
 }
 
 impl Layout {
@@ -383,7 +422,16 @@ impl Layout {
             m.kind != MaskKind::Writable
                 && m.path.parent().is_some_and(|d| kernel_creates_in(d, &self.grants, &self.masks))
         });
-        self.reads_exact = self.granted_at_start && !self.grants.iter().any(inexact);
+        let expanded = self.grants.iter().find(|g| inexact(g));
+        self.reads_exact = self.granted_at_start && expanded.is_none();
+        self.reads_inexact = self.granted_later.clone().or_else(|| {
+            expanded.map(|(dir, _, _)| {
+                format!(
+                    "{} is granted entry by entry around a carve-out (a name made there later is not)",
+                    dir.display()
+                )
+            })
+        });
         self.names_exact = self.reads_exact && self.sound.creates && !writable_carve;
     }
 }

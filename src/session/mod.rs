@@ -705,7 +705,7 @@ fn backstop(
     let exact = b.layout.names_exact;
     let reads = match own_proc {
         Ok(_) if b.layout.reads_exact => Ok(()),
-        Ok(_) => Err(ReadsTrapped::ReadsInexact),
+        Ok(_) => Err(ReadsTrapped::ReadsInexact(b.layout.reads_inexact.clone().unwrap_or_default())),
         Err(why) => Err(why),
     };
     // In a root holding only the surface, with a procfs of the command's
@@ -744,11 +744,8 @@ enum ReadsTrapped {
     Isolated,
     #[error(transparent)]
     OwnProc(sandbox::landlock::OwnProcRefusal),
-    #[error(
-        "Landlock cannot grant everything this surface lets be read (a grant pattern, an entry that does not \
-         exist yet, or a tree expanded around a carve-out holding a grant)"
-    )]
-    ReadsInexact,
+    #[error("Landlock cannot grant everything this surface lets be read: {0}")]
+    ReadsInexact(String),
 }
 
 /// The command's environment: the policy's rules applied to interpose's

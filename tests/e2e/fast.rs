@@ -310,7 +310,7 @@ fn a_policy_asking_for_fast_mode_is_settled_with_the_flags() {
 /// file inside that directory, and nothing the kernel cannot hold exactly.
 /// Without it the profile grants `~/.claude.json` (a file Claude replaces
 /// by a rename) and a pattern next to it, and read-only opens stay trapped,
-/// saying why.
+/// saying which entry keeps them so and how to change that.
 #[test]
 fn fast_mode_engages_under_the_shipped_policy_with_an_agent_config_dir() {
     let Some(t) = kernel_tree() else { return };
@@ -344,6 +344,10 @@ fn fast_mode_engages_under_the_shipped_policy_with_an_agent_config_dir() {
     let (err, untrapped) = run("home-config.jsonl", None);
     assert!(err.contains("opens stay trapped"), "{err}");
     assert_eq!(untrapped, 0);
+    // What keeps them trapped is named, with where it came from and the
+    // way out.
+    let named = format!("{} is granted before it exists (profile claude:", home.join(".claude.json").display());
+    assert!(err.contains(&named) && err.contains("set as `interpose agent-config claude` prints it"), "{err}");
 }
 
 /// A command started inside a carve-out, its working directory beneath
