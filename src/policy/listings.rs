@@ -12,12 +12,15 @@
 //! changes no directory, only the file.
 //!
 //! A listing is a way to hide a name from the walk, so the file is trusted
-//! only as much as its place: a directory of its own at a fixed path in the
-//! home `/etc/passwd` gives interpose's effective user (not `HOME`, which
-//! the caller sets), carved out of every session's surface whole (a command
+//! only as much as its place, and the place is the guarantee: a directory
+//! of its own at a fixed path in the home `/etc/passwd` gives interpose's
+//! effective user (not `HOME`, which the caller sets), made before any
+//! command runs and carved out of every session's surface whole (a command
 //! whose surface reaches it can neither read the file nor plant one, nor
-//! swap the temporary file a session renames into place), and a file owned
-//! by that user and writable by no one else. A listing taken within
+//! swap the temporary file a session renames into place), read through no
+//! symlink. That the file is owned by the user and writable by no one else
+//! keeps other users out; a sandboxed command runs as that same user, so
+//! against it only the carve-out counts. A listing taken within
 //! [`SETTLE_SECS`] of its directory's last change is not used again: a file
 //! system that keeps times in whole seconds could change the directory
 //! again within the same second, unseen. A listing that failed part of the
@@ -170,7 +173,10 @@ pub fn kept_dir() -> Option<PathBuf> {
         (fields.len() == 7 && fields[2] == uid.as_bytes()).then(|| fields[5])
     })?;
     let home = Path::new(std::ffi::OsStr::from_bytes(home));
-    home.is_absolute().then(|| home.join(".local/state/interpose/walk"))
+    // Canonical: the file is read through no symlink, and a home reached
+    // through one (`/home` -> `/usr/home`) is the user's own.
+    let home = std::fs::canonicalize(home).ok().filter(|h| h.is_absolute())?;
+    Some(home.join(".local/state/interpose/walk"))
 }
 
 impl Kept {
@@ -221,7 +227,18 @@ impl Kept {
 
 fn read(path: &Path, header: &[u8]) -> ByRel {
     use std::io::Read;
-    let Ok(f) = std::fs::OpenOptions::new().read(true).custom_flags(libc::O_NOFOLLOW).open(path) else {
+    // Through no symlink at all: a command that could make one on the way
+    // (a policy granting `~/.local/state` before the directory existed)
+    // could point the next session at listings of its own.
+    let how = crate::sys::fs::OpenHow {
+        flags: (libc::O_RDONLY | libc::O_NOFOLLOW) as u64,
+        mode: 0,
+        resolve: crate::sys::fs::RESOLVE_NO_SYMLINKS,
+    };
+    let opened = std::ffi::CString::new(path.as_os_str().as_bytes())
+        .map_err(|_| crate::sys::Errno::EINVAL)
+        .and_then(|c| crate::sys::fs::openat2(crate::sys::fs::Dir::Cwd, &c, how));
+    let Ok(f) = opened.map(std::fs::File::from) else {
         return ByRel::default();
     };
     let Ok(m) = f.metadata() else { return ByRel::default() };
@@ -398,6 +415,14 @@ mod tests {
         std::fs::write(dir.path().join("real"), &text).unwrap();
         std::fs::remove_file(&path).unwrap();
         std::os::unix::fs::symlink(dir.path().join("real"), &path).unwrap();
-        assert!(Kept::load(Some(path)).by_rel.is_empty());
+        assert!(Kept::load(Some(path.clone())).by_rel.is_empty());
+        // Nor one on the way to it: a directory of the path made a symlink
+        // to a place holding a valid file.
+        let planted = dir.path().join("planted");
+        Kept::load(Some(planted.join("interpose/etc-listings"))).save(&[&top]).unwrap();
+        assert_eq!(Kept::load(Some(planted.join("interpose/etc-listings"))).by_rel.len(), 1);
+        std::fs::remove_dir_all(dir.path().join("state")).unwrap();
+        std::os::unix::fs::symlink(&planted, dir.path().join("state")).unwrap();
+        assert!(Kept::load(Some(path)).by_rel.is_empty(), "read through a symlinked directory");
     }
 }

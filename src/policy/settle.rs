@@ -99,16 +99,25 @@ impl Surface {
         let patterns: Vec<&GlobRule> = pending.iter().map(|&i| &self.globs[i]).collect();
         let header = header(&patterns);
         for root in &roots {
+            // Only where the file system changes a directory's times with
+            // its names, and nothing else does (no network file system's
+            // cached attributes, no FUSE tree with fixed times).
+            let kept = kept.filter(|_| times_hold(root));
             let memory = Kept::load_as(kept.map(|k| k.dir.join(file_name(root))), header.clone());
             let walked = walk(self, root, &patterns, (&memory, now), &mut |path, k| found.push((path, pending[k])));
             settled.entries += walked.seen;
             settled.as_kept += walked.as_kept.len();
-            let worth = walked.listed.len() + walked.as_kept.len() >= KEEP_FROM;
-            if kept.is_some_and(|k| k.remember) && !walked.listed.is_empty() && worth {
-                let all: Vec<&Listing> = walked.listed.iter().chain(walked.as_kept.iter().copied()).collect();
+            // Written back when a listing read now can be used next time
+            // (one of a directory changed within the last seconds cannot).
+            let usable = walked.listed.iter().filter(|l| l.holds_for(&l.id)).count();
+            let worth = usable + walked.as_kept.len() >= KEEP_FROM;
+            if let Some(k) = kept.filter(|k| k.remember && usable > 0 && worth) {
+                let all: Vec<&Listing> =
+                    walked.listed.iter().filter(|l| l.holds_for(&l.id)).chain(walked.as_kept.iter().copied()).collect();
                 if let Err(e) = memory.save(&all) {
                     tracing::debug!("the walk of {} not kept: {e}", root.display());
                 }
+                forget_old_walks(k.dir);
             }
         }
         found.sort();
@@ -161,6 +170,41 @@ impl Surface {
 /// workspace, a scratch clone) would only pile up.
 const KEEP_FROM: usize = 64;
 
+/// How long a tree's kept walk stays once no session has written it: a
+/// scratch clone's is removed by a later session's save.
+const FORGET_AFTER: std::time::Duration = std::time::Duration::from_secs(30 * 24 * 3600);
+
+/// Removes the kept walks in `dir` no session has written for
+/// [`FORGET_AFTER`].
+fn forget_old_walks(dir: &Path) {
+    let Ok(entries) = std::fs::read_dir(dir) else { return };
+    for e in entries.flatten() {
+        let old = e.metadata().ok().and_then(|m| m.modified().ok()).and_then(|t| t.elapsed().ok());
+        if e.file_name().as_bytes().starts_with(b"settle-") && old.is_some_and(|age| age > FORGET_AFTER) {
+            let _ = std::fs::remove_file(e.path());
+        }
+    }
+}
+
+/// Whether directories' times in the file system at `root` change with
+/// their names and only then: local file systems (ext4, xfs, btrfs, f2fs,
+/// zfs, tmpfs, overlay). A network file system answers `stat` from
+/// attributes it cached for up to a minute, and a FUSE tree over an object
+/// store may give fixed times: their directories are read every time.
+fn times_hold(root: &Path) -> bool {
+    const LOCAL: [i64; 7] = [0xEF53, 0x5846_5342, 0x9123_683E, 0xF2F5_2010, 0x2FC1_2FC1, 0x0102_1994, 0x794C_7630];
+    let Ok(c) = CString::new(root.as_os_str().as_bytes()) else { return false };
+    let Ok(fd) = fs::openat(fs::Dir::Cwd, &c, libc::O_PATH | libc::O_DIRECTORY, 0) else { return false };
+    // `f_type`'s width differs between architectures.
+    #[allow(clippy::unnecessary_cast)]
+    fs::fstatfs(fd.as_fd()).is_ok_and(|st| LOCAL.contains(&(st.f_type as i64)))
+}
+
+/// Where the walk of `root` is kept for this user (none without a home).
+pub fn kept_walk(root: &Path) -> Option<PathBuf> {
+    super::listings::kept_dir().map(|dir| dir.join(file_name(root)))
+}
+
 /// The kept listings' file for a walk of `root`: one per tree.
 fn file_name(root: &Path) -> String {
     use sha2::Digest;
@@ -180,7 +224,7 @@ fn header(patterns: &[&GlobRule]) -> Vec<u8> {
         h.update([0]);
     }
     let hex: String = h.finalize()[..16].iter().map(|b| format!("{b:02x}")).collect();
-    format!("interpose settle listings 2 {hex}\n").into_bytes()
+    format!("interpose settle listings 3 {hex}\n").into_bytes()
 }
 
 fn now() -> i64 {
@@ -204,10 +248,17 @@ struct Walked<'k> {
 /// The patterns are matched together ([`super::Patterns`]): matched one by
 /// one, the ten of `examples/coding-agent.toml` made this walk 71 ms of a
 /// session's start in a 25,000-entry Rust workspace (docs/performance.md).
-/// Each directory is opened from its parent's handle, never by its whole
-/// path (no lookup from `/` per directory, and a directory swapped for a
-/// symlink meanwhile is not followed), and listed with `getdents64`; two
-/// threads take the directories still to list from one stack.
+/// A directory read is opened from its parent's handle (no lookup from `/`
+/// per directory), or below a kept one by its path from the tree's handle
+/// through no symlink, and listed with `getdents64`; two threads take the
+/// directories still to list from one stack. A kept directory is only
+/// `stat`'d, from its parent's handle or by its path from the tree's,
+/// which follows a symlink on the way that something racing the walk
+/// swapped in: its listing is used only for the same directory, whose
+/// matches are then carved out at the path walked too. The walk is not
+/// one atomic view of the tree, kept or not: a directory moved meanwhile
+/// from where the walk has not been to where it has been is missed either
+/// way.
 fn walk<'k>(
     surface: &Surface,
     root: &Path,
@@ -224,9 +275,11 @@ fn walk<'k>(
     }
     let Ok(top) = CString::new(root.as_os_str().as_bytes()) else { return walked };
     let Ok(top) = fs::openat(fs::Dir::Cwd, &top, fs::LIST_DIRECTORY, 0) else { return walked };
+    let Ok(top_st) = fs::fstat(top.as_fd()) else { return walked };
     let work = Work {
         state: Mutex::new(Pending { dirs: vec![(Place::Root, root.to_path_buf())], busy: 0 }),
         changed: Condvar::new(),
+        dev: top_st.st_dev,
         top,
         root: root.as_os_str().as_bytes(),
         kept,
@@ -280,6 +333,10 @@ struct Work<'a, 'k> {
     /// The tree walked, open, and its path; its directories' listings are
     /// kept by their paths below it.
     top: OwnedFd,
+    /// The tree's device: a directory on another (a mount point in the
+    /// tree) is read every time, its file system perhaps not one whose
+    /// times hold.
+    dev: u64,
     root: &'a [u8],
     kept: &'k Kept,
     now: i64,
@@ -417,7 +474,7 @@ impl<'a, 'k> Work<'a, 'k> {
                     });
                     // One read part of the way is never kept: its missing
                     // names would be taken as the directory's.
-                    if read.is_ok() {
+                    if read.is_ok() && st.st_dev == self.dev {
                         part.listed.push(fresh);
                     }
                 }
@@ -622,6 +679,15 @@ mod tests {
         s.add_glob(&small.join("**/*.key"), GlobEffect::Deny, Origin::Flag("t".into())).unwrap();
         s.settle_patterns_kept(Some(KeptWalks { dir: &kept_dir, remember: true }), later);
         assert!(!kept_dir.join(file_name(&small)).exists());
+    }
+
+    #[test]
+    fn walks_are_kept_only_on_file_systems_whose_times_hold() {
+        let dir = tempfile::tempdir().unwrap();
+        // This machine's temporary directory is ext4 or tmpfs; procfs and
+        // sysfs give times that say nothing of their names.
+        assert!(times_hold(dir.path()));
+        assert!(!times_hold(Path::new("/proc")) && !times_hold(Path::new("/sys")));
     }
 
     #[test]

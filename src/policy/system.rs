@@ -81,7 +81,14 @@ pub fn base(system: bool, remember: bool) -> Surface {
     }
     let kept_at = listings::default_path();
     if let Some(Ok(dir)) = kept_at.as_deref().and_then(Path::parent).map(super::canonical_lenient) {
-        surface.add(Rule { path: dir, mode: Mode::Deny, origin: Origin::System("the kept listings of /etc") });
+        // Made before any command runs (a session that runs): a directory
+        // that exists is masked whole in the command's namespace, and no
+        // name on its way can be replaced while it is.
+        if remember {
+            use std::os::unix::fs::DirBuilderExt;
+            let _ = std::fs::DirBuilder::new().recursive(true).mode(0o700).create(&dir);
+        }
+        surface.add(Rule { path: dir, mode: Mode::Deny, origin: Origin::System("the kept listings of walks") });
     }
     if system {
         for skipped in add_system(&mut surface, remember, kept_at) {

@@ -216,4 +216,7 @@ fn a_kept_walk_of_the_workspace_never_hides_a_key_made_since() {
     // Natively the key is read.
     let o = Command::new("cat").arg(t.ws.join("pkg7/src/late.key")).output().unwrap();
     assert_eq!(stdout(&o), "LATE-KEY-MARKER\n");
+    // The kept walk of this temporary workspace goes with it.
+    let kept = interpose::policy::settle::kept_walk(&t.ws.canonicalize().unwrap()).unwrap();
+    std::fs::remove_file(&kept).unwrap_or_else(|e| panic!("{}: {e}", kept.display()));
 }
