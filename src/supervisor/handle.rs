@@ -307,9 +307,7 @@ impl Call<'_> {
 
     /// The path at `addr` in the caller.
     fn read_path(&self, addr: u64) -> Result<Vec<u8>, Stop> {
-        let mut buf = [0u8; mem::PATH_MAX];
-        let n = mem::read_path(self.notif.pid, addr, &mut buf)?;
-        Ok(buf[..n].to_vec())
+        Ok(with_path_buf(|buf| mem::read_path(self.notif.pid, addr, buf).map(|n| buf[..n].to_vec()))?)
     }
 
     /// `bytes` with its starting directory `dirfd` opened if it needs one
@@ -452,10 +450,7 @@ impl Call<'_> {
     fn dir_path(&self, dirfd: i32) -> Result<Vec<u8>, Errno> {
         let link = self.dir_link(dirfd)?;
         identity::retry_as_supervisor(|| {
-            let mut buf = vec![0u8; mem::PATH_MAX];
-            let n = fs::readlinkat(Dir::Cwd, &link, &mut buf)?;
-            buf.truncate(n);
-            Ok(buf)
+            with_path_buf(|buf| fs::readlinkat(Dir::Cwd, &link, buf).map(|n| buf[..n].to_vec()))
         })
     }
 
@@ -913,4 +908,17 @@ fn own_descriptor_path(path: &[u8]) -> bool {
         .iter()
         .filter_map(|p| path.strip_prefix(*p))
         .any(|n| !n.is_empty() && n.iter().all(u8::is_ascii_digit))
+}
+
+/// Runs `f` with this worker's path buffer: one `PATH_MAX` buffer a thread,
+/// not one zeroed (and, on the heap, allocated and freed) a call; a nested
+/// use gets a fresh one.
+fn with_path_buf<R>(f: impl FnOnce(&mut [u8; mem::PATH_MAX]) -> R) -> R {
+    thread_local! {
+        static BUF: std::cell::RefCell<Box<[u8; mem::PATH_MAX]>> = std::cell::RefCell::new(Box::new([0; mem::PATH_MAX]));
+    }
+    BUF.with(|b| match b.try_borrow_mut() {
+        Ok(mut buf) => f(&mut buf),
+        Err(_) => f(&mut Box::new([0; mem::PATH_MAX])),
+    })
 }

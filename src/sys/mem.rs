@@ -57,6 +57,9 @@ pub fn write(pid: u32, addr: u64, data: &[u8]) -> Result<(), Errno> {
     }
 }
 
+/// How much of a path [`read_path`] reads first.
+const FIRST_READ: usize = 256;
+
 /// Reads a NUL-terminated path the way the kernel's `getname` does: at most
 /// `PATH_MAX` bytes including the NUL (`ENAMETOOLONG` otherwise), `EFAULT` if
 /// the string runs into unmapped memory. Returns the bytes without the NUL.
@@ -66,10 +69,13 @@ pub fn read_path(pid: u32, addr: u64, buf: &mut [u8; PATH_MAX]) -> Result<usize,
     }
     // Read page by page so that a short string at the end of a mapping does
     // not fail because the following page is unmapped.
+    // The first read takes no more than most paths need: copying the rest
+    // of the page (up to 4 KiB) for a 30-byte path was most of the read.
     let mut done = 0usize;
     while done < PATH_MAX {
         let at = addr.wrapping_add(done as u64);
-        let chunk = ((PAGE - at % PAGE) as usize).min(PATH_MAX - done);
+        let limit = if done == 0 { FIRST_READ } else { PATH_MAX - done };
+        let chunk = ((PAGE - at % PAGE) as usize).min(limit);
         let n = match read(pid, at, &mut buf[done..done + chunk]) {
             Ok(0) | Err(Errno::EFAULT) => return Err(Errno::EFAULT),
             Ok(n) => n,
