@@ -81,9 +81,11 @@ pub fn base(system: bool, remember: bool) -> Surface {
     }
     let kept_at = listings::default_path();
     if let Some(Ok(dir)) = kept_at.as_deref().and_then(Path::parent).map(super::canonical_lenient) {
-        // Made before any command runs (a session that runs): a directory
-        // that exists is masked whole in the command's namespace, and no
-        // name on its way can be replaced while it is.
+        // Made before any command runs (a session that runs): a carve-out
+        // that exists is masked whole in the command's namespace, and a
+        // directory holding it is never moved away; one made later by the
+        // command could be reached through a symlink it put on the way
+        // (listings are read through none all the same).
         if remember {
             use std::os::unix::fs::DirBuilderExt;
             let _ = std::fs::DirBuilder::new().recursive(true).mode(0o700).create(&dir);
