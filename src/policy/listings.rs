@@ -108,7 +108,13 @@ impl Listing {
 
     /// Whether this listing still holds for the directory now `id`.
     pub fn holds_for(&self, id: &DirId) -> bool {
-        self.id == *id && self.id.ctime.0.saturating_add(SETTLE_SECS) <= self.at
+        self.id == *id && self.settled()
+    }
+
+    /// Whether its directory had not changed for [`SETTLE_SECS`] when it
+    /// was listed: one that had may never be used again.
+    pub fn settled(&self) -> bool {
+        self.id.ctime.0.saturating_add(SETTLE_SECS) <= self.at
     }
 }
 
@@ -166,6 +172,12 @@ pub fn default_path() -> Option<PathBuf> {
 /// `~/.local/state/interpose/walk` in the home `/etc/passwd` gives that
 /// user; carved out of every session ([`super::system::base`]).
 pub fn kept_dir() -> Option<PathBuf> {
+    // Read once: the system surface and the settled patterns both ask.
+    static DIR: std::sync::OnceLock<Option<PathBuf>> = std::sync::OnceLock::new();
+    DIR.get_or_init(find_kept_dir).clone()
+}
+
+fn find_kept_dir() -> Option<PathBuf> {
     let uid = nix::unistd::geteuid().as_raw().to_string();
     let passwd = std::fs::read("/etc/passwd").ok()?;
     let home = passwd.split(|&b| b == b'\n').find_map(|line| {
@@ -342,6 +354,11 @@ fn decimal(field: &[u8]) -> Option<i128> {
     }
     let value = digits.iter().fold(0i128, |n, d| n * 10 + i128::from(d - b'0'));
     Some(if negative { -value } else { value })
+}
+
+/// Seconds since the epoch, as listings are timed.
+pub fn now() -> i64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs() as i64)
 }
 
 /// The path of `rel` below `top`.

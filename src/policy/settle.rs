@@ -66,7 +66,7 @@ impl Surface {
     /// (`deny`, or read-only where the tree around them is writable for a
     /// `deny_writes` pattern), and the pattern decides nothing more.
     pub fn settle_patterns(&mut self) -> Settled {
-        self.settle_patterns_kept(None, now())
+        self.settle_patterns_kept(None, super::listings::now())
     }
 
     /// [`Surface::settle_patterns`], with each walked tree's listings kept
@@ -109,11 +109,10 @@ impl Surface {
             settled.as_kept += walked.as_kept.len();
             // Written back when a listing read now can be used next time
             // (one of a directory changed within the last seconds cannot).
-            let usable = walked.listed.iter().filter(|l| l.holds_for(&l.id)).count();
-            let worth = usable + walked.as_kept.len() >= KEEP_FROM;
-            if let Some(k) = kept.filter(|k| k.remember && usable > 0 && worth) {
-                let all: Vec<&Listing> =
-                    walked.listed.iter().filter(|l| l.holds_for(&l.id)).chain(walked.as_kept.iter().copied()).collect();
+            let usable: Vec<&Listing> = walked.listed.iter().filter(|l| l.settled()).collect();
+            let worth = usable.len() + walked.as_kept.len() >= KEEP_FROM;
+            if let Some(k) = kept.filter(|k| k.remember && !usable.is_empty() && worth) {
+                let all: Vec<&Listing> = usable.into_iter().chain(walked.as_kept.iter().copied()).collect();
                 if let Err(e) = memory.save(&all) {
                     tracing::debug!("the walk of {} not kept: {e}", root.display());
                 }
@@ -225,10 +224,6 @@ fn header(patterns: &[&GlobRule]) -> Vec<u8> {
     }
     let hex: String = h.finalize()[..16].iter().map(|b| format!("{b:02x}")).collect();
     format!("interpose settle listings 3 {hex}\n").into_bytes()
-}
-
-fn now() -> i64 {
-    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs() as i64)
 }
 
 /// What one walk saw: the entries looked at, the directories it read (as
@@ -642,7 +637,7 @@ mod tests {
                 .collect();
             (settled, found.join(" "))
         };
-        let real = now();
+        let real = super::super::listings::now();
         // Listed a moment after the directories were made: not used again
         // (a change within the same second could go unseen).
         let (first, found) = settle(&["**/*.key"], real);

@@ -126,7 +126,7 @@ fn add_system(surface: &mut Surface, remember: bool, kept_at: Option<PathBuf>) -
     // (SSH host keys, TLS keys, credential stores): the sandboxed command may
     // run as root, so file permissions alone would not stop it.
     let kept = Kept::load(kept_at);
-    let (secrets, walked) = unreadable_by_others(Path::new("/etc"), 3, (&kept, now()));
+    let (secrets, walked) = unreadable_by_others(Path::new("/etc"), 3, (&kept, listings::now()));
     // Files that /etc links to elsewhere, such as resolv.conf under /run:
     // found among the names the walk has of /etc (its first listing).
     for target in walked.first().map(|etc| link_targets(Path::new("/etc"), etc.listing())).unwrap_or_default() {
@@ -260,10 +260,6 @@ impl Walked<'_> {
 enum Found<'k> {
     Secret(PathBuf),
     Walked(Walked<'k>),
-}
-
-fn now() -> i64 {
-    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs() as i64)
 }
 
 /// One walk: its top directory's handle and path, the kept listings and
@@ -425,7 +421,7 @@ mod tests {
         }
         std::os::unix::fs::symlink(at("a/secret"), at("link")).unwrap();
         std::fs::set_permissions(at("closed"), std::fs::Permissions::from_mode(0o700)).unwrap();
-        let (found, walked) = unreadable_by_others(root.path(), 3, (&nothing, now()));
+        let (found, walked) = unreadable_by_others(root.path(), 3, (&nothing, listings::now()));
         let want: Vec<PathBuf> =
             ["a/b/key", "a/secret", "closed", "many/f137", "top.key"].iter().map(|p| at(p)).collect();
         assert_eq!(found, want);
@@ -473,14 +469,14 @@ mod tests {
         // Listed now, the directories changed a moment ago: such listings
         // are not used again (a change within the same second could go
         // unseen where times are whole seconds).
-        let (found, walked) = unreadable_by_others(root.path(), 3, (&nothing, now()));
+        let (found, walked) = unreadable_by_others(root.path(), 3, (&nothing, listings::now()));
         assert!(found.is_empty());
         let kept = kept_from(walked);
-        let (_, walked) = unreadable_by_others(root.path(), 3, (&kept, now()));
+        let (_, walked) = unreadable_by_others(root.path(), 3, (&kept, listings::now()));
         assert!(walked.iter().all(|w| matches!(w, Walked::Listed(_))), "{walked:?}");
         // Listed well after the last change: used again, and every entry
         // still stat'd (a chmod changes the file, not its directory).
-        let later = now() + 10;
+        let later = listings::now() + 10;
         let (_, walked) = unreadable_by_others(root.path(), 3, (&nothing, later));
         let kept = kept_from(walked);
         mode("a/b/two", 0o600);

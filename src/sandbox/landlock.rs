@@ -730,6 +730,13 @@ mod tests {
         s.add(Rule { path, mode, origin: Origin::Flag("test".into()) });
     }
 
+    /// The layout's grants without their kinds, sorted.
+    fn sorted_grants(l: &Layout) -> Vec<(PathBuf, Grant)> {
+        let mut g: Vec<(PathBuf, Grant)> = l.grants.iter().map(|(p, m, _)| (p.clone(), *m)).collect();
+        g.sort();
+        g
+    }
+
     #[test]
     fn own_proc_refuses_what_one_grant_cannot_say() {
         let mut s = Surface::new();
@@ -804,8 +811,7 @@ mod tests {
         s.add_glob(&root.join("ws/.git/hooks/**"), GlobEffect::DenyWrites, o()).unwrap();
         s.add_glob(&root.join("ws/secrets/**"), GlobEffect::Deny, o()).unwrap();
         let l = layout(&s, true);
-        let mut g: Vec<(PathBuf, Grant)> = l.grants.iter().map(|(p, m, _)| (p.clone(), *m)).collect();
-        g.sort();
+        let g = sorted_grants(&l);
         assert_eq!(g, vec![(root.join("etc"), Grant::Tree(Mode::Ro)), (root.join("ws"), Grant::Tree(Mode::Rw))]);
         let masks: Vec<(PathBuf, MaskKind)> = l.masks.iter().map(|m| (m.path.clone(), m.kind)).collect();
         assert_eq!(
@@ -836,8 +842,7 @@ mod tests {
         rule(&mut s, root.join("etc"), Mode::Ro);
         rule(&mut s, root.join("etc/shadow"), Mode::Deny);
         let l = isolated(&s);
-        let mut g: Vec<(PathBuf, Grant)> = l.grants.iter().map(|(p, m, _)| (p.clone(), *m)).collect();
-        g.sort();
+        let g = sorted_grants(&l);
         assert_eq!(
             g,
             vec![
@@ -866,8 +871,7 @@ mod tests {
         rule(&mut s, root.join("home/.config/tool"), Mode::Rw);
         s.add_glob(&root.join("home/.tool.json.*"), GlobEffect::Grant, Origin::Flag("t".into())).unwrap();
         let l = layout(&s, true);
-        let mut g: Vec<(PathBuf, Grant)> = l.grants.iter().map(|(p, m, _)| (p.clone(), *m)).collect();
-        g.sort();
+        let g = sorted_grants(&l);
         assert_eq!(
             g,
             vec![

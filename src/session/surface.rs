@@ -114,7 +114,7 @@ impl SurfaceSpec {
             dir,
             remember: effects == crate::policy::file::Effects::Create,
         });
-        let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs() as i64);
+        let now = crate::policy::listings::now();
         let started = std::time::Instant::now();
         let settled = surface.settle_patterns_kept(kept, now);
         tracing::debug!("carve-out patterns settled in {} us: {settled:?}", started.elapsed().as_micros());
