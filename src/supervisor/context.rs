@@ -150,10 +150,15 @@ impl Memory {
     }
 
     /// A sandboxed thread is about to change its own credentials (the
-    /// setuid family): [`Memory::credentials_change`], and its groups may
-    /// differ from the others' from now on.
-    pub fn caller_changes_credentials(&self) {
-        self.groups.change();
+    /// setuid family): [`Memory::credentials_change`]; with `groups` (only
+    /// `setgroups` changes them) its supplementary groups may differ from
+    /// the others' from now on. GNU make's children each call `setresgid`
+    /// and `setresuid` (to the ids they have), which must not send every
+    /// later read of credentials through the status file.
+    pub fn caller_changes_credentials(&self, groups: bool) {
+        if groups {
+            self.groups.change();
+        }
         self.credentials_change();
     }
 

@@ -128,7 +128,7 @@ pub fn handle(cx: &Context<'_>, notif: &seccomp::Notif) -> Outcome {
     if row.op == Op::Creds {
         // The caller is about to change its credentials: what was cached
         // about them goes stale before the change takes effect.
-        cx.memory.caller_changes_credentials();
+        cx.memory.caller_changes_credentials(row.nr == libc::SYS_setgroups as i32);
         return Outcome::unchecked(Some(Answer::Continue(Cover::credentials())));
     }
     let mut call = Call {

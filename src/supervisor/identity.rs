@@ -109,22 +109,22 @@ impl Identity {
 }
 
 /// The supplementary groups every sandboxed thread has while none has
-/// changed its credentials: only `setgroups` changes them (an exec keeps
-/// them, and a child has its parent's), so until a sandboxed thread asks
-/// for a change of credentials they are the command's own, learnt from the
-/// first status file read.
+/// changed them: only `setgroups` changes them (an exec keeps
+/// them, and a child has its parent's; the rest of the setuid family
+/// leaves them alone), so until a sandboxed thread calls `setgroups` they
+/// are the command's own, learnt from the first status file read.
 #[derive(Debug, Default)]
 pub struct SessionGroups {
-    /// A sandboxed thread was about to change its credentials: set before
-    /// the change takes effect.
+    /// A sandboxed thread was about to change its groups: set before the
+    /// change takes effect.
     changed: AtomicBool,
     /// The groups of the first thread read while none had.
     first: OnceLock<Vec<u32>>,
 }
 
 impl SessionGroups {
-    /// A sandboxed thread is about to change its credentials: from now on
-    /// every thread's groups are read from its status file.
+    /// A sandboxed thread is about to change its groups (`setgroups`):
+    /// from now on every thread's groups are read from its status file.
     pub fn change(&self) {
         self.changed.store(true, Ordering::SeqCst);
     }
@@ -496,5 +496,22 @@ mod tests {
             Identity::parse(&Status::parse(status.replace("Groups:\t4 27 ", "Groups:"))).unwrap().groups,
             Vec::<u32>::new()
         );
+    }
+
+    #[test]
+    fn only_setgroups_makes_the_sessions_groups_unknown() {
+        let memory = crate::supervisor::context::Memory::default();
+        memory.groups.learn(&[4, 27]);
+        let before = memory.generation();
+        // setresuid, setresgid, capset: cached credentials go stale, the
+        // groups stay every thread's.
+        memory.caller_changes_credentials(false);
+        assert!(memory.generation() > before);
+        assert_eq!(memory.groups.known(), Some(&[4, 27][..]));
+        // setgroups: read from each thread's status from now on.
+        memory.caller_changes_credentials(true);
+        assert_eq!(memory.groups.known(), None);
+        memory.groups.learn(&[1]);
+        assert_eq!(memory.groups.known(), None);
     }
 }

@@ -972,6 +972,47 @@ for name, f in [("stat", lambda: os.stat("locked/f").st_size), ("readlink", lamb
     prints_as_natively_in_every_mode(&t, script, want);
 }
 
+/// Supplementary groups are the caller's own when the supervisor looks a
+/// path up for it, whichever member of the setuid family ran before: a
+/// directory only group 4242 may search (root's, mode 0710, group 4242) is
+/// looked into by a process that dropped to nobody keeping that group
+/// (`setgroups([4242])`, then `setresgid` and `setresuid`, as GNU make's
+/// children call them), and not by one that dropped it; both after a root
+/// process's calls had taught the supervisor the session's groups, and the
+/// first child's `setresgid` came after another's `setgroups`.
+#[test]
+fn a_lookup_for_a_caller_is_made_with_the_groups_it_set_last() {
+    let Some(t) = tree_with_a_locked_directory() else { return };
+    let grouped = t.ws.join("grouped");
+    std::fs::create_dir(&grouped).unwrap();
+    std::fs::write(grouped.join("f"), "x").unwrap();
+    nix::unistd::chown(&grouped, None, Some(nix::unistd::Gid::from_raw(4242))).unwrap();
+    std::fs::set_permissions(&grouped, std::os::unix::fs::PermissionsExt::from_mode(0o710)).unwrap();
+    let script = r#"
+import os
+os.stat("locked/f")
+def child(groups):
+    pid = os.fork()
+    if pid == 0:
+        os.setgroups(groups)
+        os.setresgid(65534, 65534, 65534)
+        os.setresuid(65534, 65534, 65534)
+        for name, f in [("stat", lambda: os.stat("grouped/f").st_size), ("access", lambda: os.access("grouped/f", os.R_OK))]:
+            try:
+                print(groups, name, f())
+            except PermissionError:
+                print(groups, name, "EACCES")
+        os._exit(0)
+    os.waitpid(pid, 0)
+child([4242])
+child([])
+child([4242])
+"#;
+    let want = "[4242] stat 1\n[4242] access True\n[] stat EACCES\n[] access False\n\
+                [4242] stat 1\n[4242] access True\n";
+    prints_as_natively_in_every_mode(&t, script, want);
+}
+
 /// Runs the Python `script` in `t`'s workspace natively, then under
 /// interpose in full mode, with a trail and in fast mode: each prints
 /// `want`.
