@@ -22,7 +22,7 @@ pub mod resolve;
 mod turn;
 
 use crate::audit::{self, AccessKind, RuleKind, Sink, Verdict};
-use crate::policy::{Reason, Surface};
+use crate::policy::{Access, Reason, Surface};
 use crate::sys::fs::{self, Dir};
 use crate::sys::seccomp::{self, NotifResp};
 use crate::sys::Errno;
@@ -350,6 +350,16 @@ impl Prepared {
             ground.procs.command_namespace("/proc".into(), proc, like);
         }
         ground.command_root = command_root;
+        // The links of the command's root it cannot replace: where the
+        // surface refuses it and nobody may allow it later (learning refuses
+        // nothing; an approval could allow it).
+        if !ground.isolated && !ground.learn && ask.is_none() {
+            let root = ground.command_root.as_ref().map(AsFd::as_fd);
+            let (surface, procs) = (&ground.surface, &ground.procs);
+            let unchangeable =
+                |path: &[u8]| [Access::Create, Access::Delete].iter().all(|&a| !surface.decide(path, a, procs).allowed);
+            ground.resolver.learn_root_links(root, unchangeable);
+        }
         Ok(Arc::new(Supervisor {
             rule_names,
             listener,

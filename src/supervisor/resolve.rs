@@ -22,6 +22,15 @@ use crate::sys::Errno;
 use std::ffi::CString;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 
+/// The absolute directory a symlink in the root with `target` leads to,
+/// where that is plain: no `.`, `..` or empty component (relative, it is
+/// taken from the root, where it is).
+fn plain_link_target(target: &[u8]) -> Option<Vec<u8>> {
+    let rest = target.strip_prefix(b"/").unwrap_or(target);
+    let plain = !rest.is_empty() && rest.split(|&b| b == b'/').all(|c| !c.is_empty() && c != b"." && c != b"..");
+    plain.then(|| [b"/", rest].concat())
+}
+
 /// Maximum symlinks followed in one resolution, as the kernel's `MAXSYMLINKS`.
 const MAX_SYMLINKS: u32 = 40;
 
@@ -223,7 +232,22 @@ pub struct Resolver {
     proc_self_fd: OwnedFd,
     /// The root directory.
     root: OwnedFd,
+    /// The symlinks in the command's root that it can neither remove nor
+    /// replace ([`Resolver::learn_root_links`]).
+    root_links: Vec<RootLink>,
 }
+
+/// A symlink directly in the command's root, such as a merged `/usr`'s
+/// `/bin -> usr/bin`: `from` is its path and `to` the directory it leads
+/// to, both with a trailing `/`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct RootLink {
+    from: Vec<u8>,
+    to: Vec<u8>,
+}
+
+/// How many symlinks of the root are kept: a root holds a handful.
+const MAX_ROOT_LINKS: usize = 16;
 
 impl Resolver {
     /// Opens the handles the resolver keeps.
@@ -231,7 +255,60 @@ impl Resolver {
         Ok(Self {
             proc_self_fd: fs::openat(Dir::Cwd, c"/proc/self/fd", libc::O_PATH | libc::O_DIRECTORY, 0)?,
             root: fs::openat(Dir::Cwd, c"/", libc::O_PATH | libc::O_DIRECTORY, 0)?,
+            root_links: Vec::new(),
         })
+    }
+
+    /// Reads the symlinks directly in the command's `root` (ours if `None`)
+    /// that `unchangeable` says the command can neither remove nor replace
+    /// and that lead, with no `.`, `..` or other symlink on the way, to a
+    /// directory: a merged `/usr`'s `/bin`, `/sbin`, `/lib` and `/lib64`.
+    /// A path through one is then looked up as the path it leads to
+    /// ([`Resolver::through_root_link`]), which is where the kernel's own
+    /// lookup goes: `/bin/sh` is `/usr/bin/sh` for as long as `/bin` is
+    /// that link, and the command cannot make it anything else. Every
+    /// `exec` of `/bin/sh` (make's recipes, `system`) is then decided on
+    /// the plain path and continued, where it took the route for paths
+    /// through symlinks, a dozen calls more. Call once, before any worker
+    /// runs; not for per-process roots (`--isolate`).
+    pub fn learn_root_links(&mut self, root: Option<BorrowedFd<'_>>, unchangeable: impl Fn(&[u8]) -> bool) {
+        let top = root.unwrap_or(self.root.as_fd());
+        let Ok(dir) = fs::openat(Dir::Fd(top), c".", libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC, 0) else {
+            return;
+        };
+        let mut names = Vec::new();
+        let listed = fs::entries(dir.as_fd(), &mut [0u8; 4096], |name, kind| {
+            if kind == libc::DT_LNK && names.len() < MAX_ROOT_LINKS {
+                names.push(name.to_owned());
+            }
+        });
+        if listed.is_err() {
+            return;
+        }
+        let mut target = [0u8; 256];
+        for name in names {
+            let Ok(n) = fs::readlinkat(Dir::Fd(top), &name, &mut target) else { continue };
+            let Some(to) = plain_link_target(&target[..n]) else { continue };
+            let from = [b"/", name.to_bytes()].concat();
+            let leads_to_a_directory = self
+                .straight(root, &to, true)
+                .and_then(|fd| fs::fstat(fd.as_fd()))
+                .is_ok_and(|st| st.st_mode & libc::S_IFMT == libc::S_IFDIR);
+            if leads_to_a_directory && unchangeable(&from) {
+                self.root_links.push(RootLink { from: [&from[..], b"/"].concat(), to: [&to[..], b"/"].concat() });
+            }
+        }
+    }
+
+    /// The absolute `path` with a leading symlink of the root
+    /// ([`Resolver::learn_root_links`]) replaced by where it leads:
+    /// `/bin/sh` as `/usr/bin/sh`. Anything else as it is, the link itself
+    /// (`/bin`) too.
+    pub fn through_root_link<'p>(&self, path: &'p [u8]) -> std::borrow::Cow<'p, [u8]> {
+        match self.root_links.iter().find(|l| path.starts_with(&l.from)) {
+            Some(l) => std::borrow::Cow::Owned([&l.to[..], &path[l.from.len()..]].concat()),
+            None => std::borrow::Cow::Borrowed(path),
+        }
     }
 
     /// The canonical path of one of our handles, from `/proc/self/fd/N`.
@@ -350,6 +427,14 @@ impl Resolver {
         let Lookup { caller, .. } = *at;
         let absolute = req.path.first() == Some(&b'/');
         let anchored = req.resolve & (fs::RESOLVE_BENEATH | fs::RESOLVE_IN_ROOT) != 0;
+        let caller_forbids_links = req.resolve & (fs::RESOLVE_NO_SYMLINKS | fs::RESOLVE_NO_MAGICLINKS) != 0;
+        // A caller that forbids symlinks is refused at the root's link, as
+        // by the kernel.
+        let through = match absolute && !anchored && !caller_forbids_links {
+            true => self.through_root_link(req.path),
+            false => std::borrow::Cow::Borrowed(req.path),
+        };
+        let req = Request { path: &through, ..req };
         let root = caller.root.unwrap_or(self.root.as_fd());
         let base = if absolute && !anchored { root } else { caller.base.ok_or(Errno::EBADF)? };
         if req.path.is_empty() {
@@ -369,7 +454,6 @@ impl Resolver {
             mode: 0,
             resolve: req.resolve | fs::RESOLVE_NO_MAGICLINKS | in_callers_root(caller, req),
         };
-        let caller_forbids_links = req.resolve & (fs::RESOLVE_NO_SYMLINKS | fs::RESOLVE_NO_MAGICLINKS) != 0;
         let dotdot = req.path.split(|&c| c == b'/').any(|c| c == b"..");
         // Most paths cross no symlink: one strict lookup first. Without a
         // `..` an absolute path is then canonical as written (with `.`
@@ -908,6 +992,61 @@ mod tests {
         assert_eq!(lexical(b"/a/b/../c"), b"/a/c");
         assert_eq!(lexical(b"/../.."), b"/");
         assert_eq!(lexical(b"/"), b"/");
+    }
+
+    #[test]
+    fn a_path_through_a_link_of_the_root_is_looked_up_where_it_leads() {
+        use crate::supervisor::procs::ProcTree;
+        use std::os::unix::ffi::OsStrExt;
+        use std::os::unix::fs::symlink;
+        let dir = tempfile::tempdir().unwrap();
+        let top = dir.path();
+        std::fs::create_dir_all(top.join("usr/bin")).unwrap();
+        std::fs::write(top.join("usr/bin/x"), "x").unwrap();
+        for (link, target) in [
+            ("bin", "usr/bin"),
+            ("sbin", "/usr/bin"),
+            ("up", "../usr"),
+            ("dotted", "./usr"),
+            ("doubled", "usr//bin"),
+            ("file", "usr/bin/x"),
+            ("chain", "bin"),
+            ("dangling", "nowhere"),
+            ("guarded", "usr/bin"),
+        ] {
+            symlink(target, top.join(link)).unwrap();
+        }
+        let root = fs::openat(Dir::Cwd, &CString::new(top.as_os_str().as_bytes()).unwrap(), libc::O_PATH, 0).unwrap();
+        let mut resolver = Resolver::new().unwrap();
+        // The command could replace `/guarded`: never taken as its target.
+        resolver.learn_root_links(Some(root.as_fd()), |path| path != b"/guarded");
+        let through = |p: &str| String::from_utf8(resolver.through_root_link(p.as_bytes()).into_owned()).unwrap();
+        assert_eq!(through("/bin/x"), "/usr/bin/x");
+        assert_eq!(through("/sbin/x"), "/usr/bin/x", "an absolute target, from the command's root");
+        assert_eq!(through("/bin/"), "/usr/bin/");
+        // The link itself, a longer name, a relative path: as written.
+        for same in ["/bin", "/binary/x", "bin/x", "//bin/x"] {
+            assert_eq!(through(same), same);
+        }
+        // `..`, `.`, an empty component, a file, a link to a link, a
+        // missing target, a link the command could replace: as written.
+        for name in ["up", "dotted", "doubled", "file", "chain", "dangling", "guarded"] {
+            let path = format!("/{name}/x");
+            assert_eq!(through(&path), path);
+        }
+        // The resolver follows it as the kernel would, except for a caller
+        // that forbids symlinks, which the kernel refuses at the link.
+        let (surface, procs) = (Surface::new(), ProcTree { supervisor: 0 });
+        let (tgid, own_ids) = (std::cell::OnceCell::new(), std::cell::OnceCell::new());
+        let tid = nix::unistd::gettid().as_raw() as u32;
+        let caller = Caller { tid, tgid: &tgid, base: None, root: Some(root.as_fd()), own_ids: &own_ids };
+        let at = Lookup { surface: &surface, procs: &procs, caller: &caller };
+        let req = |resolve| Request { path: b"/bin/x", follow: true, empty_path: false, resolve, creates: false };
+        match resolver.resolve(&at, req(0)) {
+            Ok(Resolved { target: Target::Exists { .. }, path, .. }) => assert_eq!(path, b"/usr/bin/x"),
+            other => panic!("{other:?}"),
+        }
+        assert!(matches!(resolver.resolve(&at, req(fs::RESOLVE_NO_SYMLINKS)), Err(ResolveError::Errno(Errno::ELOOP))));
     }
 
     #[test]

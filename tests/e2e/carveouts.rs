@@ -220,3 +220,40 @@ fn a_kept_walk_of_the_workspace_never_hides_a_key_made_since() {
     let kept = interpose::policy::settle::kept_walk(&t.ws.canonicalize().unwrap()).unwrap();
     std::fs::remove_file(&kept).unwrap_or_else(|e| panic!("{}: {e}", kept.display()));
 }
+
+/// A merged `/usr`'s links in the root (`/lib -> usr/lib`, `/bin ->
+/// usr/bin`) are looked through to where they lead, the place the surface
+/// decides: a carve-out there is refused when reached through the link,
+/// for a read, a stat and an exec alike, and the trail names the object
+/// the kernel would have reached. Natively (the same commands without the
+/// sandbox) all three succeed.
+#[test]
+fn a_carve_out_reached_through_a_link_of_the_root_is_refused_by_its_name() {
+    let Some(t) = kernel_tree() else { return };
+    let merged = ["/lib", "/bin"].iter().all(|l| std::fs::read_link(l).is_ok_and(|to| to.starts_with("usr")));
+    if !merged {
+        return cannot_run("/lib and /bin are not links into /usr here (a merged /usr)");
+    }
+    // A file and a program the system has: only carve-outs are added.
+    let (file, program) = ("/usr/lib/os-release", "/usr/bin/true");
+    assert!(std::path::Path::new(file).is_file() && std::path::Path::new(program).is_file());
+    let script = "cat /lib/os-release > /dev/null; echo cat=$?; stat -c %s /lib/os-release > /dev/null; \
+                  echo stat=$?; /bin/true; echo true=$?";
+    let native = Command::new("/bin/sh").args(["-c", script]).output().unwrap();
+    assert_eq!(stdout(&native), "cat=0\nstat=0\ntrue=0\n");
+    let trail = t.outside.join("trail.jsonl");
+    let o = t
+        .command(&["--deny", file, "--deny", program, "--audit", trail.to_str().unwrap()], &["/bin/sh", "-c", script])
+        .output()
+        .unwrap();
+    assert_eq!(stdout(&o), "cat=1\nstat=1\ntrue=126\n", "{}", stderr(&o));
+    let records = std::fs::read_to_string(&trail).unwrap();
+    for (path, resolved) in [("/lib/os-release", file), ("/bin/true", program)] {
+        let denied = records.lines().any(|l| {
+            l.contains("\"decision\":\"deny\"")
+                && l.contains(&format!("\"path\":\"{path}\""))
+                && l.contains(&format!("\"resolved\":\"{resolved}\""))
+        });
+        assert!(denied, "no refusal of {path} as {resolved} in the trail:\n{records}");
+    }
+}

@@ -341,8 +341,10 @@ impl Call<'_> {
         true
     }
 
-    /// The absolute path a path with no `.` or `..` names: as written, or
-    /// (relative) joined to the canonical path of its starting directory
+    /// The absolute path a path with no `.` or `..` names: as written (a
+    /// symlink of the root the command cannot change taken as where it
+    /// leads, [`crate::supervisor::resolve::Resolver::through_root_link`]),
+    /// or (relative) joined to the canonical path of its starting directory
     /// `dirfd`, as the kernel reads it back. `None` for anything else (a
     /// directory with no path, a removed one, `--isolate`'s per-process
     /// roots) and for paths in procfs, decided per process.
@@ -352,7 +354,9 @@ impl Call<'_> {
             return None;
         }
         let (path, base) = match written.first() {
-            Some(b'/') => (Cow::Borrowed(written), None),
+            // Through a symlink of the root the command cannot change, as
+            // the path it leads to: the kernel's lookup goes there too.
+            Some(b'/') => (self.cx.ground.resolver.through_root_link(written), None),
             _ => {
                 let dir = self.named_dir(dirfd)?;
                 let base = self.cx.ground.records.then(|| dir.clone());
