@@ -266,10 +266,10 @@ impl Resolver {
     /// A path through one is then looked up as the path it leads to
     /// ([`Resolver::through_root_link`]), which is where the kernel's own
     /// lookup goes: `/bin/sh` is `/usr/bin/sh` for as long as `/bin` is
-    /// that link, and the command cannot make it anything else. Every
-    /// `exec` of `/bin/sh` (make's recipes, `system`) is then decided on
-    /// the plain path and continued, where it took the route for paths
-    /// through symlinks, a dozen calls more. Call once, before any worker
+    /// that link, and the command cannot make it anything else. An `exec`
+    /// of `/bin/true` is then decided on the plain path and continued,
+    /// where it took the route for paths through symlinks, a dozen calls
+    /// more (a stat under `/lib` likewise). Call once, before any worker
     /// runs; not for per-process roots (`--isolate`).
     pub fn learn_root_links(&mut self, root: Option<BorrowedFd<'_>>, unchangeable: impl Fn(&[u8]) -> bool) {
         let top = root.unwrap_or(self.root.as_fd());
