@@ -303,9 +303,11 @@ impl Resolver {
     /// The absolute `path` with a leading symlink of the root
     /// ([`Resolver::learn_root_links`]) replaced by where it leads:
     /// `/bin/sh` as `/usr/bin/sh`. Anything else as it is, the link itself
-    /// (`/bin`) too.
+    /// (`/bin`) too, and a path the replacement would make longer than the
+    /// kernel takes (which the kernel itself follows).
     pub fn through_root_link<'p>(&self, path: &'p [u8]) -> std::borrow::Cow<'p, [u8]> {
-        match self.root_links.iter().find(|l| path.starts_with(&l.from)) {
+        let link = self.root_links.iter().find(|l| path.starts_with(&l.from));
+        match link.filter(|l| path.len() - l.from.len() + l.to.len() < libc::PATH_MAX as usize) {
             Some(l) => std::borrow::Cow::Owned([&l.to[..], &path[l.from.len()..]].concat()),
             None => std::borrow::Cow::Borrowed(path),
         }
@@ -1028,6 +1030,11 @@ mod tests {
         for same in ["/bin", "/binary/x", "bin/x", "//bin/x"] {
             assert_eq!(through(same), same);
         }
+        // Longer than the kernel takes once replaced: as written.
+        let long = format!("/bin/{}", "a".repeat(libc::PATH_MAX as usize - 6));
+        assert_eq!(through(&long), long);
+        let fits = format!("/bin/{}", "a".repeat(libc::PATH_MAX as usize - 10));
+        assert_eq!(through(&fits).len(), libc::PATH_MAX as usize - 1);
         // `..`, `.`, an empty component, a file, a link to a link, a
         // missing target, a link the command could replace: as written.
         for name in ["up", "dotted", "doubled", "file", "chain", "dangling", "guarded"] {

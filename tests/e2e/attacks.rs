@@ -977,9 +977,9 @@ for name, f in [("stat", lambda: os.stat("locked/f").st_size), ("readlink", lamb
 /// directory only group 4242 may search (root's, mode 0710, group 4242) is
 /// looked into by a process that dropped to nobody keeping that group
 /// (`setgroups([4242])`, then `setresgid` and `setresuid`, as GNU make's
-/// children call them), and not by one that dropped it; both after a root
-/// process's calls had taught the supervisor the session's groups, and the
-/// first child's `setresgid` came after another's `setgroups`.
+/// children call them), not by one that dropped it, and again by a third
+/// that kept it; all after a root process's call had taught the
+/// supervisor the session's groups.
 #[test]
 fn a_lookup_for_a_caller_is_made_with_the_groups_it_set_last() {
     let Some(t) = tree_with_a_locked_directory() else { return };
