@@ -149,6 +149,9 @@ impl SessionGroups {
 /// A cached identity and the task it was read from.
 struct Known {
     identity: Identity,
+    /// The generation the identity (and the name) was read in: stale in a
+    /// later one, read again through the same pidfd while its task lives.
+    generation: u64,
     task: OwnedFd,
     /// For the trail: the task's process id and name, once read.
     name: Option<(u32, String)>,
@@ -161,7 +164,7 @@ struct Known {
 /// worker that stops receiving (another has the turn, or nothing waits to
 /// be retried) holds no descriptor for tasks that may be long gone.
 pub fn forget() {
-    KNOWN.with_borrow_mut(|(_, known)| known.clear());
+    KNOWN.with_borrow_mut(HashMap::clear);
 }
 
 /// Runs `f` on the pidfd of thread `tid`'s task kept with its identity,
@@ -171,19 +174,19 @@ pub fn forget() {
 /// ([`confirm_task`]): then the pidfd is the caller's, since only one live
 /// task holds a number.
 pub fn with_task<T>(tid: u32, f: impl FnOnce(BorrowedFd<'_>, bool) -> T) -> Option<T> {
-    KNOWN.with_borrow(|(_, known)| known.get(&tid).map(|k| f(k.task.as_fd(), k.confirmed)))
+    KNOWN.with_borrow(|known| known.get(&tid).map(|k| f(k.task.as_fd(), k.confirmed)))
 }
 
 /// Whether thread `tid`'s kept task once had a notification found pending
 /// while its pidfd was held ([`confirm_task`]).
 pub fn confirmed(tid: u32) -> bool {
-    KNOWN.with_borrow(|(_, known)| known.get(&tid).is_some_and(|k| k.confirmed))
+    KNOWN.with_borrow(|known| known.get(&tid).is_some_and(|k| k.confirmed))
 }
 
 /// A notification of thread `tid` was found pending after [`with_task`]
 /// used its pidfd.
 pub fn confirm_task(tid: u32) {
-    KNOWN.with_borrow_mut(|(_, known)| known.get_mut(&tid).map(|k| k.confirmed = true));
+    KNOWN.with_borrow_mut(|known| known.get_mut(&tid).map(|k| k.confirmed = true));
 }
 
 /// Thread `tid`'s process id and name for the trail, kept with its
@@ -194,15 +197,15 @@ pub fn confirm_task(tid: u32) {
 /// stale). `read` reads them where they are not kept (`None`: not
 /// readable, not kept).
 pub fn process_name(tid: u32, generation: u64, read: impl FnOnce() -> Option<(u32, String)>) -> Option<(u32, String)> {
-    let kept = |(g, known): &(u64, HashMap<u32, Known>)| {
-        known.get(&tid).filter(|_| *g == generation).and_then(|k| k.name.clone())
+    let kept = |known: &HashMap<u32, Known>| {
+        known.get(&tid).filter(|k| k.generation == generation).and_then(|k| k.name.clone())
     };
     if let Some(kept) = KNOWN.with_borrow(kept) {
         return Some(kept);
     }
     let name = read()?;
-    KNOWN.with_borrow_mut(|(g, known)| {
-        if let Some(k) = known.get_mut(&tid).filter(|_| *g == generation) {
+    KNOWN.with_borrow_mut(|known| {
+        if let Some(k) = known.get_mut(&tid).filter(|k| k.generation == generation) {
             k.name = Some(name.clone());
         }
     });
@@ -221,7 +224,13 @@ fn read(tid: u32, groups: &SessionGroups) -> Result<(Identity, Option<OwnedFd>),
         Err(Errno::ESRCH) => return Err(Errno::ESRCH),
         Err(_) => return Identity::of(tid).map(|i| (i, None)).ok_or(Errno::ESRCH),
     };
-    let fast = groups.known().map(|g| Identity::of_task(tid, &task, g));
+    Ok((read_task(tid, &task, groups)?, Some(task)))
+}
+
+/// Reads the identity of thread `tid`, the task `task` names (`ESRCH` if
+/// that task has exited).
+fn read_task(tid: u32, task: &OwnedFd, groups: &SessionGroups) -> Result<Identity, Errno> {
+    let fast = groups.known().map(|g| Identity::of_task(tid, task, g));
     let identity = match fast {
         Some(Ok(identity)) => identity,
         Some(Err(Errno::ESRCH)) => return Err(Errno::ESRCH),
@@ -236,7 +245,7 @@ fn read(tid: u32, groups: &SessionGroups) -> Result<(Identity, Option<OwnedFd>),
             identity
         }
     };
-    Ok((identity, Some(task)))
+    Ok(identity)
 }
 
 /// The supervisor's own identity, read at start.
@@ -288,7 +297,10 @@ thread_local! {
     /// The identity this worker thread has taken, if any.
     static TAKEN: RefCell<Option<Identity>> = const { RefCell::new(None) };
     /// `(generation, tid -> identity)`.
-    static KNOWN: RefCell<(u64, HashMap<u32, Known>)> = RefCell::new((0, HashMap::new()));
+    static KNOWN: RefCell<HashMap<u32, Known>> = RefCell::new(HashMap::new());
+    /// The generation this worker last let go of the identities of tasks
+    /// gone in.
+    static SWEPT: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
 }
 
 /// Makes this worker thread act as thread `tid` for the call it handles.
@@ -306,29 +318,54 @@ pub fn act_as(tid: u32, generation: u64, (groups, session): (bool, &SessionGroup
     }
     GROUPS.with(|g| g.set(groups));
     // `None`: the worker holds the cached identity already.
-    let cached = KNOWN.with_borrow_mut(|(g, known)| {
-        if *g != generation || known.len() >= KNOWN_MAX {
-            *g = generation;
+    let cached = KNOWN.with_borrow_mut(|known| -> Result<_, Errno> {
+        if known.len() >= KNOWN_MAX && !known.contains_key(&tid) {
             known.clear();
         }
-        match known.get(&tid) {
+        // Once a generation, the identities of tasks gone since are let go
+        // (their pidfds closed), all asked in one poll: an exec or a change
+        // of credentials makes every identity stale, and most of the tasks
+        // a build started have exited by then.
+        if SWEPT.get() != generation && !known.is_empty() {
+            SWEPT.set(generation);
+            let tids: Vec<u32> = known.keys().copied().collect();
+            let gone = process::pidfds_gone(&tids.iter().map(|t| known[t].task.as_fd()).collect::<Vec<_>>());
+            for (t, _) in tids.iter().zip(gone).filter(|(_, gone)| *gone) {
+                known.remove(t);
+            }
+        }
+        match known.get_mut(&tid) {
             Some(k) if process::pidfd_alive(k.task.as_fd()) => {
+                // Stale (an exec or a change of credentials since): read
+                // again through the pidfd kept, which still names the
+                // caller's task (alive, so the number is still its own).
+                if k.generation != generation {
+                    match read_task(tid, &k.task, session) {
+                        Ok(identity) => (k.identity, k.generation, k.name) = (identity, generation, None),
+                        Err(e) => {
+                            known.remove(&tid);
+                            return Err(e);
+                        }
+                    }
+                }
                 let held = TAKEN.with_borrow(|t| t.as_ref() == Some(&k.identity));
-                Some((!held).then(|| k.identity.clone()))
+                Ok(Some((!held).then(|| k.identity.clone())))
             }
             // Its task has exited: the number is another's now.
-            Some(_) => known.remove(&tid).and(None),
-            None => None,
+            Some(_) => Ok(known.remove(&tid).and(None)),
+            None => Ok(None),
         }
-    });
+    })?;
     let wanted = match cached {
         Some(None) => return Ok(()),
         Some(Some(i)) => i,
         None => {
             let (identity, task) = read(tid, session)?;
             if let Some(task) = task {
-                KNOWN.with_borrow_mut(|(_, known)| {
-                    known.insert(tid, Known { identity: identity.clone(), task, name: None, confirmed: false })
+                KNOWN.with_borrow_mut(|known| {
+                    let known_now =
+                        Known { identity: identity.clone(), generation, task, name: None, confirmed: false };
+                    known.insert(tid, known_now)
                 });
             }
             identity

@@ -603,6 +603,17 @@ pub fn pidfd_alive(pidfd: BorrowedFd<'_>) -> bool {
     unsafe { libc::poll(&mut poll, 1, 0) == 0 }
 }
 
+/// Which of the tasks `pidfds` name have exited (as [`pidfd_alive`], all
+/// asked in one `poll`): one flag per pidfd, true for a task gone. A failed
+/// poll counts every one as gone.
+pub fn pidfds_gone(pidfds: &[BorrowedFd<'_>]) -> Vec<bool> {
+    let mut polls: Vec<libc::pollfd> =
+        pidfds.iter().map(|fd| libc::pollfd { fd: fd.as_raw_fd(), events: libc::POLLIN, revents: 0 }).collect();
+    // SAFETY: `polls` holds `polls.len()` pollfds; no wait.
+    let n = unsafe { libc::poll(polls.as_mut_ptr(), polls.len() as libc::nfds_t, 0) };
+    polls.iter().map(|p| n < 0 || p.revents != 0).collect()
+}
+
 /// Gives the calling thread (only it: these are raw syscalls, and Linux keeps
 /// credentials per thread) the file-system identity `fsuid`/`fsgid`, the
 /// supplementary `groups` (unless `None`: they cannot be changed in a user
