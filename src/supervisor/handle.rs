@@ -388,7 +388,8 @@ impl Call<'_> {
         let waits = !self.cx.ground.signals_interrupt;
         let tid = self.notif.pid;
         for fresh in [false, true] {
-            let kept = identity::with_task(tid, |task, confirmed| match process::pidfd_getfd(task, fd) {
+            let generation = self.cx.memory.generation();
+            let kept = identity::with_task(tid, generation, |task, confirmed| match process::pidfd_getfd(task, fd) {
                 Ok(dup) => Some(Ok((dup, confirmed))),
                 Err(e) if fresh || process::pidfd_alive(task) => Some(Err(e)),
                 Err(_) => None,
@@ -489,7 +490,7 @@ impl Call<'_> {
     /// one, and the write reaches it as after an `ID_VALID` (both leave the
     /// caller the time of one call to die and have its number reused).
     fn still_the_caller(&self) -> Result<(), Stop> {
-        if self.as_caller && identity::confirmed(self.notif.pid) {
+        if self.as_caller && identity::confirmed(self.notif.pid, self.cx.memory.generation()) {
             return Ok(());
         }
         self.still_valid()?;

@@ -156,8 +156,19 @@ struct Known {
     /// For the trail: the task's process id and name, once read.
     name: Option<(u32, String)>,
     /// A notification of this task was found pending while the pidfd was
-    /// held ([`with_task`]).
+    /// held ([`with_task`]), in this entry's generation.
     confirmed: bool,
+}
+
+impl Known {
+    /// Whether a notification of this task was found pending in
+    /// `generation`, the current one. Not one found before an exec: a
+    /// thread other than the leader that execs takes the leader's number,
+    /// and the kept pidfd then names it, while a notification the leader
+    /// made before is no longer pending (the leader is gone).
+    fn confirmed_in(&self, generation: u64) -> bool {
+        self.confirmed && self.generation == generation
+    }
 }
 
 /// Forgets every identity this thread keeps, closing their pidfds: a
@@ -173,14 +184,14 @@ pub fn forget() {
 /// of that task was once found pending while it was held
 /// ([`confirm_task`]): then the pidfd is the caller's, since only one live
 /// task holds a number.
-pub fn with_task<T>(tid: u32, f: impl FnOnce(BorrowedFd<'_>, bool) -> T) -> Option<T> {
-    KNOWN.with_borrow(|known| known.get(&tid).map(|k| f(k.task.as_fd(), k.confirmed)))
+pub fn with_task<T>(tid: u32, generation: u64, f: impl FnOnce(BorrowedFd<'_>, bool) -> T) -> Option<T> {
+    KNOWN.with_borrow(|known| known.get(&tid).map(|k| f(k.task.as_fd(), k.confirmed_in(generation))))
 }
 
 /// Whether thread `tid`'s kept task once had a notification found pending
 /// while its pidfd was held ([`confirm_task`]).
-pub fn confirmed(tid: u32) -> bool {
-    KNOWN.with_borrow(|known| known.get(&tid).is_some_and(|k| k.confirmed))
+pub fn confirmed(tid: u32, generation: u64) -> bool {
+    KNOWN.with_borrow(|known| known.get(&tid).is_some_and(|k| k.confirmed_in(generation)))
 }
 
 /// A notification of thread `tid` was found pending after [`with_task`]
@@ -296,7 +307,7 @@ thread_local! {
     static GROUPS: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
     /// The identity this worker thread has taken, if any.
     static TAKEN: RefCell<Option<Identity>> = const { RefCell::new(None) };
-    /// `(generation, tid -> identity)`.
+    /// `tid -> identity`, each with the generation it was read in.
     static KNOWN: RefCell<HashMap<u32, Known>> = RefCell::new(HashMap::new());
     /// The generation this worker last let go of the identities of tasks
     /// gone in.
@@ -337,11 +348,15 @@ pub fn act_as(tid: u32, generation: u64, (groups, session): (bool, &SessionGroup
         match known.get_mut(&tid) {
             Some(k) if process::pidfd_alive(k.task.as_fd()) => {
                 // Stale (an exec or a change of credentials since): read
-                // again through the pidfd kept, which still names the
-                // caller's task (alive, so the number is still its own).
+                // again through the pidfd kept, which names the task that
+                // holds the number now (alive, so no other has had it; after
+                // an exec by another thread than the leader, that thread),
+                // and not confirmed for this generation yet.
                 if k.generation != generation {
                     match read_task(tid, &k.task, session) {
-                        Ok(identity) => (k.identity, k.generation, k.name) = (identity, generation, None),
+                        Ok(identity) => {
+                            (k.identity, k.generation, k.name, k.confirmed) = (identity, generation, None, false)
+                        }
                         Err(e) => {
                             known.remove(&tid);
                             return Err(e);
@@ -533,6 +548,19 @@ mod tests {
             Identity::parse(&Status::parse(status.replace("Groups:\t4 27 ", "Groups:"))).unwrap().groups,
             Vec::<u32>::new()
         );
+    }
+
+    #[test]
+    fn a_task_confirmed_before_an_exec_is_not_confirmed_after_it() {
+        let tid = nix::unistd::gettid().as_raw() as u32;
+        let task = process::pidfd_open_thread(tid as libc::pid_t).unwrap();
+        let identity = Identity::of(tid).unwrap();
+        let k = Known { identity, generation: 3, task, name: None, confirmed: true };
+        assert!(k.confirmed_in(3));
+        // An exec (or a change of credentials) since: the number may be
+        // another thread's of the same process now, and the notification
+        // that confirmed it no longer pending.
+        assert!(!k.confirmed_in(4));
     }
 
     #[test]
