@@ -27,6 +27,9 @@ fn write(path: &Path, contents: impl AsRef<[u8]>) -> Result<(), BenchError> {
     std::fs::write(path, contents).map_err(|source| BenchError::Write { path: path.into(), source })
 }
 
+/// How many recipes the bench's makefile has.
+pub(super) const RECIPES: usize = 100;
+
 pub(super) fn fixture(quick: bool) -> Result<Fixture, BenchError> {
     let dir = tempfile::Builder::new().prefix("interpose-bench.").tempdir().map_err(BenchError::TempDir)?;
     let root =
@@ -70,6 +73,11 @@ pub(super) fn fixture(quick: bool) -> Result<Fixture, BenchError> {
     git(&["add", "-A"])?;
     git(&["-c", "user.name=bench", "-c", "user.email=bench@localhost", "commit", "-q", "-m", "bench"])?;
     write(&work.join("small.c"), "#include <stdio.h>\nint main(void) { puts(\"hi\"); return 0; }\n")?;
+    // A makefile whose every recipe make runs through `/bin/sh -c` (the `;`
+    // asks for a shell): a process start per recipe, as a build's.
+    let recipes: String = (0..RECIPES).map(|i| format!("r{i}:\n\t@true; true\n")).collect();
+    let all: Vec<String> = (0..RECIPES).map(|i| format!("r{i}")).collect();
+    write(&work.join("recipes.mk"), format!("all: {}\n{recipes}", all.join(" ")))?;
     let socket = work.join("bench.sock");
     Ok(Fixture { _dir: dir, root, work, file, denied, socket })
 }

@@ -119,6 +119,11 @@ pub struct Options {
 /// The start-up row: `/bin/true`.
 const STARTUP: &str = "/bin/true";
 
+/// The whole command that starts a process per step: make running its
+/// makefile's recipes, each through `/bin/sh -c`.
+const MAKE: &str = "make, 100 sh recipes";
+const _: () = assert!(fixture::RECIPES == 100, "the make row's name says how many recipes");
+
 /// How many times a round every mode runs the start-up row.
 const STARTUP_RUNS: usize = 15;
 
@@ -267,6 +272,7 @@ pub fn run(args: &Options) -> Result<i32, BenchError> {
         ("git status", vec![os("git"), os("-C"), os("repo"), os("status"), os("--porcelain")]),
         ("python3 imports", vec![os(python), os("-c"), os("import json, email, asyncio, decimal")]),
         ("gcc -c", vec![os("gcc"), os("-c"), os("small.c"), os("-o"), os("small.o")]),
+        (MAKE, vec![os("make"), os("-s"), os("-f"), os("recipes.mk")]),
     ];
     let mut micro_rows: Rows = micro
         .iter()
