@@ -337,16 +337,20 @@ pub fn act_as(tid: u32, generation: u64, (groups, session): (bool, &SessionGroup
         // (their pidfds closed), all asked in one poll: an exec or a change
         // of credentials makes every identity stale, and most of the tasks
         // a build started have exited by then.
+        // The caller's own entry, if it was asked then and is kept, lives.
+        let mut alive = false;
         if SWEPT.get() != generation && !known.is_empty() {
             SWEPT.set(generation);
-            let tids: Vec<u32> = known.keys().copied().collect();
-            let gone = process::pidfds_gone(&tids.iter().map(|t| known[t].task.as_fd()).collect::<Vec<_>>());
-            for (t, _) in tids.iter().zip(gone).filter(|(_, gone)| *gone) {
+            // Keys and values of an unchanged map come in the same order.
+            let gone = process::pidfds_gone(known.values().map(|k| k.task.as_fd()));
+            let dead: Vec<u32> = known.keys().zip(gone).filter(|(_, gone)| *gone).map(|(&t, _)| t).collect();
+            for t in &dead {
                 known.remove(t);
             }
+            alive = known.contains_key(&tid);
         }
         match known.get_mut(&tid) {
-            Some(k) if process::pidfd_alive(k.task.as_fd()) => {
+            Some(k) if alive || process::pidfd_alive(k.task.as_fd()) => {
                 // Stale (an exec or a change of credentials since): read
                 // again through the pidfd kept, which names the task that
                 // holds the number now (alive, so no other has had it; after

@@ -240,7 +240,7 @@ pub struct Resolver {
 /// A symlink directly in the command's root, such as a merged `/usr`'s
 /// `/bin -> usr/bin`: `from` is its path and `to` the directory it leads
 /// to, both with a trailing `/`.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug)]
 struct RootLink {
     from: Vec<u8>,
     to: Vec<u8>,

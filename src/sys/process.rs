@@ -606,9 +606,9 @@ pub fn pidfd_alive(pidfd: BorrowedFd<'_>) -> bool {
 /// Which of the tasks `pidfds` name have exited (as [`pidfd_alive`], all
 /// asked in one `poll`): one flag per pidfd, true for a task gone. A failed
 /// poll counts every one as gone.
-pub fn pidfds_gone(pidfds: &[BorrowedFd<'_>]) -> Vec<bool> {
+pub fn pidfds_gone<'a>(pidfds: impl Iterator<Item = BorrowedFd<'a>>) -> Vec<bool> {
     let mut polls: Vec<libc::pollfd> =
-        pidfds.iter().map(|fd| libc::pollfd { fd: fd.as_raw_fd(), events: libc::POLLIN, revents: 0 }).collect();
+        pidfds.map(|fd| libc::pollfd { fd: fd.as_raw_fd(), events: libc::POLLIN, revents: 0 }).collect();
     // SAFETY: `polls` holds `polls.len()` pollfds; no wait.
     let n = unsafe { libc::poll(polls.as_mut_ptr(), polls.len() as libc::nfds_t, 0) };
     polls.iter().map(|p| n < 0 || p.revents != 0).collect()
