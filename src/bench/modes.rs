@@ -236,14 +236,16 @@ pub(super) fn command(mode: &BenchMode, cmd: &[OsString], cwd: &Path) -> Result<
     Ok(c)
 }
 
-/// What `interpose debug workload` prints.
+/// What `interpose debug workload` prints (no samples with `--summary`).
 #[derive(serde::Deserialize)]
 struct Samples {
+    #[serde(default)]
     ns: Vec<f64>,
     elapsed_ns: f64,
 }
 
-/// A workload's samples (ns per operation) and its whole loop's time.
+/// A workload's samples (ns per operation; none from `--summary`) and its
+/// whole loop's time.
 pub(super) fn parse_samples(out: &str) -> Result<(Vec<f64>, f64), ModeError> {
     let s: Samples = serde_json::from_str(out.trim()).map_err(ModeError::WorkloadOutput)?;
     Ok((s.ns, s.elapsed_ns))
