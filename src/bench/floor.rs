@@ -9,7 +9,12 @@
 //! read with `process_vm_readv`, a relative one from the caller's cwd or
 //! descriptor through `/proc`, `ID_VALID`, `openat` with the caller's
 //! flags, the descriptor installed with `ADDFD_FLAG_SEND`; everything else
-//! is continued. Both ask for
+//! is continued. `... emulate-stat` also performs every `newfstatat`, as
+//! a supervisor that decides metadata must (a continued stat could be
+//! raced into describing another file): the path read, looked up with no
+//! symlink on the way (`openat2`, as interpose's first lookup is), the
+//! object's `fstat` written into the caller after `ID_VALID`; a
+//! descriptor's own (`AT_EMPTY_PATH`) taken with `pidfd_getfd`. All ask for
 //! synchronous wake-ups on the listener, as `run` does, so the handshake
 //! costs what it costs interpose. No namespace, no Landlock, no trail:
 //! the floors enforce nothing (every CONTINUE here is unchecked by
@@ -71,6 +76,10 @@ pub enum Floor {
     /// Perform `openat` of an absolute path (read, validate, open, ADDFD);
     /// continue the rest.
     Emulate,
+    /// As `emulate`, and perform `newfstatat` too (read, look up with no
+    /// symlink on the way, validate, `fstat`, write the result back); a
+    /// lookup that meets a symlink is continued.
+    EmulateStat,
 }
 
 /// Runs `command` under the floor; its exit status.
@@ -140,6 +149,10 @@ pub fn run(floor: Floor, command: &[OsString]) -> Result<i32, FloorError> {
 /// Answers notifications until no task uses the filter.
 fn serve(floor: Floor, listener: &OwnedFd) {
     let continued = |id| seccomp::NotifResp { id, val: 0, error: 0, flags: seccomp::USER_NOTIF_FLAG_CONTINUE };
+    // The pidfd of the last caller whose descriptor was taken: a floor's
+    // caller is one thread at a time, and a pidfd of a task that has gone
+    // fails, then is opened again.
+    let mut task: Option<(u32, OwnedFd)> = None;
     loop {
         let notif = match seccomp::recv(listener.as_fd()) {
             Ok(n) => n,
@@ -149,7 +162,13 @@ fn serve(floor: Floor, listener: &OwnedFd) {
             Err(Errno::ENOENT) if !hung_up(listener) => continue,
             Err(_) => return,
         };
-        if floor == Floor::Emulate && notif.data.nr == libc::SYS_openat as i32 {
+        if floor == Floor::EmulateStat && notif.data.nr == libc::SYS_newfstatat as i32 {
+            if let Some(answer) = stat_made(listener, &notif, &mut task) {
+                let _ = seccomp::send(listener.as_fd(), answer);
+                continue;
+            }
+        }
+        if floor != Floor::Continue && notif.data.nr == libc::SYS_openat as i32 {
             if let Some(fd) = opened(listener, &notif) {
                 let cloexec = notif.data.args[2] & libc::O_CLOEXEC as u64 != 0;
                 match seccomp::addfd_send(listener.as_fd(), notif.id, fd.as_fd(), cloexec) {
@@ -195,6 +214,83 @@ fn opened(listener: &OwnedFd, notif: &seccomp::Notif) -> Option<OwnedFd> {
         Some(dir) => openat(Dir::Fd(dir.as_fd()), &path, flags, mode).ok(),
         None => openat(Dir::Cwd, &path, flags, mode).ok(),
     }
+}
+
+/// The caller's `newfstatat`, made here: an empty path with
+/// `AT_EMPTY_PATH` on the caller's descriptor (taken through the pidfd in
+/// `task`, opened again for another caller or a task that has gone) or its
+/// cwd, any other path looked up from the caller's cwd or descriptor (as
+/// [`opened`]) with no symlink and no magic link on the way, the result
+/// written into the caller once the notification is still pending. The
+/// answer, or `None` (continue it) where the path could not be read or
+/// the lookup met a symlink or failed otherwise than by a missing name.
+fn stat_made(
+    listener: &OwnedFd,
+    notif: &seccomp::Notif,
+    task: &mut Option<(u32, OwnedFd)>,
+) -> Option<seccomp::NotifResp> {
+    use crate::sys::fs::{self, openat, openat2, Dir, OpenHow};
+    let answer = |error: i32| seccomp::NotifResp { id: notif.id, val: 0, error: -error, flags: 0 };
+    let mut buf = [0u8; mem::PATH_MAX];
+    let n = mem::read_path(notif.pid, notif.data.args[1], &mut buf).ok()?;
+    let flags = notif.data.args[3] as i32;
+    let at = notif.data.args[0] as i32;
+    let object = match (n, at) {
+        (0, _) if flags & libc::AT_EMPTY_PATH == 0 => return Some(answer(libc::ENOENT)),
+        (0, libc::AT_FDCWD) => {
+            openat(Dir::Cwd, &CString::new(format!("/proc/{}/cwd", notif.pid)).ok()?, libc::O_PATH, 0).ok()?
+        }
+        (0, fd) => {
+            if task.as_ref().is_none_or(|(tid, _)| *tid != notif.pid) {
+                *task = Some((notif.pid, process::pidfd_open_thread(notif.pid as libc::pid_t).ok()?));
+            }
+            let taken = task.as_ref().and_then(|(_, pidfd)| process::pidfd_getfd(pidfd.as_fd(), fd).ok());
+            match taken {
+                Some(fd) => fd,
+                None => {
+                    *task = None;
+                    return None;
+                }
+            }
+        }
+        _ => {
+            let path = CString::new(&buf[..n]).ok()?;
+            let base = match (buf[0] == b'/', at) {
+                (true, _) => None,
+                (false, libc::AT_FDCWD) => Some(format!("/proc/{}/cwd", notif.pid)),
+                (false, fd) => Some(format!("/proc/{}/fd/{fd}", notif.pid)),
+            };
+            let base = match base {
+                Some(b) => Some(openat(Dir::Cwd, &CString::new(b).ok()?, libc::O_PATH | libc::O_DIRECTORY, 0).ok()?),
+                None => None,
+            };
+            let nofollow = if flags & libc::AT_SYMLINK_NOFOLLOW != 0 { libc::O_NOFOLLOW } else { 0 };
+            let how = OpenHow {
+                flags: (libc::O_PATH | libc::O_CLOEXEC | nofollow) as u64,
+                mode: 0,
+                resolve: fs::RESOLVE_NO_SYMLINKS | fs::RESOLVE_NO_MAGICLINKS,
+            };
+            let dir = base.as_ref().map_or(Dir::Cwd, |b| Dir::Fd(b.as_fd()));
+            match openat2(dir, &path, how) {
+                Ok(fd) => fd,
+                // No symlink before the missing name: the kernel's own
+                // lookup fails there too.
+                Err(e @ (Errno::ENOENT | Errno::ENOTDIR)) => {
+                    return seccomp::id_valid(listener.as_fd(), notif.id).then(|| answer(e as i32));
+                }
+                Err(_) => return None,
+            }
+        }
+    };
+    let stat = fs::fstat(object.as_fd()).ok()?;
+    if !seccomp::id_valid(listener.as_fd(), notif.id) {
+        return None;
+    }
+    tracing::debug!("floor: newfstatat performed");
+    Some(match mem::write(notif.pid, notif.data.args[2], fs::bytes_of(&stat)) {
+        Ok(()) => answer(0),
+        Err(_) => answer(libc::EFAULT),
+    })
 }
 
 /// Whether no task uses the listener's filter any more.

@@ -48,6 +48,9 @@ pub(super) const CONTINUE_FLOOR: &str = "continue floor";
 /// As [`CONTINUE_FLOOR`], opens performed the TOCTOU-safe way with no
 /// policy (`interpose debug floor emulate`).
 pub(super) const EMULATE_FLOOR: &str = "emulate floor";
+/// As [`EMULATE_FLOOR`], `newfstatat` performed too (`interpose debug
+/// floor emulate-stat`): the least a supervisor that decides metadata does.
+pub(super) const STAT_FLOOR: &str = "stat-emulate floor";
 /// interpose's own supervisor answering CONTINUE at once.
 pub(super) const NOTIFY_FLOOR: &str = "notify-floor";
 /// interpose, full mode.
@@ -110,6 +113,7 @@ pub(super) fn modes(
         mode(LANDLOCK_FLOOR, vec![exe.clone(), os("debug"), os("landlock"), os("--rw"), os("/"), os("--")]),
         mode(CONTINUE_FLOOR, vec![exe.clone(), os("debug"), os("floor"), os("continue"), os("--")]),
         mode(EMULATE_FLOOR, vec![exe.clone(), os("debug"), os("floor"), os("emulate"), os("--")]),
+        mode(STAT_FLOOR, vec![exe.clone(), os("debug"), os("floor"), os("emulate-stat"), os("--")]),
     ];
     match floors {
         Some(Ok(f)) => out.extend([

@@ -207,9 +207,10 @@ pub enum DebugCommand {
     },
     /// Run COMMAND under one of interpose's own notification floors: its
     /// full-mode filter and a single-threaded supervisor that answers
-    /// CONTINUE (`continue`) or performs absolute-path opens with ADDFD
-    /// (`emulate`); no namespace, no Landlock, no policy: it enforces
-    /// nothing, a measurement only (as `run --bench-floor`).
+    /// CONTINUE (`continue`), performs opens with ADDFD (`emulate`), or
+    /// opens and `newfstatat` (`emulate-stat`); no namespace, no Landlock,
+    /// no policy: it enforces nothing, a measurement only (as `run
+    /// --bench-floor`).
     Floor {
         /// What the supervisor does.
         #[arg(value_enum)]

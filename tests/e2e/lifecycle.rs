@@ -184,7 +184,7 @@ fn the_quick_benchmark_runs_every_mode_of_its_own() {
         }
     }
     // Sixteen rows (ten per-call, six commands) by every mode: native,
-    // interpose's own four floors (no copy of anyone's), its session floor
+    // interpose's own five floors (no copy of anyone's), its session floor
     // and its three modes, and a runc container without and with the
     // oci-agent.
     let modes: Vec<&str> = r["modes"].as_array().unwrap().iter().map(|m| m.as_str().unwrap()).collect();
@@ -194,6 +194,7 @@ fn the_quick_benchmark_runs_every_mode_of_its_own() {
         "landlock floor",
         "continue floor",
         "emulate floor",
+        "stat-emulate floor",
         "notify-floor",
         "interpose",
         "interpose --fast",
@@ -212,6 +213,9 @@ fn the_quick_benchmark_runs_every_mode_of_its_own() {
         "continue floor's",
         "openat+close, relative added",
         "newfstatat added / continue floor's",
+        "newfstatat added / stat-emulate floor's",
+        "fstat (newfstatat AT_EMPTY_PATH) added / stat-emulate floor's",
+        "every command's wall / stat-emulate floor's",
         "every command's wall",
         "peak memory",
         "flat",
@@ -523,10 +527,17 @@ fn the_readme_names_every_flag_of_run() {
 fn the_own_floors_run_commands_as_they_run_natively() {
     let Some(t) = kernel_tree() else { return };
     std::fs::write(t.ws.join("rel.txt"), "relative\n").unwrap();
-    for floor in ["continue", "emulate"] {
+    for floor in ["continue", "emulate", "emulate-stat"] {
         let _ = std::fs::remove_dir_all(t.ws.join("d"));
         std::fs::create_dir(t.ws.join("d")).unwrap();
-        let script = "ln -s ../rel.txt d/ && cat d/rel.txt; cat $RO/data.txt; exit 7";
+        // glibc's `newfstatat` of a relative path, an absolute one, a
+        // symlink (not followed, followed), a missing name and a
+        // descriptor (Python's `os.stat`, `lstat`, `fstat`).
+        let script = "ln -s ../rel.txt d/ && cat d/rel.txt; cat $RO/data.txt; \
+                      python3 -c 'import os, sys; s = os.stat; \
+                      print(s(\"rel.txt\").st_size, s(sys.argv[1]).st_size, os.lstat(\"d/rel.txt\").st_size, \
+                      s(\"d/rel.txt\").st_size, os.path.exists(\"nope\"), os.fstat(0).st_size)' $RO/data.txt < rel.txt; \
+                      exit 7";
         // Bounded: a floor that leaves a call unanswered hangs its caller.
         let o = Command::new("timeout")
             .arg("60")
@@ -534,10 +545,20 @@ fn the_own_floors_run_commands_as_they_run_natively() {
             .args(["debug", "floor", floor, "--", "/bin/sh", "-c", script])
             .current_dir(&t.ws)
             .env("RO", &t.ro)
+            .env("INTERPOSE_LOG", "interpose::bench::floor=debug")
             .output()
             .unwrap();
         assert_eq!(o.status.code(), Some(7), "{floor}: {}", stderr(&o));
-        assert_eq!(stdout(&o), "relative\nread-only data\n", "{floor}: {}", stderr(&o));
+        // The stat-emulate floor made the stats itself (Python's own at
+        // start among them), the others none.
+        let performed = stderr(&o).matches("floor: newfstatat performed").count();
+        match floor {
+            "emulate-stat" => assert!(performed >= 4, "{floor}: {performed} stats performed: {}", stderr(&o)),
+            _ => assert_eq!(performed, 0, "{floor}: {}", stderr(&o)),
+        }
+        let link = "../rel.txt".len();
+        let expected = format!("relative\nread-only data\n9 15 {link} 9 False 9\n");
+        assert_eq!(stdout(&o), expected, "{floor}: {}", stderr(&o));
     }
     let o = Command::new(interpose()).args(["debug", "floor", "emulate", "--", "no-such-program"]).output().unwrap();
     assert_ne!(o.status.code(), Some(0), "{}", stderr(&o));
