@@ -197,15 +197,7 @@ fn opened(listener: &OwnedFd, notif: &seccomp::Notif) -> Option<OwnedFd> {
         return None;
     }
     let path = CString::new(&buf[..n]).ok()?;
-    let base = match (buf[0] == b'/', notif.data.args[0] as i32) {
-        (true, _) => None,
-        (false, libc::AT_FDCWD) => Some(format!("/proc/{}/cwd", notif.pid)),
-        (false, fd) => Some(format!("/proc/{}/fd/{fd}", notif.pid)),
-    };
-    let base = match base {
-        Some(b) => Some(openat(Dir::Cwd, &CString::new(b).ok()?, libc::O_PATH | libc::O_DIRECTORY, 0).ok()?),
-        None => None,
-    };
+    let base = starting_dir(notif, buf[0] == b'/', notif.data.args[0] as i32)?;
     if !seccomp::id_valid(listener.as_fd(), notif.id) {
         return None;
     }
@@ -214,6 +206,19 @@ fn opened(listener: &OwnedFd, notif: &seccomp::Notif) -> Option<OwnedFd> {
         Some(dir) => openat(Dir::Fd(dir.as_fd()), &path, flags, mode).ok(),
         None => openat(Dir::Cwd, &path, flags, mode).ok(),
     }
+}
+
+/// Where the caller's path starts: `Some(None)` for an absolute one, else
+/// a handle on the caller's cwd or descriptor `at` (through
+/// `/proc/<tid>/cwd` or `/proc/<tid>/fd/N`); `None` where none can be had.
+fn starting_dir(notif: &seccomp::Notif, absolute: bool, at: i32) -> Option<Option<OwnedFd>> {
+    use crate::sys::fs::{openat, Dir};
+    let dir = match (absolute, at) {
+        (true, _) => return Some(None),
+        (false, libc::AT_FDCWD) => format!("/proc/{}/cwd", notif.pid),
+        (false, fd) => format!("/proc/{}/fd/{fd}", notif.pid),
+    };
+    openat(Dir::Cwd, &CString::new(dir).ok()?, libc::O_PATH | libc::O_DIRECTORY, 0).ok().map(Some)
 }
 
 /// The caller's `newfstatat`, made here: an empty path with
@@ -255,15 +260,7 @@ fn stat_made(
         }
         _ => {
             let path = CString::new(&buf[..n]).ok()?;
-            let base = match (buf[0] == b'/', at) {
-                (true, _) => None,
-                (false, libc::AT_FDCWD) => Some(format!("/proc/{}/cwd", notif.pid)),
-                (false, fd) => Some(format!("/proc/{}/fd/{fd}", notif.pid)),
-            };
-            let base = match base {
-                Some(b) => Some(openat(Dir::Cwd, &CString::new(b).ok()?, libc::O_PATH | libc::O_DIRECTORY, 0).ok()?),
-                None => None,
-            };
+            let base = starting_dir(notif, buf[0] == b'/', at)?;
             let nofollow = if flags & libc::AT_SYMLINK_NOFOLLOW != 0 { libc::O_NOFOLLOW } else { 0 };
             let how = OpenHow {
                 flags: (libc::O_PATH | libc::O_CLOEXEC | nofollow) as u64,
