@@ -19,7 +19,9 @@
 //! `native` and `audit` as the two runs above, `floor` the same session
 //! whose supervisor answers every call with CONTINUE at once (`run
 //! --bench-floor`), `emulate` interpose's emulate floor (`debug floor
-//! emulate`: no session, absolute-path opens performed), `full` the
+//! emulate`: no session, absolute-path opens performed), `emulate-stat`
+//! the same with `newfstatat` performed too (`debug floor emulate-stat`),
+//! `full` the
 //! shipped policy without `--audit`, `fast` the same with `--fast` and
 //! Claude Code's configuration directory from `interpose agent-config
 //! claude` (where the shipped policy lets fast mode engage).
@@ -519,6 +521,9 @@ enum Mode {
     /// interpose's emulate floor (`debug floor emulate`): its filter and
     /// a supervisor that performs absolute-path opens, no session.
     Emulate,
+    /// As [`Mode::Emulate`], `newfstatat` performed too (`debug floor
+    /// emulate-stat`).
+    EmulateStat,
     /// The shipped policy without a trail.
     Full,
     /// `--fast` with Claude Code's configuration directory set.
@@ -536,6 +541,7 @@ impl Mode {
             Mode::Audit => "audit",
             Mode::Floor => "floor",
             Mode::Emulate => "emulate",
+            Mode::EmulateStat => "emulate-stat",
             Mode::Full => "full",
             Mode::Fast => "fast",
             Mode::Isolate => "isolate",
@@ -545,7 +551,7 @@ impl Mode {
 
     /// Whether this mode enforces the policy (the floors enforce nothing).
     fn enforces(self) -> bool {
-        !matches!(self, Mode::Native | Mode::Floor | Mode::Emulate)
+        !matches!(self, Mode::Native | Mode::Floor | Mode::Emulate | Mode::EmulateStat)
     }
 
     /// How this mode's run is sandboxed (with `trail` for `audit`).
@@ -556,6 +562,9 @@ impl Mode {
             Mode::Floor => Sandbox::session(policy, None, &["--bench-floor"]),
             Mode::Emulate => {
                 Sandbox { args: ["debug", "floor", "emulate"].map(String::from).to_vec(), vars: Vec::new() }
+            }
+            Mode::EmulateStat => {
+                Sandbox { args: ["debug", "floor", "emulate-stat"].map(String::from).to_vec(), vars: Vec::new() }
             }
             Mode::Full => Sandbox::session(policy, None, &[]),
             Mode::Fast => Sandbox {
@@ -589,6 +598,7 @@ fn measured_modes() -> Vec<Mode> {
             "audit" => Mode::Audit,
             "floor" => Mode::Floor,
             "emulate" => Mode::Emulate,
+            "emulate-stat" => Mode::EmulateStat,
             "full" => Mode::Full,
             "fast" => Mode::Fast,
             "isolate" => Mode::Isolate,
@@ -596,7 +606,7 @@ fn measured_modes() -> Vec<Mode> {
             other => {
                 panic!(
                     "INTERPOSE_WORKLOADS_MODES: unknown mode {other:?} \
-                     (native, audit, floor, emulate, full, fast, isolate, fast-isolate)"
+                     (native, audit, floor, emulate, emulate-stat, full, fast, isolate, fast-isolate)"
                 )
             }
         })
@@ -642,6 +652,7 @@ fn modes_line(modes: &[Mode], measured: &[(Mode, Run)]) -> String {
     let ratios = [
         ("full/floor", Mode::Full, Mode::Floor),
         ("full/emulate", Mode::Full, Mode::Emulate),
+        ("full/emulate-stat", Mode::Full, Mode::EmulateStat),
         ("audit/full", Mode::Audit, Mode::Full),
         ("fast/native", Mode::Fast, Mode::Native),
         ("fast-isolate/native", Mode::FastIsolate, Mode::Native),
