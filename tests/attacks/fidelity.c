@@ -58,6 +58,13 @@ int main(int argc, char **argv) {
     struct timespec ts[2] = {{0, UTIME_NOW}, {0, UTIME_NOW}};
     R("utimensat unknown flag", utimensat(AT_FDCWD, "f", ts, 0x8000));
     R("fchmodat2 unknown flag", syscall(452, AT_FDCWD, "f", 0600, 0x8000));
+    /* newfstatat takes what statx takes of its flags (AT_NO_AUTOMOUNT, the
+     * sync bits) and refuses the rest. */
+    R("fstatat AT_NO_AUTOMOUNT", fstatat(AT_FDCWD, "f", &st, 0x800));
+    R("fstatat AT_STATX_DONT_SYNC", fstatat(AT_FDCWD, "f", &st, 0x4000));
+    R("fstatat AT_STATX_FORCE_SYNC", fstatat(AT_FDCWD, "f", &st, 0x2000));
+    R("fstatat AT_SYMLINK_FOLLOW", fstatat(AT_FDCWD, "f", &st, 0x400));
+    R("fstatat unknown flag", fstatat(AT_FDCWD, "f", &st, 0x8000));
     stat("f", &st);
     printf("%-30s %o\n", "mode after", st.st_mode & 07777);
     R("linkat across mounts", linkat(AT_FDCWD, "/proc/cpuinfo", AT_FDCWD, "cpuinfo", 0));

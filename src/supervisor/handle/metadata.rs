@@ -127,8 +127,16 @@ impl Call<'_> {
             _ => Asked::Other,
         };
         if row.op != Op::Statx && row.op != Op::Access {
-            // newfstatat, getxattrat, listxattrat take these two only.
-            if flags & !(AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) != 0 {
+            // getxattrat and listxattrat take these two only; newfstatat
+            // also what statx takes of its flags (`vfs_statx`): it never
+            // automounts its last component, and the sync bits are asked
+            // of the file system, which the supervisor's own `fstat` does
+            // the same for.
+            let taken = match row.op {
+                Op::Statbuf => (libc::AT_NO_AUTOMOUNT | libc::AT_STATX_SYNC_TYPE) as u64,
+                _ => 0,
+            };
+            if flags & !(AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW | taken) != 0 {
                 return Err(Errno::EINVAL.into());
             }
         }
