@@ -73,8 +73,7 @@ pub enum FloorError {
 pub enum Floor {
     /// Answer every notification with CONTINUE.
     Continue,
-    /// Perform `openat` of an absolute path (read, validate, open, ADDFD);
-    /// continue the rest.
+    /// Perform `openat` (read, validate, open, ADDFD); continue the rest.
     Emulate,
     /// As `emulate`, and perform `newfstatat` too (read, look up with no
     /// symlink on the way, validate, `fstat`, write the result back); a
@@ -240,6 +239,10 @@ fn stat_made(
     let n = mem::read_path(notif.pid, notif.data.args[1], &mut buf).ok()?;
     let flags = notif.data.args[3] as i32;
     let at = notif.data.args[0] as i32;
+    // Flags beyond these are the kernel's to refuse (or to take).
+    if flags & !(libc::AT_EMPTY_PATH | libc::AT_SYMLINK_NOFOLLOW) != 0 {
+        return None;
+    }
     let object = match (n, at) {
         (0, _) if flags & libc::AT_EMPTY_PATH == 0 => return Some(answer(libc::ENOENT)),
         (0, libc::AT_FDCWD) => {
@@ -283,11 +286,14 @@ fn stat_made(
     if !seccomp::id_valid(listener.as_fd(), notif.id) {
         return None;
     }
-    tracing::debug!("floor: newfstatat performed");
-    Some(match mem::write(notif.pid, notif.data.args[2], fs::bytes_of(&stat)) {
-        Ok(()) => answer(0),
-        Err(_) => answer(libc::EFAULT),
-    })
+    match mem::write(notif.pid, notif.data.args[2], fs::bytes_of(&stat)) {
+        Ok(()) => {
+            tracing::debug!("floor: newfstatat performed ({})", if n == 0 { "descriptor" } else { "path" });
+            Some(answer(0))
+        }
+        Err(Errno::EFAULT) => Some(answer(libc::EFAULT)),
+        Err(_) => None,
+    }
 }
 
 /// Whether no task uses the listener's filter any more.

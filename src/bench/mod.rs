@@ -363,6 +363,12 @@ pub fn run(args: &Options) -> Result<i32, BenchError> {
         let pair =
             run_one(m, &[os("sh"), os("-c"), os(&format!("{one} & {one}; wait"))], &fx.work).and_then(|(out, _)| {
                 let runs: Vec<(Vec<f64>, f64)> = out.lines().map(parse_samples).collect::<Result<_, _>>()?;
+                if runs.len() != 2 {
+                    return Err(modes::ModeError::Failed {
+                        code: None,
+                        last_line: format!("{} of 2 runs printed", runs.len()),
+                    });
+                }
                 let longest = runs.iter().map(|(_, e)| *e).fold(0.0, f64::max);
                 Ok(2.0 * n as f64 / longest)
             });

@@ -19,7 +19,7 @@
 //! `native` and `audit` as the two runs above, `floor` the same session
 //! whose supervisor answers every call with CONTINUE at once (`run
 //! --bench-floor`), `emulate` interpose's emulate floor (`debug floor
-//! emulate`: no session, absolute-path opens performed), `emulate-stat`
+//! emulate`: no session, opens performed), `emulate-stat`
 //! the same with `newfstatat` performed too (`debug floor emulate-stat`),
 //! `full` the
 //! shipped policy without `--audit`, `fast` the same with `--fast` and
