@@ -338,7 +338,12 @@ fn a_path_swapped_after_the_check_never_opens_the_carve_out_in_a_container() {
     };
     let natively = bundle(&agent, "race-native", "ro.toml", script);
     build(natively.path());
-    let out = native(natively.path(), "interpose-race-native");
+    // The race is won by chance: up to three native runs must show it
+    // (one of 20,000 tries lost under a loaded suite).
+    let out = (0..3)
+        .map(|_| native(natively.path(), "interpose-race-native"))
+        .find(|out| leaks(out) > 0)
+        .unwrap_or_else(|| panic!("the race never read the secret natively in three runs"));
     assert!(leaks(&out) > 0, "the race reads the secret natively: {out}");
     let confined = bundle(&agent, "race", "ro.toml", script);
     build(confined.path());
