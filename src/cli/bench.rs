@@ -3,7 +3,9 @@
 use clap::Args;
 use std::path::PathBuf;
 
-/// Flags of `interpose bench`.
+/// Measure per-syscall and whole-command overhead against native and
+/// against floors taken in the same run (seccomp BPF alone, Landlock
+/// alone, a supervisor that only answers CONTINUE).
 #[derive(Debug, Args)]
 pub struct BenchArgs {
     /// A short run that only proves every mode and workload works (CI).

@@ -40,8 +40,11 @@ pub struct Cli {
     pub command: Command,
 }
 
-/// The verbs.
+/// The verbs. Each verb's flags are built only for the verb used
+/// (`defer`): building every verb's is most of what parsing costs, at
+/// every start of `run`.
 #[derive(Debug, Subcommand)]
+#[command(defer = true)]
 pub enum Command {
     /// Run a command confined to a read/write surface (the default verb:
     /// `interpose --rw DIR -- CMD` means `interpose run --rw DIR -- CMD`).
@@ -110,7 +113,7 @@ pub enum Command {
     Debug(DebugCommand),
 }
 
-/// Flags of verbs that need only a surface.
+/// Print the surface as a short, exact text for an agent's system prompt.
 #[derive(Debug, Args)]
 pub struct SurfaceOnly {
     /// The surface.
@@ -118,7 +121,9 @@ pub struct SurfaceOnly {
     pub surface: SurfaceArgs,
 }
 
-/// Flags of `interpose hook`.
+/// A pre-tool-use hook for an agent CLI (Claude Code `PreToolUse`,
+/// Gemini CLI `BeforeTool`): reads the hook JSON on stdin and refuses
+/// file tools whose paths lie outside the surface.
 #[derive(Debug, Args)]
 pub struct HookArgs {
     /// Which agent's hook protocol.
@@ -129,7 +134,9 @@ pub struct HookArgs {
     pub surface: SurfaceArgs,
 }
 
-/// Flags of `interpose agent-config`.
+/// Write per-session settings for an agent CLI (allowed directories,
+/// deny rules, the hook registered) and print the environment variables
+/// that point the CLI at them.
 #[derive(Debug, Args)]
 pub struct AgentConfigArgs {
     /// Which agent CLI.
@@ -143,7 +150,7 @@ pub struct AgentConfigArgs {
     pub dir: Option<PathBuf>,
 }
 
-/// Flags of `interpose mounts`.
+/// Print the surface as container bind mounts.
 #[derive(Debug, Args)]
 pub struct MountsArgs {
     /// The surface.
@@ -307,7 +314,8 @@ impl SurfaceArgs {
     }
 }
 
-/// Flags of `interpose approvals`.
+/// Answer the questions of `interpose run --ask SOCKET`, one key each:
+/// run it in a second terminal.
 #[derive(Debug, Args)]
 pub struct ApprovalsArgs {
     /// The socket `interpose run --ask` listens on.
@@ -315,7 +323,8 @@ pub struct ApprovalsArgs {
     pub socket: PathBuf,
 }
 
-/// Flags of `interpose run`.
+/// Run a command confined to a read/write surface (the default verb:
+/// `interpose --rw DIR -- CMD` means `interpose run --rw DIR -- CMD`).
 #[derive(Debug, Args)]
 pub struct RunArgs {
     /// The surface.
@@ -481,7 +490,8 @@ pub fn parse_net(s: &str) -> Result<Net, String> {
     }
 }
 
-/// Flags of `interpose report`.
+/// Summarize an audit trail: denials grouped by directory and process,
+/// totals, and whether the hash chain is intact.
 #[derive(Debug, Args)]
 pub struct ReportArgs {
     /// The audit trail (JSON Lines) to read.
@@ -537,7 +547,8 @@ pub enum ReportFormat {
     Json,
 }
 
-/// Flags of `interpose replay`.
+/// Re-decide every access recorded in an audit trail under other flags,
+/// and print what would change.
 #[derive(Debug, Args)]
 pub struct ReplayArgs {
     /// The audit trail to replay.
@@ -567,7 +578,8 @@ pub fn parse_size(s: &str) -> Result<u64, String> {
     n.checked_mul(1 << shift).ok_or_else(|| format!("{s:?} is too large"))
 }
 
-/// Flags of `interpose undo`.
+/// Put every writable tree a `run --journal DIR` session changed back
+/// as it was when the session started, and say what was done.
 #[derive(Debug, Args)]
 pub struct UndoArgs {
     /// The journal's directory (`run --journal DIR`).
@@ -587,7 +599,8 @@ pub struct UndoArgs {
     pub audit_key: Option<PathBuf>,
 }
 
-/// Flags of `interpose why`.
+/// Say which surface entry decides an access to PATH, and why, without
+/// running anything.
 #[derive(Debug, Args)]
 pub struct WhyArgs {
     /// The surface, as for `run`.
@@ -699,6 +712,28 @@ mod tests {
         {
             assert_eq!(misspelled_verb(&verbs, &args(program)), None, "{program}");
         }
+    }
+
+    /// A verb's flags are built only when it is used (`defer`), and that
+    /// building sets the description its flags' struct carries: it must be
+    /// the verb's own, or `interpose VERB --help`, the manual and the
+    /// completions would say another thing than `interpose --help`.
+    #[test]
+    fn every_verb_is_described_alike_before_and_after_its_flags_are_built() {
+        use clap::CommandFactory;
+        let unbuilt = Cli::command();
+        let mut built = Cli::command();
+        built.build();
+        let about = |c: &clap::Command| c.get_about().map(ToString::to_string);
+        for verb in unbuilt.get_subcommands() {
+            let after = built.find_subcommand(verb.get_name()).expect("the same verbs");
+            assert!(about(verb).is_some(), "{} has no description", verb.get_name());
+            assert_eq!(about(verb), about(after), "{}", verb.get_name());
+        }
+        // Deferred indeed: nothing of run's flags before it is built.
+        let run = |c: &clap::Command| c.find_subcommand("run").map(|r| r.get_arguments().count());
+        assert_eq!(run(&unbuilt), Some(0));
+        assert!(run(&built) > Some(20), "{:?}", run(&built));
     }
 
     fn parse(args: &[&str]) -> Cli {

@@ -7,7 +7,9 @@ use std::path::PathBuf;
 /// The socket runtimes are pointed at unless told otherwise.
 pub const DEFAULT_SOCKET: &str = "/run/interpose/oci.sock";
 
-/// Flags of `interpose oci-agent`.
+/// Supervise containers as the seccomp agent of OCI runtimes (runc,
+/// crun): each container's trapped calls decided against its policy,
+/// each with a trail of its own.
 #[derive(Debug, Args)]
 pub struct OciAgentArgs {
     /// The socket the runtimes connect to (the bundles' `listenerPath`).
@@ -25,7 +27,8 @@ pub struct OciAgentArgs {
     pub audit_key: Option<PathBuf>,
 }
 
-/// Flags of `interpose oci-config`.
+/// Print the `linux.seccomp` section of a bundle's config.json that
+/// sends a container's calls to `interpose oci-agent`.
 #[derive(Debug, Args)]
 pub struct OciConfigArgs {
     /// The policy containers get when no annotation names one: a file name

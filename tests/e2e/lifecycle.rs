@@ -503,8 +503,11 @@ fn the_readme_names_every_flag_of_run() {
     let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
     let synopsis = readme.lines().find(|l| l.starts_with("interpose [run]")).expect("the synopsis line");
     let table: Vec<&str> = readme.lines().filter(|l| l.starts_with("| `--")).collect();
-    let cli = interpose::cli::Cli::command();
+    // Built: each verb's flags are made only when it is (`defer`).
+    let mut cli = interpose::cli::Cli::command();
+    cli.build();
     let run = cli.find_subcommand("run").expect("the run verb");
+    assert!(run.get_arguments().any(|a| a.get_long() == Some("rw")), "run's flags were not built");
     let mut missing = Vec::new();
     for arg in run.get_arguments().filter(|a| !a.is_hide_set()) {
         let Some(long) = arg.get_long() else { continue };
