@@ -233,7 +233,7 @@ fn stat_made(
     notif: &seccomp::Notif,
     task: &mut Option<(u32, OwnedFd)>,
 ) -> Option<seccomp::NotifResp> {
-    use crate::sys::fs::{self, openat, openat2, Dir, OpenHow};
+    use crate::sys::fs::{self, openat2, Dir, OpenHow};
     let answer = |error: i32| seccomp::NotifResp { id: notif.id, val: 0, error: -error, flags: 0 };
     let mut buf = [0u8; mem::PATH_MAX];
     let n = mem::read_path(notif.pid, notif.data.args[1], &mut buf).ok()?;
@@ -245,9 +245,7 @@ fn stat_made(
     }
     let object = match (n, at) {
         (0, _) if flags & libc::AT_EMPTY_PATH == 0 => return Some(answer(libc::ENOENT)),
-        (0, libc::AT_FDCWD) => {
-            openat(Dir::Cwd, &CString::new(format!("/proc/{}/cwd", notif.pid)).ok()?, libc::O_PATH, 0).ok()?
-        }
+        (0, libc::AT_FDCWD) => starting_dir(notif, false, at)??,
         (0, fd) => {
             if task.as_ref().is_none_or(|(tid, _)| *tid != notif.pid) {
                 *task = Some((notif.pid, process::pidfd_open_thread(notif.pid as libc::pid_t).ok()?));

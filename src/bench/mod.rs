@@ -250,7 +250,7 @@ pub fn run(args: &Options) -> Result<i32, BenchError> {
     };
     let socket = agent.as_ref().map(|a| a.socket.as_path()).map_err(String::as_str);
     let floors = floors.as_ref().map(Result::as_ref);
-    let (modes, missing) = modes(&exe, &fx.work, floors, socket, &args.compare);
+    let (modes, mut missing) = modes(&exe, &fx.work, floors, socket, &args.compare);
     let os = |s: &str| OsString::from(s);
     let (open_n, fork_n) = if args.quick { (300, 5) } else { (3_000, 40) };
     let micro: Vec<(Workload, usize, &Path)> = vec![
@@ -351,7 +351,6 @@ pub fn run(args: &Options) -> Result<i32, BenchError> {
     // (tens of KiB) written by both into one pipe could interleave with
     // the other's, a short one is written whole.
     let mut parallel = Vec::new();
-    let mut missing = missing;
     let n = if args.quick { 300 } else { 5_000 };
     let one = format!("{} debug workload open {n} {} --summary", exe.display(), fx.file.display());
     for m in
