@@ -14,7 +14,11 @@
 //! raced into describing another file): the path read, looked up with no
 //! symlink on the way (`openat2`, as interpose's first lookup is), the
 //! object's `fstat` written into the caller after `ID_VALID`; a
-//! descriptor's own (`AT_EMPTY_PATH`) taken with `pidfd_getfd`. All ask for
+//! descriptor's own (`AT_EMPTY_PATH`) taken with `pidfd_getfd`; and every
+//! `readlink` of a name that is no symlink, which glibc's `realpath` asks
+//! of every component: the same lookup, following the last component, whose
+//! success says the object is no link (`EINVAL`); a name on or behind a
+//! symlink is continued. All ask for
 //! synchronous wake-ups on the listener, as `run` does, so the handshake
 //! costs what it costs interpose. No namespace, no Landlock, no trail:
 //! the floors enforce nothing (every CONTINUE here is unchecked by
@@ -76,8 +80,9 @@ pub enum Floor {
     /// Perform `openat` (read, validate, open, ADDFD); continue the rest.
     Emulate,
     /// As `emulate`, and perform `newfstatat` too (read, look up with no
-    /// symlink on the way, validate, `fstat`, write the result back); a
-    /// lookup that meets a symlink is continued.
+    /// symlink on the way, validate, `fstat`, write the result back), and
+    /// `readlink` of a name that is no symlink (the same lookup: `EINVAL`);
+    /// a lookup that meets a symlink is continued.
     EmulateStat,
 }
 
@@ -166,6 +171,10 @@ fn serve(floor: Floor, listener: &OwnedFd) {
                 let _ = seccomp::send(listener.as_fd(), answer);
                 continue;
             }
+        }
+        if let Some(answer) = (floor == Floor::EmulateStat).then(|| no_link(&notif)).flatten() {
+            let _ = seccomp::send(listener.as_fd(), answer);
+            continue;
         }
         if floor != Floor::Continue && notif.data.nr == libc::SYS_openat as i32 {
             if let Some(fd) = opened(listener, &notif) {
@@ -292,6 +301,43 @@ fn stat_made(
         Err(Errno::EFAULT) => Some(answer(libc::EFAULT)),
         Err(_) => None,
     }
+}
+
+/// The caller's `readlink` or `readlinkat` of a name that is no symlink,
+/// answered here: the path read and looked up from the caller's cwd or
+/// descriptor (as [`opened`]) with no symlink and no magic link on the way,
+/// the last component followed, so that a lookup that succeeds found no
+/// link (`EINVAL`), and one that fails on a missing name fails there in the
+/// kernel's own too. Nothing is written into the caller, so a stale
+/// notification needs no check: it takes no answer. `None` (continue it)
+/// for any other call, an empty name (the descriptor itself), a path that
+/// cannot be read, and a lookup that meets a symlink.
+fn no_link(notif: &seccomp::Notif) -> Option<seccomp::NotifResp> {
+    use crate::sys::fs::{self, openat2, Dir, OpenHow};
+    let (at, addr) = match notif.data.nr as libc::c_long {
+        libc::SYS_readlink => (libc::AT_FDCWD, notif.data.args[0]),
+        libc::SYS_readlinkat => (notif.data.args[0] as i32, notif.data.args[1]),
+        _ => return None,
+    };
+    let mut buf = [0u8; mem::PATH_MAX];
+    let n = mem::read_path(notif.pid, addr, &mut buf).ok()?;
+    if n == 0 {
+        return None;
+    }
+    let path = CString::new(&buf[..n]).ok()?;
+    let base = starting_dir(notif, buf[0] == b'/', at)?;
+    let how = OpenHow {
+        flags: (libc::O_PATH | libc::O_CLOEXEC) as u64,
+        mode: 0,
+        resolve: fs::RESOLVE_NO_SYMLINKS | fs::RESOLVE_NO_MAGICLINKS,
+    };
+    let error = match openat2(base.as_ref().map_or(Dir::Cwd, |b| Dir::Fd(b.as_fd())), &path, how) {
+        Ok(_) => libc::EINVAL,
+        Err(e @ (Errno::ENOENT | Errno::ENOTDIR)) => e as i32,
+        Err(_) => return None,
+    };
+    tracing::debug!("floor: readlink answered ({})", Errno::from_raw(error));
+    Some(seccomp::NotifResp { id: notif.id, val: 0, error: -error, flags: 0 })
 }
 
 /// Whether no task uses the listener's filter any more.

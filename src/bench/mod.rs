@@ -258,6 +258,7 @@ pub fn run(args: &Options) -> Result<i32, BenchError> {
         (Workload::OpenRelative, open_n, &fx.file),
         (Workload::Stat, open_n, &fx.file),
         (Workload::Fstat, open_n, &fx.file),
+        (Workload::Readlink, open_n, &fx.file),
         (Workload::Getppid, open_n, &fx.file),
         (Workload::ForkExec, fork_n, &fx.file),
         (Workload::DeniedOpen, open_n, &fx.denied),

@@ -21,6 +21,11 @@ pub enum Workload {
     /// `newfstatat(fd, "", AT_EMPTY_PATH)`, the call pytest's output
     /// capture makes a hundred thousand times a suite.
     Fstat,
+    /// `readlink` of the allowed file, which is no symlink (`EINVAL`): what
+    /// glibc's `realpath` asks of every component of every path it makes
+    /// canonical, nine in ten of the calls a `cargo test` leaves trapped
+    /// in fast mode, which keeps link targets from the kernel.
+    Readlink,
     /// `getppid`, which is never trapped (timed in batches of 100).
     Getppid,
     /// `fork` + `exec /bin/true` + `wait`.
@@ -47,6 +52,7 @@ impl Workload {
             Workload::OpenRelative => "openat+close, relative",
             Workload::Stat => "newfstatat",
             Workload::Fstat => "fstat (newfstatat AT_EMPTY_PATH)",
+            Workload::Readlink => "readlink, not a link",
             Workload::Getppid => "getppid (untrapped)",
             Workload::ForkExec => "fork+exec /bin/true",
             Workload::DeniedOpen => "openat, denied",
@@ -86,6 +92,10 @@ pub enum WorkloadError {
     /// A timed `fstat` failed.
     #[error("{0}")]
     Fstat(nix::errno::Errno),
+    /// A timed `readlink` did not fail with `EINVAL` (the file is no
+    /// symlink): the mode answered it wrong, so its time says nothing.
+    #[error("readlink of a file that is no symlink: {0}")]
+    Readlink(String),
     /// Running `/bin/true` failed.
     #[error("{0}")]
     Spawn(std::io::Error),
@@ -151,6 +161,11 @@ pub fn workload(kind: Workload, count: usize, path: &Path, summary: bool) -> Res
                     nix::sys::stat::fstat(held.as_ref().expect("opened above")).map_err(WorkloadError::Fstat)?,
                 );
             }
+            Workload::Readlink => match nix::fcntl::readlink(path) {
+                Err(nix::errno::Errno::EINVAL) => {}
+                Err(e) => return Err(WorkloadError::Readlink(e.to_string())),
+                Ok(target) => return Err(WorkloadError::Readlink(format!("answered {target:?}"))),
+            },
             Workload::Getppid => {
                 for _ in 0..100 {
                     std::hint::black_box(nix::unistd::getppid());

@@ -183,7 +183,7 @@ fn the_quick_benchmark_runs_every_mode_of_its_own() {
             cells += 1;
         }
     }
-    // Sixteen rows (ten per-call, six commands) by every mode: native,
+    // Seventeen rows (eleven per-call, six commands) by every mode: native,
     // interpose's own five floors (no copy of anyone's), its session floor
     // and its three modes, and a runc container without and with the
     // oci-agent.
@@ -203,7 +203,7 @@ fn the_quick_benchmark_runs_every_mode_of_its_own() {
     for m in ours.into_iter().chain(["runc", "runc+oci-agent"]) {
         assert!(modes.contains(&m), "{m} missing from {modes:?}");
     }
-    assert_eq!(cells, 16 * modes.len());
+    assert_eq!(cells, 17 * modes.len());
     assert_eq!(r["missing"].as_array().unwrap().len(), 0, "{}", r["missing"]);
     // Every target of the issue is judged, the floors' ratios included.
     let targets = r["targets"].as_array().unwrap();
@@ -215,6 +215,7 @@ fn the_quick_benchmark_runs_every_mode_of_its_own() {
         "newfstatat added / continue floor's",
         "newfstatat added / stat-emulate floor's",
         "fstat (newfstatat AT_EMPTY_PATH) added / stat-emulate floor's",
+        "readlink, not a link added / stat-emulate floor's",
         "every command's wall / stat-emulate floor's",
         "every command's wall",
         "peak memory",
@@ -536,17 +537,21 @@ fn the_own_floors_run_commands_as_they_run_natively() {
         std::fs::create_dir(t.ws.join("d")).unwrap();
         // glibc's `newfstatat` of a relative path, an absolute one, a
         // symlink (not followed, followed), a missing name and a
-        // descriptor (Python's `os.stat`, `lstat`, `fstat`).
+        // descriptor (Python's `os.stat`, `lstat`, `fstat`); `readlink` of
+        // the link, of files that are none (relative, absolute), a missing
+        // name and a name under a file.
         // Python runs in `d`, where the floor's own cwd is not.
         let script = "ln -s ../rel.txt d/ && cat d/rel.txt; cat $RO/data.txt; cd d && \
-                      python3 -c 'import os, sys; s = os.stat
-def errno(p):
+                      python3 -c 'import os, sys; s, r = os.stat, os.readlink
+def errno(f, p):
     try:
-        s(p)
+        f(p)
     except OSError as e:
         return e.errno
 print(s(\"../rel.txt\").st_size, s(sys.argv[1]).st_size, os.lstat(\"rel.txt\").st_size, \
-      s(\"rel.txt\").st_size, errno(\"nope\"), errno(\"../rel.txt/x\"), os.fstat(0).st_size)' \
+      s(\"rel.txt\").st_size, errno(s, \"nope\"), errno(s, \"../rel.txt/x\"), os.fstat(0).st_size, \
+      r(\"rel.txt\"), errno(r, \"../rel.txt\"), errno(r, sys.argv[1]), errno(r, \"nope\"), \
+      errno(r, \"../rel.txt/x\"))' \
                       $RO/data.txt < ../rel.txt; exit 7";
         // Bounded: a floor that leaves a call unanswered hangs its caller.
         let o = Command::new("timeout")
@@ -560,19 +565,26 @@ print(s(\"../rel.txt\").st_size, s(sys.argv[1]).st_size, os.lstat(\"rel.txt\").s
             .unwrap();
         assert_eq!(o.status.code(), Some(7), "{floor}: {}", stderr(&o));
         // The stat-emulate floor made the stats itself, of paths and of a
-        // descriptor (Python's own at start among them), the others none.
+        // descriptor (Python's own at start among them), and answered the
+        // readlinks of names that are no link; the others none.
         let err = stderr(&o);
-        let (paths, descriptors) = (
+        let (paths, descriptors, no_links) = (
             err.matches("floor: newfstatat performed (path)").count(),
             err.matches("floor: newfstatat performed (descriptor)").count(),
+            err.matches("floor: readlink answered (").count(),
         );
         match floor {
-            "emulate-stat" => assert!(paths >= 3 && descriptors >= 1, "{floor}: {paths}, {descriptors}: {err}"),
-            _ => assert_eq!(paths + descriptors, 0, "{floor}: {err}"),
+            "emulate-stat" => assert!(
+                paths >= 3 && descriptors >= 1 && no_links >= 4,
+                "{floor}: {paths}, {descriptors}, {no_links}: {err}"
+            ),
+            _ => assert_eq!(paths + descriptors + no_links, 0, "{floor}: {err}"),
         }
         let link = "../rel.txt".len();
-        let (enoent, enotdir) = (libc::ENOENT, libc::ENOTDIR);
-        let expected = format!("relative\nread-only data\n9 15 {link} 9 {enoent} {enotdir} 9\n");
+        let (enoent, enotdir, einval) = (libc::ENOENT, libc::ENOTDIR, libc::EINVAL);
+        let expected = format!(
+            "relative\nread-only data\n9 15 {link} 9 {enoent} {enotdir} 9 ../rel.txt {einval} {einval} {enoent} {enotdir}\n"
+        );
         assert_eq!(stdout(&o), expected, "{floor}: {}", stderr(&o));
     }
     let o = Command::new(interpose()).args(["debug", "floor", "emulate", "--", "no-such-program"]).output().unwrap();
