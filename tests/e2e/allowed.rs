@@ -276,3 +276,44 @@ except OSError as e:
     let sandboxed = stdout(&o).replace("explicit credentials EPERM\n", "explicit credentials sent\n");
     assert_eq!(sandboxed, expected);
 }
+
+/// A stream `connect` to a unix listener whose backlog is full, which the
+/// supervisor makes itself on the caller's socket: non-blocking, `EAGAIN`;
+/// blocking, it waits until the listener accepts and then connects; and
+/// the caller's socket is blocking again after, as natively.
+#[test]
+fn a_blocking_connect_to_a_full_backlog_waits_and_leaves_the_socket_blocking() {
+    let Some(t) = kernel_tree() else { return };
+    let script = r#"
+import fcntl, os, socket, threading, time
+l = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+l.bind('l.sock')
+l.listen(0)
+held = []
+while True:
+    c = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    c.setblocking(False)
+    try:
+        c.connect('l.sock')
+    except BlockingIOError:
+        break
+    held.append(c)
+print('full after some', len(held) > 0)
+def acceptor():
+    time.sleep(0.3)
+    for _ in range(len(held) + 1):
+        l.accept()
+threading.Thread(target=acceptor).start()
+b = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+started = time.monotonic()
+b.connect('l.sock')
+print('waited', time.monotonic() - started > 0.2, 'peer', b.getpeername())
+print('still blocking', fcntl.fcntl(b, fcntl.F_GETFL) & os.O_NONBLOCK == 0)
+"#;
+    let expected = "full after some True\nwaited True peer l.sock\nstill blocking True\n";
+    let native = Command::new("/usr/bin/python3").args(["-c", script]).current_dir(&t.ws).output().unwrap();
+    assert_eq!(stdout(&native), expected, "{}", stderr(&native));
+    std::fs::remove_file(t.ws.join("l.sock")).unwrap();
+    let o = t.command(&[], &["/usr/bin/python3", "-c", script]).output().unwrap();
+    assert_eq!(stdout(&o), expected, "{}", stderr(&o));
+}

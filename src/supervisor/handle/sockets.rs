@@ -205,11 +205,12 @@ impl Call<'_> {
         }
         let unix = matches!(address, Address::Path(_) | Address::Abstract(_));
         let to = self.destination(address, sock.as_fd(), stream)?;
-        let blocking = fs::status_flags(sock.as_fd())? & libc::O_NONBLOCK == 0;
+        let status = fs::status_flags(sock.as_fd())?;
+        let (blocking, mut first) = (status & libc::O_NONBLOCK == 0, Some(status));
         let attempt = move || -> Result<Answer, Errno> {
             let _held = &to._held;
             let address = to.address.as_deref().unwrap_or_default();
-            let r = without_blocking(sock.as_fd(), blocking, || {
+            let r = without_blocking(sock.as_fd(), blocking, first.take(), || {
                 // A unix server sees the connecting thread's effective ids
                 // as its peer's: the caller's, never interpose's.
                 if unix {
@@ -563,14 +564,15 @@ impl Call<'_> {
         let arg = PathArg { bytes: subject.into_bytes(), base: None };
         let note = Why::Note("interpose's network proxy", RuleKind::Network);
         self.push(&arg, None, AccessKind::Connect, Verdict::Allow, None, note);
-        let blocking = fs::status_flags(sock.as_fd())? & libc::O_NONBLOCK == 0;
+        let status = fs::status_flags(sock.as_fd())?;
+        let (blocking, mut first) = (status & libc::O_NONBLOCK == 0, Some(status));
         // The local port is known before the connect starts (bound here if
         // the caller did not bind it: the kernel would pick one from the
         // same range), so the proxy finds its admission when it accepts.
         let port = local_port(sock.as_fd(), to.is_ipv6())?;
         admission.admit(port);
         let attempt = move || -> Result<Answer, Errno> {
-            let r = without_blocking(sock.as_fd(), blocking, || match to {
+            let r = without_blocking(sock.as_fd(), blocking, first.take(), || match to {
                 SocketAddr::V4(a) => {
                     nix::sys::socket::connect(sock.as_raw_fd(), &nix::sys::socket::SockaddrIn::from(a))
                 }
@@ -720,12 +722,24 @@ fn inet_address(addr: &[u8]) -> Option<SocketAddr> {
 
 /// Runs `f` with `O_NONBLOCK` set on `sock`'s open file description when
 /// the caller's socket is `blocking`, and cleared again after (only that
-/// flag: others the caller sets meanwhile stay).
-fn without_blocking<T>(sock: BorrowedFd<'_>, blocking: bool, f: impl FnOnce() -> Result<T, Errno>) -> Result<T, Errno> {
+/// flag: others the caller sets meanwhile stay). `status` is the
+/// description's flags as the call was decided just before (the first
+/// attempt's: one `F_GETFL` fewer), `None` for a later attempt, which reads
+/// them again.
+fn without_blocking<T>(
+    sock: BorrowedFd<'_>,
+    blocking: bool,
+    status: Option<i32>,
+    f: impl FnOnce() -> Result<T, Errno>,
+) -> Result<T, Errno> {
     if !blocking {
         return f();
     }
-    fs::set_status_flags(sock, fs::status_flags(sock)? | libc::O_NONBLOCK)?;
+    let status = match status {
+        Some(read) => read,
+        None => fs::status_flags(sock)?,
+    };
+    fs::set_status_flags(sock, status | libc::O_NONBLOCK)?;
     let result = f();
     let restored = fs::status_flags(sock).and_then(|now| fs::set_status_flags(sock, now & !libc::O_NONBLOCK));
     if let Err(e) = restored {
