@@ -564,13 +564,13 @@ impl Call<'_> {
         let arg = PathArg { bytes: subject.into_bytes(), base: None };
         let note = Why::Note("interpose's network proxy", RuleKind::Network);
         self.push(&arg, None, AccessKind::Connect, Verdict::Allow, None, note);
-        let status = fs::status_flags(sock.as_fd())?;
-        let (blocking, mut first) = (status & libc::O_NONBLOCK == 0, Some(status));
         // The local port is known before the connect starts (bound here if
         // the caller did not bind it: the kernel would pick one from the
         // same range), so the proxy finds its admission when it accepts.
         let port = local_port(sock.as_fd(), to.is_ipv6())?;
         admission.admit(port);
+        let status = fs::status_flags(sock.as_fd())?;
+        let (blocking, mut first) = (status & libc::O_NONBLOCK == 0, Some(status));
         let attempt = move || -> Result<Answer, Errno> {
             let r = without_blocking(sock.as_fd(), blocking, first.take(), || match to {
                 SocketAddr::V4(a) => {
