@@ -242,7 +242,7 @@ fn stat_made(
     notif: &seccomp::Notif,
     task: &mut Option<(u32, OwnedFd)>,
 ) -> Option<seccomp::NotifResp> {
-    use crate::sys::fs::{self, openat2, Dir, OpenHow};
+    use crate::sys::fs;
     let answer = |error: i32| seccomp::NotifResp { id: notif.id, val: 0, error: -error, flags: 0 };
     let mut buf = [0u8; mem::PATH_MAX];
     let n = mem::read_path(notif.pid, notif.data.args[1], &mut buf).ok()?;
@@ -268,26 +268,10 @@ fn stat_made(
                 }
             }
         }
-        _ => {
-            let path = CString::new(&buf[..n]).ok()?;
-            let base = starting_dir(notif, buf[0] == b'/', at)?;
-            let nofollow = if flags & libc::AT_SYMLINK_NOFOLLOW != 0 { libc::O_NOFOLLOW } else { 0 };
-            let how = OpenHow {
-                flags: (libc::O_PATH | libc::O_CLOEXEC | nofollow) as u64,
-                mode: 0,
-                resolve: fs::RESOLVE_NO_SYMLINKS | fs::RESOLVE_NO_MAGICLINKS,
-            };
-            let dir = base.as_ref().map_or(Dir::Cwd, |b| Dir::Fd(b.as_fd()));
-            match openat2(dir, &path, how) {
-                Ok(fd) => fd,
-                // No symlink before the missing name: the kernel's own
-                // lookup fails there too.
-                Err(e @ (Errno::ENOENT | Errno::ENOTDIR)) => {
-                    return seccomp::id_valid(listener.as_fd(), notif.id).then(|| answer(e as i32));
-                }
-                Err(_) => return None,
-            }
-        }
+        _ => match looked_up(notif, &buf[..n], at, flags & libc::AT_SYMLINK_NOFOLLOW == 0)? {
+            Ok(fd) => fd,
+            Err(e) => return seccomp::id_valid(listener.as_fd(), notif.id).then(|| answer(e as i32)),
+        },
     };
     let stat = fs::fstat(object.as_fd()).ok()?;
     if !seccomp::id_valid(listener.as_fd(), notif.id) {
@@ -313,7 +297,6 @@ fn stat_made(
 /// for any other call, an empty name (the descriptor itself), a path that
 /// cannot be read, and a lookup that meets a symlink.
 fn no_link(notif: &seccomp::Notif) -> Option<seccomp::NotifResp> {
-    use crate::sys::fs::{self, openat2, Dir, OpenHow};
     let (at, addr) = match notif.data.nr as libc::c_long {
         libc::SYS_readlink => (libc::AT_FDCWD, notif.data.args[0]),
         libc::SYS_readlinkat => (notif.data.args[0] as i32, notif.data.args[1]),
@@ -324,20 +307,34 @@ fn no_link(notif: &seccomp::Notif) -> Option<seccomp::NotifResp> {
     if n == 0 {
         return None;
     }
-    let path = CString::new(&buf[..n]).ok()?;
-    let base = starting_dir(notif, buf[0] == b'/', at)?;
-    let how = OpenHow {
-        flags: (libc::O_PATH | libc::O_CLOEXEC) as u64,
-        mode: 0,
-        resolve: fs::RESOLVE_NO_SYMLINKS | fs::RESOLVE_NO_MAGICLINKS,
-    };
-    let error = match openat2(base.as_ref().map_or(Dir::Cwd, |b| Dir::Fd(b.as_fd())), &path, how) {
+    let error = match looked_up(notif, &buf[..n], at, true)? {
         Ok(_) => libc::EINVAL,
-        Err(e @ (Errno::ENOENT | Errno::ENOTDIR)) => e as i32,
-        Err(_) => return None,
+        Err(e) => e as i32,
     };
     tracing::debug!("floor: readlink answered ({})", Errno::from_raw(error));
     Some(seccomp::NotifResp { id: notif.id, val: 0, error: -error, flags: 0 })
+}
+
+/// The caller's non-empty `path`, looked up from its cwd or descriptor
+/// `at` (as [`opened`]) with no symlink and no magic link on the way, the
+/// last component followed where `follow`: a handle on what it names, or
+/// the missing name's error (`ENOENT`, `ENOTDIR`: no symlink came before
+/// it, so the kernel's own lookup fails there too). `None` where the lookup
+/// met a symlink or failed otherwise (the caller continues the call).
+fn looked_up(notif: &seccomp::Notif, path: &[u8], at: i32, follow: bool) -> Option<Result<OwnedFd, Errno>> {
+    use crate::sys::fs::{self, openat2, Dir, OpenHow};
+    let c = CString::new(path).ok()?;
+    let base = starting_dir(notif, path[0] == b'/', at)?;
+    let how = OpenHow {
+        flags: (libc::O_PATH | libc::O_CLOEXEC | if follow { 0 } else { libc::O_NOFOLLOW }) as u64,
+        mode: 0,
+        resolve: fs::RESOLVE_NO_SYMLINKS | fs::RESOLVE_NO_MAGICLINKS,
+    };
+    match openat2(base.as_ref().map_or(Dir::Cwd, |b| Dir::Fd(b.as_fd())), &c, how) {
+        Ok(fd) => Some(Ok(fd)),
+        Err(e @ (Errno::ENOENT | Errno::ENOTDIR)) => Some(Err(e)),
+        Err(_) => None,
+    }
 }
 
 /// Whether no task uses the listener's filter any more.
