@@ -4,7 +4,9 @@
 //!
 //! `interpose debug floor continue -- CMD` runs CMD under interpose's
 //! full-mode filter with a single-threaded supervisor that answers every
-//! notification with CONTINUE (RECV, SEND, nothing read). `... emulate`
+//! notification with CONTINUE (RECV, SEND, nothing read);
+//! `... continue-every-cpu` does the same with a receiving thread per CPU,
+//! all in `RECV` at once (the two-process figure). `... emulate`
 //! performs every `openat` the TOCTOU-safe way with no policy: the path
 //! read with `process_vm_readv`, a relative one from the caller's cwd or
 //! descriptor through `/proc`, `ID_VALID`, `openat` with the caller's
@@ -77,6 +79,11 @@ pub enum FloorError {
 pub enum Floor {
     /// Answer every notification with CONTINUE.
     Continue,
+    /// As `continue`, with a receiving thread per CPU, all waiting in
+    /// `RECV` at once: what more receivers buy two processes that trap at
+    /// once, and cost one alone (every notification wakes every thread
+    /// waiting in `RECV`).
+    ContinueEveryCpu,
     /// Perform `openat` (read, validate, open, ADDFD); continue the rest.
     Emulate,
     /// As `emulate`, and perform `newfstatat` too (read, look up with no
@@ -141,7 +148,17 @@ pub fn run(floor: Floor, command: &[OsString]) -> Result<i32, FloorError> {
     let _ = seccomp::set_listener_flags(listener.as_fd(), seccomp::USER_NOTIF_FD_SYNC_WAKE_UP);
     process::write_all(ours.as_fd(), b"G").map_err(FloorError::Release)?;
     drop(ours);
-    serve(floor, &listener);
+    match floor {
+        Floor::ContinueEveryCpu => {
+            let receivers = std::thread::available_parallelism().map_or(1, usize::from);
+            std::thread::scope(|s| {
+                for _ in 0..receivers {
+                    s.spawn(|| serve(Floor::Continue, &listener));
+                }
+            });
+        }
+        _ => serve(floor, &listener),
+    }
     let status = nix::sys::wait::waitpid(nix::unistd::Pid::from_raw(pid), None).map_err(FloorError::Wait)?;
     Ok(match status {
         nix::sys::wait::WaitStatus::Exited(_, code) => code,

@@ -51,6 +51,9 @@ pub(super) const EMULATE_FLOOR: &str = "emulate floor";
 /// As [`EMULATE_FLOOR`], `newfstatat` performed too (`interpose debug
 /// floor emulate-stat`): the least a supervisor that decides metadata does.
 pub(super) const STAT_FLOOR: &str = "stat-emulate floor";
+/// As [`CONTINUE_FLOOR`], a receiving thread per CPU (`interpose debug
+/// floor continue-every-cpu`): measured with two processes only.
+pub(super) const RECEIVERS_FLOOR: &str = "continue floor, a receiver per CPU";
 /// interpose's own supervisor answering CONTINUE at once.
 pub(super) const NOTIFY_FLOOR: &str = "notify-floor";
 /// interpose, full mode.
@@ -84,6 +87,16 @@ pub(super) const REFERENCES: [(&str, &str, &str); 3] = [
     ),
     ("nono", "nono", "env HOME={home} nono run --allow {work} --read {bin} --"),
 ];
+
+/// [`RECEIVERS_FLOOR`], which only the two-process figure runs.
+pub(super) fn receivers_floor(exe: &Path) -> BenchMode {
+    let prefix = ["debug", "floor", "continue-every-cpu", "--"].map(OsString::from);
+    BenchMode {
+        name: RECEIVERS_FLOOR.into(),
+        prefix: [vec![exe.as_os_str().to_owned()], prefix.to_vec()].concat(),
+        trail: None,
+    }
+}
 
 /// Every mode of a run: native, interpose's own floors, the shared C floors
 /// (with `--floors DIR`), interpose's session floor, interpose in each

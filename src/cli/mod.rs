@@ -214,7 +214,8 @@ pub enum DebugCommand {
     },
     /// Run COMMAND under one of interpose's own notification floors: its
     /// full-mode filter and a single-threaded supervisor that answers
-    /// CONTINUE (`continue`), performs opens with ADDFD (`emulate`), or
+    /// CONTINUE (`continue`; `continue-every-cpu` with a receiving thread
+    /// per CPU), performs opens with ADDFD (`emulate`), or
     /// opens, `newfstatat` and `readlink` of names that are no link
     /// (`emulate-stat`); no namespace, no Landlock, no policy: it enforces
     /// nothing, a measurement only (as `run --bench-floor`).

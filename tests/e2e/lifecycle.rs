@@ -205,6 +205,19 @@ fn the_quick_benchmark_runs_every_mode_of_its_own() {
     }
     assert_eq!(cells, 17 * modes.len());
     assert_eq!(r["missing"].as_array().unwrap().len(), 0, "{}", r["missing"]);
+    // Two processes at once under the continue floor, the same with a
+    // receiver per CPU, the session floor and interpose: each a ratio and
+    // one process's rate.
+    let parallel: Vec<(&str, f64, f64)> = r["parallel"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| (p[0].as_str().unwrap(), p[1].as_f64().unwrap(), p[2].as_f64().unwrap()))
+        .collect();
+    let names: Vec<&str> = parallel.iter().map(|p| p.0).collect();
+    assert_eq!(names, ["continue floor", "continue floor, a receiver per CPU", "notify-floor", "interpose"]);
+    // Opens per second: a trapped open takes microseconds, not a millisecond.
+    assert!(parallel.iter().all(|&(_, x, one)| x > 0.0 && one > 1_000.0), "{parallel:?}");
     // Every target of the issue is judged, the floors' ratios included.
     let targets = r["targets"].as_array().unwrap();
     let judged = |what: &str| targets.iter().any(|t| t["what"].as_str().unwrap().contains(what) && !t["met"].is_null());
@@ -532,7 +545,7 @@ fn the_readme_names_every_flag_of_run() {
 fn the_own_floors_run_commands_as_they_run_natively() {
     let Some(t) = kernel_tree() else { return };
     std::fs::write(t.ws.join("rel.txt"), "relative\n").unwrap();
-    for floor in ["continue", "emulate", "emulate-stat"] {
+    for floor in ["continue", "continue-every-cpu", "emulate", "emulate-stat"] {
         let _ = std::fs::remove_dir_all(t.ws.join("d"));
         std::fs::create_dir(t.ws.join("d")).unwrap();
         // glibc's `newfstatat` of a relative path, an absolute one, a
