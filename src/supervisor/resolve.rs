@@ -581,17 +581,33 @@ impl Resolver {
                 // A symlink on the way is the walk's (see `resolve`).
                 | if confined(caller, req) { fs::RESOLVE_NO_SYMLINKS } else { 0 },
         };
-        let parent = match fs::openat2(Dir::Fd(base), &cdir, how) {
-            Ok(fd) => fd,
-            Err(Errno::ELOOP) => return self.walk(at, req),
-            // In the caller's own root its procfs may belong to a PID
-            // namespace the supervisor is not in, where `self` names no one
-            // for the supervisor: the walk maps it to the caller.
-            Err(Errno::ENOENT) if caller.root.is_some() => return self.walk(at, req),
-            Err(e) => return Err(e.into()),
+        // An absolute path whose directory crosses no symlink and no `..`
+        // (what the strict lookup that sent it here found, but for its last
+        // name) names that directory as written: looked up strictly, its
+        // canonical path is the one written, folded, as in `resolve`, and
+        // is not read back from /proc/self/fd (a magic link's walk, as long
+        // as the lookup itself, on every create, mkdir and symlink).
+        let anchored = req.resolve & (fs::RESOLVE_BENEATH | fs::RESOLVE_IN_ROOT) != 0;
+        let plain = req.path.first() == Some(&b'/') && !anchored && !dir.split(|&c| c == b'/').any(|c| c == b"..");
+        let strict = OpenHow { resolve: how.resolve | fs::RESOLVE_NO_SYMLINKS, ..how };
+        let (parent, mut path) = match plain.then(|| fs::openat2(Dir::Fd(base), &cdir, strict).ok()).flatten() {
+            Some(fd) => (fd, lexical(dir)),
+            None => {
+                let parent = match fs::openat2(Dir::Fd(base), &cdir, how) {
+                    Ok(fd) => fd,
+                    Err(Errno::ELOOP) => return self.walk(at, req),
+                    // In the caller's own root its procfs may belong to a
+                    // PID namespace the supervisor is not in, where `self`
+                    // names no one for the supervisor: the walk maps it to
+                    // the caller.
+                    Err(Errno::ENOENT) if caller.root.is_some() => return self.walk(at, req),
+                    Err(e) => return Err(e.into()),
+                };
+                let mut path = Vec::new();
+                self.fd_path(parent.as_fd(), &mut path)?;
+                (parent, path)
+            }
         };
-        let mut path = Vec::new();
-        self.fd_path(parent.as_fd(), &mut path)?;
         if surface.proc_relative(&path).is_some() {
             return self.walk(at, req);
         }
@@ -1079,6 +1095,7 @@ mod differential {
     use super::*;
     use crate::supervisor::procs::ProcTree;
     use std::os::unix::ffi::OsStrExt;
+    use std::os::unix::fs::MetadataExt;
 
     struct Rng(u64);
     impl Rng {
@@ -1143,24 +1160,46 @@ mod differential {
                 // Half the lookups as for a create (the directory that would
                 // hold a missing name found too), half not.
                 let creates = rng.next() % 2 == 0;
-                let req = Request { path: rel.as_bytes(), follow: true, empty_path: false, resolve: 0, creates };
-                let ours = resolver.resolve(&Lookup { surface: &surface, procs: &procs, caller: &caller }, req);
-                let kernel = std::fs::canonicalize(root.join(&rel));
-                match (&ours, &kernel) {
-                    (Ok(Resolved { target: Target::Exists { .. }, path, .. }), Ok(k)) => {
-                        assert_eq!(path.as_slice(), k.as_os_str().as_bytes(), "{rel} in {}", root.display());
+                // As written, and as the absolute path it names.
+                let abs = format!("{}/{rel}", root.display());
+                for written in [&rel, &abs] {
+                    let req =
+                        Request { path: written.as_bytes(), follow: true, empty_path: false, resolve: 0, creates };
+                    let ours = resolver.resolve(&Lookup { surface: &surface, procs: &procs, caller: &caller }, req);
+                    let kernel = std::fs::canonicalize(root.join(&rel));
+                    match (&ours, &kernel) {
+                        (Ok(Resolved { target: Target::Exists { .. }, path, .. }), Ok(k)) => {
+                            assert_eq!(path.as_slice(), k.as_os_str().as_bytes(), "{written}");
+                        }
+                        // The directory a create would make the name in: the
+                        // one the kernel's lookup reaches, named canonically
+                        // (where the name is no dangling link, which a create
+                        // follows to wherever it points).
+                        (Ok(Resolved { target: Target::Missing { fd, name }, path, .. }), Err(e))
+                            if std::fs::symlink_metadata(root.join(&rel)).is_err() =>
+                        {
+                            assert_eq!(e.kind(), std::io::ErrorKind::NotFound, "{written}: ours missing, kernel {e}");
+                            let (dir, last) = split_last(rel.as_bytes()).expect("a missing name");
+                            let dir = std::fs::canonicalize(root.join(std::ffi::OsStr::from_bytes(dir))).unwrap();
+                            let mut want = dir.as_os_str().as_bytes().to_vec();
+                            push_component(&mut want, last);
+                            assert_eq!(path, &want, "{written}");
+                            assert_eq!(name.as_bytes(), last, "{written}");
+                            let (held, there) = (fs::fstat(fd.as_fd()).unwrap(), std::fs::metadata(&dir).unwrap());
+                            assert_eq!((held.st_dev, held.st_ino), (there.dev(), there.ino()), "{written}");
+                        }
+                        (Ok(Resolved { target: Target::Missing { .. } | Target::Absent, .. }), Err(e)) => {
+                            assert_eq!(e.kind(), std::io::ErrorKind::NotFound, "{written}: ours missing, kernel {e}");
+                        }
+                        (Err(ResolveError::Errno(ours)), Err(e)) => {
+                            assert_eq!(Some(*ours as i32), e.raw_os_error(), "{written}");
+                        }
+                        _ => panic!("{written}: ours {ours:?}, kernel {kernel:?}"),
                     }
-                    (Ok(Resolved { target: Target::Missing { .. } | Target::Absent, .. }), Err(e)) => {
-                        assert_eq!(e.kind(), std::io::ErrorKind::NotFound, "{rel}: ours missing, kernel {e}");
-                    }
-                    (Err(ResolveError::Errno(ours)), Err(e)) => {
-                        assert_eq!(Some(*ours as i32), e.raw_os_error(), "{rel} in {}", root.display());
-                    }
-                    _ => panic!("{rel} in {}: ours {ours:?}, kernel {kernel:?}", root.display()),
+                    compared += 1;
                 }
-                compared += 1;
             }
         }
-        assert_eq!(compared, 4000);
+        assert_eq!(compared, 8000);
     }
 }
