@@ -63,12 +63,17 @@ impl Call<'_> {
     /// unlink, rmdir, mkdir, symlink, mknod: decided on the entry's real
     /// location and performed by the supervisor on its pinned handle of
     /// the directory, so a path or directory swapped after the check
-    /// changes nothing.
+    /// changes nothing; or, for a name made where the kernel holds the
+    /// surface's answer, continued ([`Call::made_as_written`]).
     pub(super) fn entry_op(&mut self) -> Result<Answer, Stop> {
         let row = self.row;
         let flags = self.args.flag_bits();
         let at = if row.op == Op::Symlink { self.args.second() } else { self.args.first() };
-        let arg = self.path_arg(at, false)?;
+        let written = self.read_path(at.addr)?;
+        if let Some(cover) = self.made_as_written(&written, at.dirfd) {
+            return Ok(Answer::Continue(cover));
+        }
+        let arg = self.based(written, at.dirfd, false)?;
         let target = match self.args.op {
             OpArgs::Symlink { target } => {
                 // The target: a string, never resolved here.
@@ -154,6 +159,31 @@ impl Call<'_> {
             identity::as_supervisor(|| held.made_at(dir, name, &path))?;
         }
         done.map(|()| Answer::Value(0)).map_err(Stop::Fail)
+    }
+
+    /// `mkdir`, `symlink`, and `mknod` of a file, FIFO or socket, continued
+    /// as written ([`Call::continues_as_written`]) where the backstop
+    /// refuses every create the surface refuses (whatever path a racing
+    /// thread swaps in) and the rule that allows this one is held exactly,
+    /// as an open that creates is: the kernel then makes the name itself,
+    /// as the caller, with its umask, its credentials and the directory's
+    /// default ACL, which the supervisor would otherwise read and apply
+    /// (the umask alone is a read of `/proc/<tid>/status`). Never with a
+    /// journal, which keeps the directory before the change, nor for a
+    /// device node, which the backstop never grants.
+    fn made_as_written(&mut self, written: &[u8], dirfd: i32) -> Option<Cover> {
+        let kind = match self.args.op {
+            OpArgs::Mkdir { .. } | OpArgs::Symlink { .. } => true,
+            OpArgs::Mknod { mode, .. } => {
+                matches!(mode & libc::S_IFMT, 0 | libc::S_IFREG | libc::S_IFIFO | libc::S_IFSOCK)
+            }
+            _ => false,
+        };
+        if !kind || self.cx.ground.journal.is_some() {
+            return None;
+        }
+        let cover = Cover::backstop(self.cx.ground.backstop, Access::Create)?;
+        self.continues_as_written(written, dirfd, (Access::Create, None, false)).then_some(cover)
     }
 
     /// rename, link: both names decided on their real locations (a rename
