@@ -266,6 +266,7 @@ pub fn run(args: &Options) -> Result<i32, BenchError> {
         (Workload::DevOpen, open_n, Path::new("/dev/null")),
         (Workload::UnixConnect, open_n, &fx.socket),
         (Workload::UnixSendto, open_n, &fx.socket),
+        (Workload::Mkdir, open_n, &fx.file),
     ];
     let python = if Path::new("/usr/bin/python3").exists() { "/usr/bin/python3" } else { "python3" };
     let commands: Vec<(&str, Vec<OsString>)> = vec![

@@ -32,8 +32,9 @@ pub enum Workload {
     ForkExec,
     /// `openat` of a file outside the surface (denied when sandboxed).
     DeniedOpen,
-    /// `openat` + `close` of a character device (`/dev/null`): performed
-    /// by the supervisor, never continued.
+    /// `openat` + `close` of a character device (`/dev/null`): continued as
+    /// written where the rule that grants it is held exactly, performed
+    /// under a runtime's filter.
     DevOpen,
     /// `socket` + `connect` to a unix socket at the path (a listener the
     /// loop starts there first) + `accept` + `close`: the connect is made
@@ -42,6 +43,9 @@ pub enum Workload {
     /// `sendto` of one byte to a unix datagram socket at the path (bound
     /// by the loop first) + `recv`: the send is made by the supervisor.
     UnixSendto,
+    /// `mkdir` + `rmdir` of a new name beside the file (`PATH.dir`): the
+    /// names a build or an install makes and removes by the thousand.
+    Mkdir,
 }
 
 impl Workload {
@@ -59,6 +63,7 @@ impl Workload {
             Workload::DevOpen => "openat+close /dev/null",
             Workload::UnixConnect => "unix connect+accept+close",
             Workload::UnixSendto => "unix sendto+recv",
+            Workload::Mkdir => "mkdir+rmdir",
         }
     }
 }
@@ -114,6 +119,9 @@ pub enum WorkloadError {
     /// A timed `recv` failed.
     #[error("{0}")]
     Receive(std::io::Error),
+    /// A timed `mkdir` or `rmdir` failed.
+    #[error("{0}")]
+    Mkdir(nix::errno::Errno),
 }
 
 /// Runs one loop and prints `{"ns": [...], "elapsed_ns": N}` on stdout;
@@ -134,6 +142,13 @@ pub fn workload(kind: Workload, count: usize, path: &Path, summary: bool) -> Res
         .then(|| std::fs::File::open(path))
         .transpose()
         .map_err(|source| WorkloadError::Open { path: path.into(), source })?;
+    // The directory the mkdir loop makes and removes, gone before it starts.
+    let made = (kind == Workload::Mkdir).then(|| {
+        let mut name = path.as_os_str().to_owned();
+        name.push(".dir");
+        let _ = std::fs::remove_dir(&name);
+        PathBuf::from(name)
+    });
     // The relative open names the file from its directory.
     let path = match (kind, path.parent(), path.file_name()) {
         (Workload::OpenRelative, Some(dir), Some(name)) => {
@@ -186,6 +201,12 @@ pub fn workload(kind: Workload, count: usize, path: &Path, summary: bool) -> Res
                 sender.as_ref().expect("made above").send_to(b"x", path).map_err(WorkloadError::Send)?;
                 let mut byte = [0u8; 1];
                 receiver.as_ref().expect("made above").recv(&mut byte).map_err(WorkloadError::Receive)?;
+            }
+            Workload::Mkdir => {
+                let dir = made.as_deref().expect("named above");
+                nix::unistd::mkdir(dir, Mode::from_bits_truncate(0o755)).map_err(WorkloadError::Mkdir)?;
+                std::fs::remove_dir(dir)
+                    .map_err(|e| WorkloadError::Mkdir(nix::errno::Errno::from_raw(e.raw_os_error().unwrap_or(0))))?;
             }
         }
         if !summary {

@@ -203,7 +203,7 @@ fn the_quick_benchmark_runs_every_mode_of_its_own() {
     for m in ours.into_iter().chain(["runc", "runc+oci-agent"]) {
         assert!(modes.contains(&m), "{m} missing from {modes:?}");
     }
-    assert_eq!(cells, 17 * modes.len());
+    assert_eq!(cells, 18 * modes.len());
     assert_eq!(r["missing"].as_array().unwrap().len(), 0, "{}", r["missing"]);
     // Two processes at once under the continue floor, the same with a
     // receiver per CPU, the session floor and interpose: each a ratio and
