@@ -121,7 +121,7 @@ pub enum WorkloadError {
     Receive(std::io::Error),
     /// A timed `mkdir` or `rmdir` failed.
     #[error("{0}")]
-    Mkdir(nix::errno::Errno),
+    Mkdir(std::io::Error),
 }
 
 /// Runs one loop and prints `{"ns": [...], "elapsed_ns": N}` on stdout;
@@ -204,9 +204,7 @@ pub fn workload(kind: Workload, count: usize, path: &Path, summary: bool) -> Res
             }
             Workload::Mkdir => {
                 let dir = made.as_deref().expect("named above");
-                nix::unistd::mkdir(dir, Mode::from_bits_truncate(0o755)).map_err(WorkloadError::Mkdir)?;
-                std::fs::remove_dir(dir)
-                    .map_err(|e| WorkloadError::Mkdir(nix::errno::Errno::from_raw(e.raw_os_error().unwrap_or(0))))?;
+                std::fs::create_dir(dir).and_then(|()| std::fs::remove_dir(dir)).map_err(WorkloadError::Mkdir)?;
             }
         }
         if !summary {
