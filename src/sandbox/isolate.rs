@@ -144,6 +144,16 @@ pub fn plan(surface: &Surface, layout: &Layout, staging: &Path, cwd: &Path) -> I
             }),
         }
     }
+    // The symlinks of the directories rebuilt here, made again as links
+    // (those beneath a directory mounted whole are there already, and a
+    // procfs is mounted fresh).
+    let rebuilt_link = |l: &&PathBuf| !whole.iter().chain(procs.iter().copied()).any(|w| l.starts_with(w));
+    for link in layout.links.iter().filter(rebuilt_link) {
+        if let Ok(target) = std::fs::read_link(link) {
+            parents(link, &mut steps);
+            steps.push(Step::Symlink { target: c(&target), at: c(&under(link)) });
+        }
+    }
     for m in &procs {
         parents(m, &mut steps);
         steps.push(Step::Dir(c(&under(m))));

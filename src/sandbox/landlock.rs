@@ -139,6 +139,10 @@ pub struct Layout {
     /// Carve-outs that do not exist yet, in trees the kernel lets the
     /// command create in (why [`Sound::creates`] is false).
     pub missing: Vec<PathBuf>,
+    /// The symlinks in directories granted entry by entry: no rule is
+    /// added for one (a rule is added on what a path opens, which is where
+    /// the link leads); `--isolate`'s root makes them again as links.
+    pub links: Vec<PathBuf>,
     /// Whether the ruleset also grants everything the surface lets be read:
     /// no tree expanded (a name made later in an expanded directory is
     /// granted nothing), no grant pattern, no entry granted before it
@@ -339,7 +343,7 @@ pub fn layout(surface: &Surface, mounts: bool) -> Layout {
     masks.sort_by(|a, b| a.path.cmp(&b.path));
 
     let beneath = Beneath::of(&forced);
-    let mut grants = Vec::new();
+    let (mut grants, mut links) = (Vec::new(), Vec::new());
     for (_, rule) in surface.effective_rules() {
         let path = rule.path.as_os_str().as_bytes();
         // `/proc/<pid>` is decided by sandbox membership, which no rule
@@ -352,7 +356,7 @@ pub fn layout(surface: &Surface, mounts: bool) -> Layout {
         // Granted before it exists (Claude Code's first `~/.claude.json`):
         // nothing to grant; the supervisor makes and opens it.
         if let Some(is_dir) = kind_of(&rule.path) {
-            grant(surface, &beneath, &rule.path, rule.mode, Some(is_dir), &mut grants);
+            grant(surface, &beneath, &rule.path, rule.mode, Some(is_dir), (&mut grants, &mut links));
         }
     }
     let missing: Vec<PathBuf> = missing_carves
@@ -390,6 +394,7 @@ pub fn layout(surface: &Surface, mounts: bool) -> Layout {
         masks,
         sound,
         missing,
+        links,
         reads_exact: false,
         names_exact: false,
         devices,
@@ -473,6 +478,8 @@ pub fn isolated(surface: &Surface) -> Layout {
     let beneath = |p: &Path| bound_whole.iter().any(|w| p.starts_with(w));
     masked.grants.retain(|(p, _, _)| beneath(p));
     masked.grants.extend(rebuilt.grants.into_iter().filter(|(p, _, _)| !beneath(p)));
+    masked.links.retain(|p| beneath(p));
+    masked.links.extend(rebuilt.links.into_iter().filter(|p| !beneath(p)));
     masked.sound.aliased |= rebuilt.sound.aliased;
     // Only an expanded directory of the host's, beneath a tree bound whole,
     // leaves a name made there later ungranted.
@@ -495,16 +502,17 @@ fn kernel_creates_in(dir: &Path, grants: &[(PathBuf, Grant, bool)], masks: &[Mas
 }
 
 /// Grants `path` with `mode`, or, if a place beneath it forces expansion,
-/// lists the directory and grants its entries one by one. `is_dir` is known
-/// for an entry listed that way (its directory entry's type, unless a
-/// symlink), which saves a stat per entry of an expanded tree.
+/// lists the directory and grants its entries one by one into `out`, its
+/// symlinks none (they go to `links`). `is_dir` is known for an entry
+/// listed that way (its directory entry's type), which saves a stat per
+/// entry of an expanded tree.
 fn grant(
     surface: &Surface,
     beneath: &Beneath,
     path: &Path,
     mode: Mode,
     is_dir: Option<bool>,
-    out: &mut Vec<(PathBuf, Grant, bool)>,
+    (out, links): (&mut Vec<(PathBuf, Grant, bool)>, &mut Vec<PathBuf>),
 ) {
     let is_dir = match is_dir {
         Some(d) => d,
@@ -536,8 +544,16 @@ fn grant(
         if is_entry(surface, &child) {
             continue; // granted (or denied) by its own entry
         }
-        let is_dir = entry.file_type().ok().filter(|t| !t.is_symlink()).map(|t| t.is_dir());
-        grant(surface, beneath, &child, mode, is_dir, out);
+        // A symlink gets no rule: one is added on what its path opens,
+        // which is where the link leads (a repository's `link -> ~/.ssh`
+        // would grant `~/.ssh`). What is reached through it is granted,
+        // or not, at that place by the rules of its own.
+        let Ok(kind) = entry.file_type() else { continue };
+        if kind.is_symlink() {
+            links.push(child);
+            continue;
+        }
+        grant(surface, beneath, &child, mode, Some(kind.is_dir()), (&mut *out, &mut *links));
     }
 }
 
@@ -779,6 +795,27 @@ mod tests {
         // supervisor's.
         assert_eq!(parent_rights(), BitFlags::from(AccessFs::ReadDir));
         assert!(l.sound.creates() && !l.names_exact);
+    }
+
+    /// A symlink in an expanded directory gets no rule: a rule is added on
+    /// what its path opens, which is where it leads (a repository's
+    /// `link -> ~/.ssh` granted `~/.ssh`). It is kept as a link, which
+    /// `--isolate` makes again in its root.
+    #[test]
+    fn a_link_in_an_expanded_tree_is_granted_nothing_and_kept_as_a_link() {
+        let (_d, root) = tree(&["ws/a", "ws/.env", "outside/secret"]);
+        std::os::unix::fs::symlink(root.join("outside"), root.join("ws/link")).unwrap();
+        std::os::unix::fs::symlink(root.join("outside/secret"), root.join("ws/file-link")).unwrap();
+        let mut s = Surface::new();
+        rule(&mut s, root.join("ws"), Mode::Rw);
+        rule(&mut s, root.join("ws/.env"), Mode::Deny);
+        let l = layout(&s, false);
+        let granted: Vec<&PathBuf> = l.grants.iter().map(|(p, _, _)| p).collect();
+        assert_eq!(granted.len(), 2, "{granted:?}");
+        assert!(granted.contains(&&root.join("ws")) && granted.contains(&&root.join("ws/a")), "{granted:?}");
+        let mut links = l.links.clone();
+        links.sort();
+        assert_eq!(links, vec![root.join("ws/file-link"), root.join("ws/link")]);
     }
 
     /// A rule on a file is not held exactly (a rename over the name leaves

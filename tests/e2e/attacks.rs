@@ -32,6 +32,33 @@ fn wins_natively(args: &[&str]) -> String {
     panic!("the attack never won natively in ten runs: {last}");
 }
 
+/// A symlink in a directory the ruleset grants entry by entry (around a
+/// carve-out: always so without a mount namespace of the command's own;
+/// with one, around a denied directory that holds a grant) leads
+/// elsewhere, as a repository's committed link can (`ws/link -> ~/.ssh`).
+/// The ruleset grants nothing where it leads: an open continued under
+/// another rule (`--ro`, granted whole), its path flipped after the check
+/// to a file behind the link's target, reads nothing. When each entry was
+/// granted at the path it leads to, the kernel let it read the secret.
+#[test]
+fn a_link_in_a_tree_granted_entry_by_entry_grants_nothing_where_it_leads() {
+    let Some(t) = kernel_tree() else { return };
+    let bin = copy_into(&t, "race_open");
+    std::os::unix::fs::symlink(&t.outside, t.ws.join("link")).unwrap();
+    let (env, denied_dir, inner) = (t.ws.join(".env"), t.ws.join("d"), t.ws.join("d/in"));
+    std::fs::write(&env, "x\n").unwrap();
+    std::fs::create_dir_all(&inner).unwrap();
+    let (ok, secret) = (t.ro.join("data.txt"), t.outside.join("secret"));
+    let args = [bin.to_str().unwrap(), ok.to_str().unwrap(), secret.to_str().unwrap(), "top-secret-marker", "20000"];
+    wins_natively(&args);
+    let (env, denied_dir, inner) = (env.to_str().unwrap(), denied_dir.to_str().unwrap(), inner.to_str().unwrap());
+    for extra in [&["--no-namespace", "--deny", env][..], &["--deny", denied_dir, "--rw", inner][..]] {
+        let o = t.command(extra, &args).output().unwrap();
+        assert_eq!(leaks(&stdout(&o)), 0, "{extra:?}: {}", stdout(&o));
+        assert_eq!(o.status.code(), Some(0), "{extra:?}: {}", stderr(&o));
+    }
+}
+
 /// Two threads, one flipping a shared path between an allowed and a denied
 /// file, the other opening and reading 20,000 times. Run with
 /// `--no-landlock` the supervisor's answer is all that stands between the
