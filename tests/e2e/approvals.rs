@@ -256,10 +256,13 @@ print('held', len(got), 'before', before, 'during', during, 'early', done_early,
     let (before, during) = (field("before"), field("during"));
     assert!(out.contains("early False"), "the held open waited for the answer: {out}");
     // The same work, done by the same thread, in the second before and the
-    // second during the question: holding a call must not slow the others
+    // second during the question: holding a call must not stop the others
     // (a single-threaded supervisor waiting for the answer would stop them
-    // at zero).
-    assert!(during * 2 >= before && during > 100, "before {before}, during {during}");
+    // at zero). Alone the two rates are equal; beside the rest of the suite
+    // on two vCPUs a second of it has read half the other (9,325 against
+    // 4,576), so the bound is a quarter: what it guards is progress, and a
+    // rate is the bench's to measure.
+    assert!(during * 4 >= before && during > 100, "before {before}, during {during}");
     eprintln!("opens per second before the question {before}, while it waited {during}");
     assert_eq!(client.of_type("request").len(), 20);
     let trail = trail(&t);
