@@ -120,15 +120,16 @@ pub fn plan(surface: &Surface, layout: &Layout, staging: &Path, cwd: &Path) -> I
             }
         }
     };
+    // A symlink is made again as a link, never bound (a bind lands on
+    // where it leads).
+    let link = |path: &Path| {
+        std::fs::read_link(path).ok().map(|target| Step::Symlink { target: c(&target), at: c(&under(path)) })
+    };
     for (path, grant, is_dir) in entries {
         parents(&path, &mut steps);
         let literal = path.symlink_metadata().is_ok_and(|m| m.file_type().is_symlink());
         match (grant, literal) {
-            (_, true) => {
-                if let Ok(target) = std::fs::read_link(&path) {
-                    steps.push(Step::Symlink { target: c(&target), at: c(&under(&path)) });
-                }
-            }
+            (_, true) => steps.extend(link(&path)),
             (Grant::Parent(Mode::Rw), false) => {
                 steps.push(Step::Bind { source: c(&path), target: c(&under(&path)), writable: true, dir: true });
             }
@@ -148,11 +149,9 @@ pub fn plan(surface: &Surface, layout: &Layout, staging: &Path, cwd: &Path) -> I
     // (those beneath a directory mounted whole are there already, and a
     // procfs is mounted fresh).
     let rebuilt_link = |l: &&PathBuf| !whole.iter().chain(procs.iter().copied()).any(|w| l.starts_with(w));
-    for link in layout.links.iter().filter(rebuilt_link) {
-        if let Ok(target) = std::fs::read_link(link) {
-            parents(link, &mut steps);
-            steps.push(Step::Symlink { target: c(&target), at: c(&under(link)) });
-        }
+    for path in layout.links.iter().filter(rebuilt_link) {
+        parents(path, &mut steps);
+        steps.extend(link(path));
     }
     for m in &procs {
         parents(m, &mut steps);

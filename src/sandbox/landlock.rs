@@ -356,7 +356,7 @@ pub fn layout(surface: &Surface, mounts: bool) -> Layout {
         // Granted before it exists (Claude Code's first `~/.claude.json`):
         // nothing to grant; the supervisor makes and opens it.
         if let Some(is_dir) = kind_of(&rule.path) {
-            grant(surface, &beneath, &rule.path, rule.mode, Some(is_dir), (&mut grants, &mut links));
+            grant(surface, &beneath, &rule.path, rule.mode, is_dir, (&mut grants, &mut links));
         }
     }
     let missing: Vec<PathBuf> = missing_carves
@@ -478,8 +478,9 @@ pub fn isolated(surface: &Surface) -> Layout {
     let beneath = |p: &Path| bound_whole.iter().any(|w| p.starts_with(w));
     masked.grants.retain(|(p, _, _)| beneath(p));
     masked.grants.extend(rebuilt.grants.into_iter().filter(|(p, _, _)| !beneath(p)));
-    masked.links.retain(|p| beneath(p));
-    masked.links.extend(rebuilt.links.into_iter().filter(|p| !beneath(p)));
+    // Links beneath a tree bound whole are there with it; the rebuilt
+    // trees' are made again.
+    masked.links = rebuilt.links.into_iter().filter(|p| !beneath(p)).collect();
     masked.sound.aliased |= rebuilt.sound.aliased;
     // Only an expanded directory of the host's, beneath a tree bound whole,
     // leaves a name made there later ungranted.
@@ -503,25 +504,17 @@ fn kernel_creates_in(dir: &Path, grants: &[(PathBuf, Grant, bool)], masks: &[Mas
 
 /// Grants `path` with `mode`, or, if a place beneath it forces expansion,
 /// lists the directory and grants its entries one by one into `out`, its
-/// symlinks none (they go to `links`). `is_dir` is known for an entry
-/// listed that way (its directory entry's type), which saves a stat per
-/// entry of an expanded tree.
+/// symlinks none (they go to `links`). `is_dir` is known for every path
+/// granted (a rule's kind, or its directory entry's type), which saves a
+/// stat per entry of an expanded tree.
 fn grant(
     surface: &Surface,
     beneath: &Beneath,
     path: &Path,
     mode: Mode,
-    is_dir: Option<bool>,
+    is_dir: bool,
     (out, links): (&mut Vec<(PathBuf, Grant, bool)>, &mut Vec<PathBuf>),
 ) {
-    let is_dir = match is_dir {
-        Some(d) => d,
-        None => match path.metadata() {
-            Ok(md) => md.is_dir(),
-            // Gone since the directory was listed.
-            Err(_) => return,
-        },
-    };
     if !is_dir || !beneath.narrower(path, mode) {
         out.push((path.to_path_buf(), Grant::Tree(mode), is_dir));
         return;
@@ -553,7 +546,7 @@ fn grant(
             links.push(child);
             continue;
         }
-        grant(surface, beneath, &child, mode, Some(kind.is_dir()), (&mut *out, &mut *links));
+        grant(surface, beneath, &child, mode, kind.is_dir(), (&mut *out, &mut *links));
     }
 }
 
