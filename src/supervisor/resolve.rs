@@ -174,6 +174,15 @@ pub struct Request<'a> {
     pub creates: bool,
 }
 
+impl Request<'_> {
+    /// Whether the caller anchored the lookup at its directory
+    /// (`RESOLVE_BENEATH` or `RESOLVE_IN_ROOT`): an absolute path then
+    /// starts there too.
+    fn anchored(&self) -> bool {
+        self.resolve & (fs::RESOLVE_BENEATH | fs::RESOLVE_IN_ROOT) != 0
+    }
+}
+
 /// The caller's identity and its starting directory.
 pub struct Caller<'a> {
     /// Thread id of the caller.
@@ -428,7 +437,7 @@ impl Resolver {
     pub fn resolve(&self, at: &Lookup<'_>, req: Request<'_>) -> Result<Resolved, ResolveError> {
         let Lookup { caller, .. } = *at;
         let absolute = req.path.first() == Some(&b'/');
-        let anchored = req.resolve & (fs::RESOLVE_BENEATH | fs::RESOLVE_IN_ROOT) != 0;
+        let anchored = req.anchored();
         let caller_forbids_links = req.resolve & (fs::RESOLVE_NO_SYMLINKS | fs::RESOLVE_NO_MAGICLINKS) != 0;
         // A caller that forbids symlinks is refused at the root's link, as
         // by the kernel.
@@ -587,8 +596,8 @@ impl Resolver {
         // canonical path is the one written, folded, as in `resolve`, and
         // is not read back from /proc/self/fd (a magic link's walk, as long
         // as the lookup itself, on every create, mkdir and symlink).
-        let anchored = req.resolve & (fs::RESOLVE_BENEATH | fs::RESOLVE_IN_ROOT) != 0;
-        let plain = req.path.first() == Some(&b'/') && !anchored && !dir.split(|&c| c == b'/').any(|c| c == b"..");
+        let plain =
+            req.path.first() == Some(&b'/') && !req.anchored() && !dir.split(|&c| c == b'/').any(|c| c == b"..");
         let strict = OpenHow { resolve: how.resolve | fs::RESOLVE_NO_SYMLINKS, ..how };
         let (parent, mut path) = match plain.then(|| fs::openat2(Dir::Fd(base), &cdir, strict).ok()).flatten() {
             Some(fd) => (fd, lexical(dir)),
@@ -817,8 +826,7 @@ impl Resolver {
 /// root of the resolution. Every lookup of the caller's paths, the parent of
 /// a missing name included, takes it.
 fn in_callers_root(caller: &Caller<'_>, req: Request<'_>) -> u64 {
-    let anchored = req.resolve & (fs::RESOLVE_BENEATH | fs::RESOLVE_IN_ROOT) != 0;
-    match caller.root.is_some() && req.path.first() == Some(&b'/') && !anchored {
+    match caller.root.is_some() && req.path.first() == Some(&b'/') && !req.anchored() {
         true => fs::RESOLVE_IN_ROOT,
         false => 0,
     }
@@ -830,9 +838,7 @@ fn in_callers_root(caller: &Caller<'_>, req: Request<'_>) -> u64 {
 /// symlink on the way, and `..` past the caller's root, in the
 /// supervisor's root, so such a path is walked unless it crosses neither.
 fn confined(caller: &Caller<'_>, req: Request<'_>) -> bool {
-    caller.root.is_some()
-        && req.path.first() != Some(&b'/')
-        && req.resolve & (fs::RESOLVE_BENEATH | fs::RESOLVE_IN_ROOT) == 0
+    caller.root.is_some() && req.path.first() != Some(&b'/') && !req.anchored()
 }
 
 /// Whose `/proc` a path lies in.
