@@ -89,6 +89,52 @@ pub fn read_path(pid: u32, addr: u64, buf: &mut [u8; PATH_MAX]) -> Result<usize,
     Err(Errno::ENAMETOOLONG)
 }
 
+/// Reads up to `max` bytes of each NUL-terminated string at `addrs` in
+/// process `pid`, all in one `process_vm_readv(2)` where each string ends
+/// on the page it starts on: one entry per address, in order, the string
+/// without its NUL (`Ok`), or, where none came within `max` bytes, its
+/// first `max` (`Err`, cut). A string that runs onto the next page is read
+/// again page by page ([`read_path`], up to [`PATH_MAX`]); the entries stop
+/// before the first address that cannot be read.
+pub fn read_strings(pid: u32, addrs: &[u64], max: usize) -> Vec<Result<Vec<u8>, Vec<u8>>> {
+    // Each window stays on its first page, so that only an unmapped page
+    // faults, and a fault stops the read at its window.
+    let windows: Vec<usize> =
+        addrs.iter().map(|&a| if a == 0 { 0 } else { ((PAGE - a % PAGE) as usize).min(max) }).collect();
+    let mut local = vec![0u8; windows.iter().sum()];
+    let remotes: Vec<libc::iovec> = addrs
+        .iter()
+        .zip(&windows)
+        .map(|(&a, &len)| libc::iovec { iov_base: a as *mut libc::c_void, iov_len: len })
+        .collect();
+    let whole = libc::iovec { iov_base: local.as_mut_ptr().cast(), iov_len: local.len() };
+    let count = remotes.len() as libc::c_ulong;
+    // SAFETY: the local iovec covers `local`, which we own mutably; the
+    // remote ones are only interpreted by the kernel in the other address
+    // space.
+    let n = unsafe { libc::process_vm_readv(pid as libc::pid_t, &whole, 1, remotes.as_ptr(), count, 0) };
+    let read = n.max(0) as usize;
+    let mut out = Vec::with_capacity(addrs.len());
+    let (mut at, mut buf) = (0usize, [0u8; PATH_MAX]);
+    for (&addr, &len) in addrs.iter().zip(&windows) {
+        let window = local.get(at..at + len).filter(|_| at + len <= read);
+        at += len;
+        let found = window.and_then(|w| w.iter().position(|&c| c == 0).map(|nul| &w[..nul]));
+        let entry = match (found, window) {
+            (Some(s), _) => Ok(s.to_vec()),
+            (None, Some(w)) if w.len() == max => Err(w.to_vec()),
+            // Onto the next page, or not read at all: page by page.
+            _ => match read_path(pid, addr, &mut buf) {
+                Ok(n) if n <= max => Ok(buf[..n].to_vec()),
+                Ok(_) | Err(Errno::ENAMETOOLONG) => Err(buf[..max.min(PATH_MAX)].to_vec()),
+                Err(_) => break,
+            },
+        };
+        out.push(entry);
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -107,5 +153,65 @@ mod tests {
         let mut exact = vec![b'a'; PATH_MAX];
         exact[PATH_MAX - 1] = 0;
         assert_eq!(read_path(me, exact.as_ptr() as u64, &mut buf), Ok(PATH_MAX - 1));
+    }
+
+    #[test]
+    fn strings_read_at_once_as_one_by_one() {
+        let me = std::process::id();
+        let map = |pages: usize| {
+            // SAFETY: a fresh anonymous mapping of our own.
+            let base = unsafe {
+                libc::mmap(
+                    std::ptr::null_mut(),
+                    pages * PAGE as usize,
+                    libc::PROT_READ | libc::PROT_WRITE,
+                    libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                    -1,
+                    0,
+                )
+            };
+            assert_ne!(base, libc::MAP_FAILED);
+            // SAFETY: the mapping is ours, `pages` pages long.
+            unsafe { std::slice::from_raw_parts_mut(base.cast::<u8>(), pages * PAGE as usize) }
+        };
+        // A page of x's followed by an unmapped one.
+        let first = map(2);
+        let page = first.as_ptr() as u64;
+        // SAFETY: the second page of our own mapping.
+        assert_eq!(unsafe { libc::munmap(first.as_mut_ptr().add(PAGE as usize).cast(), PAGE as usize) }, 0);
+        let first = &mut first[..PAGE as usize];
+        first.fill(b'x');
+        first[..6].copy_from_slice(b"short\0");
+        first[100] = 0;
+        // Two mapped pages, with a string across them.
+        let across = map(2);
+        across[PAGE as usize - 5..PAGE as usize + 15].fill(b'z');
+        let ys: Vec<u8> = [b'y'; 40].into_iter().chain([0]).collect();
+        let (short, x94, xs, y40, off) = (page, page + 6, page + 200, ys.as_ptr() as u64, page + PAGE - 10);
+        let z20 = across.as_ptr() as u64 + PAGE - 5;
+        let got = read_strings(me, &[short, x94, xs, y40, z20, off, short], 16);
+        assert_eq!(
+            got,
+            vec![
+                Ok(b"short".to_vec()),
+                Err(vec![b'x'; 16]),
+                Err(vec![b'x'; 16]),
+                Err(vec![b'y'; 16]),
+                Err(vec![b'z'; 16]),
+            ],
+            "the last one runs off its page onto an unmapped one: the entries stop there"
+        );
+        let got = read_strings(me, &[x94, xs, y40, z20], 512);
+        assert_eq!(got, vec![Ok(vec![b'x'; 94]), Err(vec![b'x'; 512]), Ok(vec![b'y'; 40]), Ok(vec![b'z'; 20])]);
+        // A string whose NUL is its page's last byte.
+        first[PAGE as usize - 1] = 0;
+        assert_eq!(read_strings(me, &[off, short], 512), vec![Ok(vec![b'x'; 9]), Ok(b"short".to_vec())]);
+        assert!(read_strings(me, &[], 512).is_empty());
+        assert!(read_strings(me, &[0, short], 512).is_empty());
+        // SAFETY: both mappings are ours; nothing refers to them after.
+        unsafe {
+            libc::munmap(first.as_mut_ptr().cast(), PAGE as usize);
+            libc::munmap(across.as_mut_ptr().cast(), 2 * PAGE as usize);
+        }
     }
 }

@@ -126,6 +126,30 @@ fn denials_say_where_they_came_from_and_execs_draw_the_tree() {
 }
 
 #[test]
+fn an_exec_record_keeps_the_first_arguments_each_cut_and_says_so() {
+    let Some(t) = kernel_tree() else { return };
+    let trail = t.outside.join("argv.jsonl");
+    // 73 arguments: an empty one, one of 600 bytes, then numbers.
+    let script = "import os; os.execv('/usr/bin/true', ['true', '', 'a' * 600] + [str(i) for i in range(70)])";
+    let o = t.command(&["--audit", trail.to_str().unwrap()], &["python3", "-c", script]).output().unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let all = records(&trail);
+    let true_ = all.iter().find(|r| r["type"] == "exec" && r["argv"][0] == "true").expect("the exec of true");
+    let argv: Vec<&str> = true_["argv"].as_array().unwrap().iter().map(|a| a.as_str().unwrap()).collect();
+    let mut expected = vec!["true".to_string(), String::new(), "a".repeat(512)];
+    expected.extend((0..61).map(|i| i.to_string()));
+    assert_eq!(argv, expected, "the first 64 arguments, each at most 512 bytes");
+    assert_eq!(true_["argv_truncated"], true);
+    let python = all.iter().find(|r| r["type"] == "exec" && r["argv"][0] == "python3").expect("the exec of python3");
+    assert_eq!(python["argv"], serde_json::json!(["python3", "-c", script]));
+    assert_eq!(python["argv_truncated"], false);
+    // The exec of true was made by the python3 process, whose parent made
+    // python3.
+    assert_eq!(true_["pid"], python["pid"]);
+    assert_eq!(true_["ppid"], python["ppid"]);
+}
+
+#[test]
 fn audit_level_deny_keeps_only_denials() {
     let Some(t) = kernel_tree() else { return };
     let trail = t.outside.join("deny.jsonl");

@@ -82,36 +82,28 @@ impl Call<'_> {
 
     /// Reads up to [`ARGV_MAX`] arguments of an exec, each cut at
     /// [`ARG_MAX_LEN`] bytes; the flag says whether anything was left out.
-    /// Best effort: an unreadable vector gives what was read so far.
+    /// Best effort: an unreadable vector gives what was read so far. Two
+    /// reads of the caller's memory where most vectors are concerned (the
+    /// pointers, then the strings: a compiler's hundred arguments were two
+    /// hundred reads).
     pub(super) fn read_argv(&self, addr: u64) -> (Vec<Vec<u8>>, bool) {
-        let mut argv = Vec::new();
-        let mut truncated = false;
-        let mut buf = [0u8; mem::PATH_MAX];
-        for i in 0..=ARGV_MAX {
-            let mut ptr = [0u8; 8];
-            if addr == 0 || mem::read(self.notif.pid, addr + 8 * i as u64, &mut ptr) != Ok(8) {
-                break;
-            }
-            let p = u64::from_ne_bytes(ptr);
-            if p == 0 {
-                break;
-            }
-            if i == ARGV_MAX {
-                truncated = true;
-                break;
-            }
-            match mem::read_path(self.notif.pid, p, &mut buf) {
-                Ok(n) => {
-                    truncated |= n > ARG_MAX_LEN;
-                    argv.push(buf[..n.min(ARG_MAX_LEN)].to_vec());
-                }
-                Err(Errno::ENAMETOOLONG) => {
-                    truncated = true;
-                    argv.push(buf[..ARG_MAX_LEN].to_vec());
-                }
-                Err(_) => break,
-            }
-        }
+        let mut words = [0u8; 8 * (ARGV_MAX + 1)];
+        let n = if addr == 0 { 0 } else { mem::read(self.notif.pid, addr, &mut words).unwrap_or(0) };
+        let pointers: Vec<u64> = words[..n - n % 8]
+            .chunks_exact(8)
+            .map(|w| u64::from_ne_bytes(w.try_into().unwrap_or_default()))
+            .take_while(|&p| p != 0)
+            .collect();
+        // More pointers than are kept, none of them the end.
+        let mut truncated = pointers.len() > ARGV_MAX;
+        let strings = mem::read_strings(self.notif.pid, &pointers[..pointers.len().min(ARGV_MAX)], ARG_MAX_LEN);
+        let argv = strings
+            .into_iter()
+            .map(|s| {
+                truncated |= s.is_err();
+                s.unwrap_or_else(|cut| cut)
+            })
+            .collect();
         (argv, truncated)
     }
 }
