@@ -90,11 +90,11 @@ impl Identity {
     /// supplementary groups are `groups`: its ids from the pidfd, its
     /// capabilities by number (asked first: the pidfd's answer, which
     /// fails once the task has exited, then says the number was still
-    /// that task's).
-    fn of_task(tid: u32, task: &OwnedFd, groups: &[u32]) -> Result<Identity, Errno> {
+    /// that task's), and its process id.
+    fn of_task(tid: u32, task: &OwnedFd, groups: &[u32]) -> Result<(Identity, u32), Errno> {
         let (effective, permitted) = process::capabilities_of(tid as libc::pid_t)?;
         let ids = process::pidfd_ids(task.as_fd())?;
-        Ok(Identity {
+        let identity = Identity {
             ruid: ids.uid[0],
             rgid: ids.gid[0],
             euid: ids.uid[1],
@@ -104,7 +104,8 @@ impl Identity {
             groups: groups.to_vec(),
             effective,
             permitted,
-        })
+        };
+        Ok((identity, ids.tgid))
     }
 }
 
@@ -153,6 +154,8 @@ struct Known {
     /// later one, read again through the same pidfd while its task lives.
     generation: u64,
     task: OwnedFd,
+    /// The task's process id, where the pidfd gave it with the identity.
+    tgid: Option<u32>,
     /// For the trail: the task's process id and name, once read.
     name: Option<(u32, String)>,
     /// A notification of this task was found pending while the pidfd was
@@ -206,15 +209,22 @@ pub fn confirm_task(tid: u32) {
 /// a later holder of the number, and only while `generation` is the one
 /// it was taken in (an exec or a change of credentials since makes it
 /// stale). `read` reads them where they are not kept (`None`: not
-/// readable, not kept).
-pub fn process_name(tid: u32, generation: u64, read: impl FnOnce() -> Option<(u32, String)>) -> Option<(u32, String)> {
-    let kept = |known: &HashMap<u32, Known>| {
-        known.get(&tid).filter(|k| k.generation == generation).and_then(|k| k.name.clone())
+/// readable, not kept), given the process id where the pidfd gave it with
+/// the identity (only the name is then left to read).
+pub fn process_name(
+    tid: u32,
+    generation: u64,
+    read: impl FnOnce(Option<u32>) -> Option<(u32, String)>,
+) -> Option<(u32, String)> {
+    let kept = |known: &HashMap<u32, Known>| match known.get(&tid).filter(|k| k.generation == generation) {
+        Some(k) => k.name.clone().ok_or(k.tgid),
+        None => Err(None),
     };
-    if let Some(kept) = KNOWN.with_borrow(kept) {
-        return Some(kept);
-    }
-    let name = read()?;
+    let tgid = match KNOWN.with_borrow(kept) {
+        Ok(kept) => return Some(kept),
+        Err(tgid) => tgid,
+    };
+    let name = read(tgid)?;
     KNOWN.with_borrow_mut(|known| {
         if let Some(k) = known.get_mut(&tid).filter(|k| k.generation == generation) {
             k.name = Some(name.clone());
@@ -229,21 +239,24 @@ const KNOWN_MAX: usize = 64;
 /// Reads the identity of thread `tid` and a pidfd of its task; the pidfd
 /// is `None` where none can be had (a kernel before 6.9, no descriptor
 /// left), and then the identity must not be kept.
-fn read(tid: u32, groups: &SessionGroups) -> Result<(Identity, Option<OwnedFd>), Errno> {
+fn read(tid: u32, groups: &SessionGroups) -> Result<(Task, Option<OwnedFd>), Errno> {
     let task = match process::pidfd_open_thread(tid as libc::pid_t) {
         Ok(task) => task,
         Err(Errno::ESRCH) => return Err(Errno::ESRCH),
-        Err(_) => return Identity::of(tid).map(|i| (i, None)).ok_or(Errno::ESRCH),
+        Err(_) => return Identity::of(tid).map(|i| ((i, None), None)).ok_or(Errno::ESRCH),
     };
     Ok((read_task(tid, &task, groups)?, Some(task)))
 }
 
+/// An identity and, where the pidfd gave it, the task's process id.
+type Task = (Identity, Option<u32>);
+
 /// Reads the identity of thread `tid`, the task `task` names (`ESRCH` if
 /// that task has exited).
-fn read_task(tid: u32, task: &OwnedFd, groups: &SessionGroups) -> Result<Identity, Errno> {
+fn read_task(tid: u32, task: &OwnedFd, groups: &SessionGroups) -> Result<Task, Errno> {
     let fast = groups.known().map(|g| Identity::of_task(tid, task, g));
     let identity = match fast {
-        Some(Ok(identity)) => identity,
+        Some(Ok((identity, tgid))) => return Ok((identity, Some(tgid))),
         Some(Err(Errno::ESRCH)) => return Err(Errno::ESRCH),
         // No groups known yet, or a kernel without PIDFD_GET_INFO.
         _ => {
@@ -256,7 +269,7 @@ fn read_task(tid: u32, task: &OwnedFd, groups: &SessionGroups) -> Result<Identit
             identity
         }
     };
-    Ok(identity)
+    Ok((identity, None))
 }
 
 /// The supervisor's own identity, read at start.
@@ -358,8 +371,9 @@ pub fn act_as(tid: u32, generation: u64, (groups, session): (bool, &SessionGroup
                 // and not confirmed for this generation yet.
                 if k.generation != generation {
                     match read_task(tid, &k.task, session) {
-                        Ok(identity) => {
-                            (k.identity, k.generation, k.name, k.confirmed) = (identity, generation, None, false)
+                        Ok((identity, tgid)) => {
+                            (k.identity, k.generation, k.tgid, k.name, k.confirmed) =
+                                (identity, generation, tgid, None, false)
                         }
                         Err(e) => {
                             known.remove(&tid);
@@ -379,11 +393,11 @@ pub fn act_as(tid: u32, generation: u64, (groups, session): (bool, &SessionGroup
         Some(None) => return Ok(()),
         Some(Some(i)) => i,
         None => {
-            let (identity, task) = read(tid, session)?;
+            let ((identity, tgid), task) = read(tid, session)?;
             if let Some(task) = task {
                 KNOWN.with_borrow_mut(|known| {
                     let known_now =
-                        Known { identity: identity.clone(), generation, task, name: None, confirmed: false };
+                        Known { identity: identity.clone(), generation, task, tgid, name: None, confirmed: false };
                     known.insert(tid, known_now)
                 });
             }
@@ -559,7 +573,7 @@ mod tests {
         let tid = nix::unistd::gettid().as_raw() as u32;
         let task = process::pidfd_open_thread(tid as libc::pid_t).unwrap();
         let identity = Identity::of(tid).unwrap();
-        let k = Known { identity, generation: 3, task, name: None, confirmed: true };
+        let k = Known { identity, generation: 3, task, tgid: None, name: None, confirmed: true };
         assert!(k.confirmed_in(3));
         // An exec (or a change of credentials) since: the number may be
         // another thread's of the same process now, and the notification

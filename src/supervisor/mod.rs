@@ -969,10 +969,15 @@ impl Supervisor {
         if let Some((pid, name)) = context.and_then(|c| c.ancestors.first()) {
             return (*pid, name.clone());
         }
-        let read = || {
-            let status = crate::sys::procfs::Status::of(tid)?;
-            let pid = status.field("Tgid:").and_then(|v| v.parse().ok()).unwrap_or(tid);
-            Some((pid, status.field("Name:").map(str::to_string).unwrap_or_default()))
+        // With the process id known from the identity's pidfd, only the
+        // name is read: `comm` is a third of the status file's cost.
+        let read = |tgid: Option<u32>| match tgid {
+            Some(pid) => Some((pid, crate::sys::procfs::comm(tid)?)),
+            None => {
+                let status = crate::sys::procfs::Status::of(tid)?;
+                let pid = status.field("Tgid:").and_then(|v| v.parse().ok()).unwrap_or(tid);
+                Some((pid, status.field("Name:").map(str::to_string).unwrap_or_default()))
+            }
         };
         identity::process_name(tid, self.memory.generation(), read).unwrap_or((tid, String::new()))
     }
@@ -1160,11 +1165,18 @@ impl Supervisor {
                 context: if c.decision.refuses() { context.clone() } else { None },
             })));
             if let (Some((argv, truncated)), AuditLevel::All) = (&argv, self.audit_level) {
+                // The parent through the pidfd kept with the caller's
+                // identity (its task alive: a leader that exec'd), else
+                // from its stat file.
+                let kept = identity::with_task(notif.pid, self.memory.generation(), |task, _| {
+                    crate::sys::process::pidfd_ids(task).map(|ids| ids.ppid).ok()
+                });
+                let parent = kept.flatten().or_else(|| procs::parent_of(pid)).unwrap_or(0);
                 sink.send(audit::Record::Exec(Box::new(audit::Exec {
                     seq: sink.next_seq(),
                     time_ns: received_ns,
                     pid,
-                    ppid: procs::parent_of(pid).unwrap_or(0),
+                    ppid: parent,
                     program: audit::Bytes(c.resolved.unwrap_or_default()),
                     argv: argv.iter().map(|a| audit::Bytes(a.clone())).collect(),
                     argv_truncated: *truncated,

@@ -548,6 +548,10 @@ pub struct TaskIds {
     pub uid: [u32; 4],
     /// Group ids.
     pub gid: [u32; 4],
+    /// The task's process id (in the asking thread's PID namespace).
+    pub tgid: u32,
+    /// Its process's parent's.
+    pub ppid: u32,
 }
 
 /// `struct pidfd_info` in its first size (64 bytes, Linux 6.13), which
@@ -572,9 +576,10 @@ struct PidfdInfo {
     exit_code: i32,
 }
 
-/// The ids of the task `pidfd` names, through `ioctl(PIDFD_GET_INFO)`
-/// (Linux 6.13; `ENOTTY` or `EINVAL` before): `ESRCH` once it has exited,
-/// so a success also says the task was alive when asked.
+/// The ids of the task `pidfd` names, its process's and its parent's,
+/// through `ioctl(PIDFD_GET_INFO)` (Linux 6.13; `ENOTTY` or `EINVAL`
+/// before): `ESRCH` once it has exited, so a success also says the task
+/// was alive when asked.
 pub fn pidfd_ids(pidfd: BorrowedFd<'_>) -> Result<TaskIds, Errno> {
     const PIDFD_INFO_CREDS: u64 = 1 << 1;
     // _IOWR(0xFF, 11, struct pidfd_info)
@@ -590,6 +595,8 @@ pub fn pidfd_ids(pidfd: BorrowedFd<'_>) -> Result<TaskIds, Errno> {
     Ok(TaskIds {
         uid: [info.ruid, info.euid, info.suid, info.fsuid],
         gid: [info.rgid, info.egid, info.sgid, info.fsgid],
+        tgid: info.tgid,
+        ppid: info.ppid,
     })
 }
 
@@ -903,5 +910,38 @@ mod spawn_tests {
         // SAFETY: `status` is a valid int.
         assert_eq!(unsafe { libc::waitpid(pid, &mut status, 0) }, pid);
         assert!(libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 7, "{status:#x}");
+    }
+}
+
+#[cfg(test)]
+mod pidfd_tests {
+    use super::*;
+    use std::os::fd::AsFd;
+
+    #[test]
+    fn a_threads_pidfd_names_its_process_and_parent() {
+        let me = std::process::id();
+        let parent = crate::sys::procfs::name_and_parent(me).unwrap().1;
+        let (tx, rx) = std::sync::mpsc::channel();
+        let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
+        let thread = std::thread::spawn(move || {
+            // SAFETY: gettid has no arguments.
+            tx.send(unsafe { libc::gettid() }).unwrap();
+            let _ = done_rx.recv();
+        });
+        let tid = rx.recv().unwrap();
+        assert_ne!(tid as u32, me);
+        let task = pidfd_open_thread(tid).unwrap();
+        match pidfd_ids(task.as_fd()) {
+            Ok(ids) => {
+                assert_eq!((ids.tgid, ids.ppid), (me, parent));
+                // SAFETY: getuid has no arguments.
+                assert_eq!(ids.uid[0], unsafe { libc::getuid() });
+            }
+            // A kernel before PIDFD_GET_INFO (6.13).
+            Err(e) => assert!(matches!(e, Errno::ENOTTY | Errno::EINVAL), "{e}"),
+        }
+        done_tx.send(()).unwrap();
+        thread.join().unwrap();
     }
 }

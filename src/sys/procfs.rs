@@ -78,6 +78,24 @@ pub fn name_and_parent(pid: u32) -> Option<(String, u32)> {
     Some((String::from_utf8_lossy(name).into_owned(), parent))
 }
 
+/// The command name of thread `tid`, from `/proc/<tid>/comm`, escaped as
+/// the `Name:` line of its status file is (a newline as `\n`, a backslash
+/// doubled), which the kernel renders whole for every read (a third of the
+/// cost here).
+pub fn comm(tid: u32) -> Option<String> {
+    let raw = read(format!("/proc/{tid}/comm")).ok()?;
+    let raw = raw.strip_suffix(b"\n").unwrap_or(&raw);
+    let mut name = Vec::with_capacity(raw.len());
+    for &c in raw {
+        match c {
+            b'\n' => name.extend_from_slice(b"\\n"),
+            b'\\' => name.extend_from_slice(b"\\\\"),
+            c => name.push(c),
+        }
+    }
+    Some(String::from_utf8_lossy(&name).into_owned())
+}
+
 /// One file mapping of `/proc/<pid>/maps`: start, end, file offset, path.
 pub type Mapping = (u64, u64, u64, String);
 
@@ -257,5 +275,22 @@ mod tests {
         let (_, parent) = name_and_parent(me).expect("own stat");
         assert_eq!(parent, nix::unistd::getppid().as_raw() as u32);
         assert!(maps(me).iter().any(|(lo, hi, _, _)| lo < hi));
+    }
+
+    #[test]
+    fn a_threads_comm_reads_as_its_status_name_does() {
+        // A name with the two characters the status file escapes.
+        let named = std::thread::spawn(|| {
+            let name = c"a\\b\nc d";
+            // SAFETY: PR_SET_NAME reads a NUL-terminated name.
+            assert_eq!(unsafe { libc::prctl(libc::PR_SET_NAME, name.as_ptr()) }, 0);
+            // SAFETY: gettid has no arguments.
+            let tid = unsafe { libc::gettid() } as u32;
+            let status = Status::of(tid).expect("own status");
+            (comm(tid), status.field("Name:").map(str::to_string))
+        });
+        let (comm, name) = named.join().unwrap();
+        assert_eq!(comm.as_deref(), Some("a\\\\b\\nc d"));
+        assert_eq!(comm, name);
     }
 }
