@@ -507,6 +507,7 @@ fn supervise(
         // No Landlock backstop: nothing is continued on its strength.
         landlock_exact: Vec::new(),
         exec_roots: Vec::new(),
+        making: Default::default(),
         backstop: None,
         net: supervisor::NetRule::Open,
         // Every caller's root is read from its own /proc/<pid>/root.

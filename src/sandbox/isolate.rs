@@ -137,7 +137,8 @@ pub fn plan(surface: &Surface, layout: &Layout, staging: &Path, cwd: &Path) -> I
                 steps.push(Step::Dir(c(&under(&path))));
                 rebuilt.push(c(&path));
             }
-            (Grant::Tree(mode), false) => steps.push(Step::Bind {
+            // (Held trees are not laid out for an isolated root.)
+            (Grant::Tree(mode) | Grant::NoMake(mode), false) => steps.push(Step::Bind {
                 source: c(&path),
                 target: c(&under(&path)),
                 writable: mode == Mode::Rw,

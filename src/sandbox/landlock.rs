@@ -19,8 +19,12 @@
 //! without user namespaces), or around a carve-out that holds a grant of its
 //! own, the tree is expanded instead: its directory is only listable and its
 //! entries are granted one by one, leaving the carve-out out. A carve-out
-//! that does not exist yet cannot be masked; where the kernel could create
-//! it, creating continued calls are emulated ([`Sound::creates`]). A grant
+//! that does not exist yet cannot be masked: the directories above it are
+//! granted everything but making names ([`Grant::NoMake`]), their
+//! subdirectories whole, so the kernel makes no name where it could
+//! appear and the supervisor makes those ([`Making`]); under `--isolate`,
+//! where the kernel could create it, creating continued calls are
+//! emulated ([`Sound::creates`]). A grant
 //! pattern (`~/.claude.json.*`) names files Landlock cannot: it is granted
 //! nothing, and calls beneath it are emulated.
 
@@ -61,6 +65,13 @@ pub enum Grant {
     /// A directory of an expanded tree of this mode: listing only (its
     /// entries are granted one by one; see [`parent_rights`]).
     Parent(Mode),
+    /// A directory on the way to a carve-out that does not exist yet, in a
+    /// tree of this mode: everything the mode grants but making names (the
+    /// `MAKE_*` rights, which Landlock adds up along a path), so that the
+    /// kernel refuses to make the carve-out wherever a racing path leads;
+    /// its subdirectories are granted whole on their own, and the kernel
+    /// makes names there ([`Layout::made_beneath`]).
+    NoMake(Mode),
 }
 
 /// A mount in the command's mount namespace that holds a carve-out inside
@@ -137,7 +148,9 @@ pub struct Layout {
     /// What the kernel then refuses as the surface does.
     pub sound: Sound,
     /// Carve-outs that do not exist yet, in trees the kernel lets the
-    /// command create in (why [`Sound::creates`] is false).
+    /// command create in (why [`Sound::creates`] is false): none with a
+    /// mount namespace outside `--isolate`, where the ruleset holds them
+    /// ([`Grant::NoMake`]).
     pub missing: Vec<PathBuf>,
     /// The symlinks in directories granted entry by entry: no rule is
     /// added for one (a rule is added on what a path opens, which is where
@@ -149,9 +162,11 @@ pub struct Layout {
     /// exists. Fast mode leaves read-only opens to the kernel only then.
     pub reads_exact: bool,
     /// Whether it also does for names: reads are exact, creating is sound,
-    /// and no carve-out lies inside a writable tree (moving its directory
-    /// would move it away from the name the surface protects). Fast mode
-    /// leaves name operations to the kernel only then.
+    /// no carve-out lies inside a writable tree (moving its directory
+    /// would move it away from the name the surface protects) and none is
+    /// held ([`Grant::NoMake`]: the kernel makes no name where it could
+    /// appear, the supervisor does). Fast mode leaves name operations to
+    /// the kernel only then.
     pub names_exact: bool,
     /// The rules' paths that are character devices (`/dev/null`): a
     /// device's node is the system's, made once, never saved over by a
@@ -165,6 +180,76 @@ pub struct Layout {
     granted_later: Option<String>,
     /// Where reads are not exact, why, in words.
     pub reads_inexact: Option<String>,
+    /// Where the kernel makes names in a held tree.
+    pub making: Making,
+}
+
+/// Where the kernel makes names in a tree held around a carve-out that
+/// does not exist yet ([`Grant::NoMake`]): nowhere in a held directory
+/// itself, and beneath each subdirectory of one granted whole, which is
+/// the object its rule was added on (a directory made again under that
+/// name later is granted nothing: its names are the supervisor's to
+/// make). A creating call may be continued only where the kernel makes
+/// the name ([`Making::makes_in`]), or the kernel would refuse what the
+/// surface allows.
+#[derive(Debug, Clone, Default)]
+pub struct Making {
+    /// The held directories.
+    held: Vec<PathBuf>,
+    /// Each subdirectory of a held one granted whole, and the device and
+    /// inode its rule is on (`None` until the ruleset is built).
+    whole: std::collections::HashMap<PathBuf, Option<(u64, u64)>>,
+}
+
+impl Making {
+    fn of(grants: &[(PathBuf, Grant, bool)]) -> Making {
+        let held: Vec<PathBuf> =
+            grants.iter().filter(|(_, g, _)| matches!(g, Grant::NoMake(_))).map(|(p, _, _)| p.clone()).collect();
+        let whole = grants
+            .iter()
+            .filter(|(p, g, dir)| {
+                *dir && *g == Grant::Tree(Mode::Rw) && p.parent().is_some_and(|d| held.iter().any(|h| h == d))
+            })
+            .map(|(p, _, _)| (p.clone(), None))
+            .collect();
+        Making { held, whole }
+    }
+
+    /// Whether the kernel makes a name in the directory `dir` (a canonical
+    /// path): outside every held tree always; in one, only strictly beneath
+    /// a subdirectory granted whole that is still the object granted, the
+    /// directory reached from it with no symlink on the way. A directory
+    /// moved or swapped between this and the kernel's own lookup only makes
+    /// the kernel refuse the call.
+    pub fn makes_in(&self, dir: &[u8]) -> bool {
+        use crate::sys::fs;
+        let under = |held: &&PathBuf| {
+            let h = held.as_os_str().as_bytes();
+            h == b"/" || (dir.starts_with(h) && matches!(dir.get(h.len()), None | Some(b'/')))
+        };
+        let Some(held) = self.held.iter().filter(under).max_by_key(|h| h.as_os_str().len()) else { return true };
+        // What follows the held directory (`under` made it a prefix).
+        let tail = &dir[held.as_os_str().len()..];
+        let rest = tail.strip_prefix(b"/").unwrap_or(tail);
+        if rest.is_empty() {
+            return false;
+        }
+        let first = rest.iter().position(|&b| b == b'/').unwrap_or(rest.len());
+        let child = &dir[..dir.len() - rest.len() + first];
+        let after = rest[first..].strip_prefix(b"/").unwrap_or_default();
+        let Some(Some((dev, ino))) = self.whole.get(Path::new(std::ffi::OsStr::from_bytes(child))) else {
+            return false;
+        };
+        let strict = fs::RESOLVE_NO_SYMLINKS | fs::RESOLVE_NO_MAGICLINKS;
+        let how = |resolve| fs::OpenHow { flags: (libc::O_PATH | libc::O_DIRECTORY) as u64, mode: 0, resolve };
+        let (Ok(child), Ok(after)) = (std::ffi::CString::new(child), std::ffi::CString::new(after)) else {
+            return false;
+        };
+        let Ok(top) = fs::openat2(fs::Dir::Cwd, &child, how(strict)) else { return false };
+        let same = fs::fstat(top.as_fd()).is_ok_and(|st| (st.st_dev, st.st_ino) == (*dev, *ino));
+        same && (after.is_empty()
+            || fs::openat2(fs::Dir::Fd(top.as_fd()), &after, how(strict | fs::RESOLVE_BENEATH)).is_ok())
+    }
 }
 
 /// What a directory of an expanded tree gets itself: listing only. Its
@@ -173,6 +258,17 @@ pub struct Layout {
 /// directory reaches every file beneath it, a carve-out included).
 pub(super) fn parent_rights() -> BitFlags<AccessFs> {
     AccessFs::ReadDir.into()
+}
+
+/// The rights that make a name in a directory.
+fn making() -> BitFlags<AccessFs> {
+    AccessFs::MakeChar
+        | AccessFs::MakeDir
+        | AccessFs::MakeReg
+        | AccessFs::MakeSock
+        | AccessFs::MakeFifo
+        | AccessFs::MakeBlock
+        | AccessFs::MakeSym
 }
 
 fn rights(mode: Mode, abi: ABI, is_dir: bool) -> BitFlags<AccessFs> {
@@ -247,22 +343,33 @@ pub fn denied_link(surface: &Surface) -> Option<PathBuf> {
 /// For every directory above a place that forces its tree to be expanded,
 /// the narrowest mode beneath it: a directory is expanded when that is
 /// narrower than its own grant.
-struct Beneath(std::collections::HashMap<PathBuf, Mode>);
+struct Beneath {
+    narrowest: std::collections::HashMap<PathBuf, Mode>,
+    /// The directories above a carve-out that does not exist yet, which the
+    /// ruleset holds ([`Grant::NoMake`]).
+    held: std::collections::HashSet<PathBuf>,
+}
 
 impl Beneath {
-    fn of(forced: &[Carve]) -> Beneath {
-        let mut map = std::collections::HashMap::new();
+    fn of(forced: &[Carve], held: &[PathBuf]) -> Beneath {
+        let mut narrowest = std::collections::HashMap::new();
         for c in forced {
             for a in c.path.ancestors().skip(1) {
-                let m = map.entry(a.to_path_buf()).or_insert(c.mode);
+                let m = narrowest.entry(a.to_path_buf()).or_insert(c.mode);
                 *m = (*m).min(c.mode);
             }
         }
-        Beneath(map)
+        let held = held.iter().flat_map(|p| p.ancestors().skip(1)).map(Path::to_path_buf).collect();
+        Beneath { narrowest, held }
     }
 
     fn narrower(&self, path: &Path, mode: Mode) -> bool {
-        self.0.get(path).is_some_and(|m| *m < mode)
+        self.narrowest.get(path).is_some_and(|m| *m < mode)
+    }
+
+    /// Whether names may not be made in `path`, a directory granted `mode`.
+    fn holds(&self, path: &Path, mode: Mode) -> bool {
+        mode == Mode::Rw && self.held.contains(path)
     }
 }
 
@@ -271,6 +378,13 @@ impl Beneath {
 /// masked and trees granted whole; without, trees with carve-outs are
 /// expanded.
 pub fn layout(surface: &Surface, mounts: bool) -> Layout {
+    laid_out(surface, mounts, mounts)
+}
+
+/// [`layout`], where `hold` says whether a carve-out that does not exist
+/// yet is held by the ruleset ([`Grant::NoMake`]) rather than left to the
+/// supervisor (every creating call emulated, [`Sound::creates`]).
+fn laid_out(surface: &Surface, mounts: bool, hold: bool) -> Layout {
     let carves = carve_outs(surface);
     // What each rule's path is now (`None`: absent; else its file type:
     // a directory, a device), looked at once: the carve-outs, the grants,
@@ -342,28 +456,55 @@ pub fn layout(surface: &Surface, mounts: bool) -> Layout {
     }
     masks.sort_by(|a, b| a.path.cmp(&b.path));
 
-    let beneath = Beneath::of(&forced);
-    let (mut grants, mut links) = (Vec::new(), Vec::new());
-    for (_, rule) in surface.effective_rules() {
-        let path = rule.path.as_os_str().as_bytes();
-        // `/proc/<pid>` is decided by sandbox membership, which no rule
-        // expresses; with mounts, the command's /proc is not this one.
-        let in_a_process = matches!(surface.proc_place(path), ProcPlace::Pid(..));
-        let own_proc = mounts && rule.path.starts_with("/proc");
-        if rule.mode == Mode::Deny || in_a_process || own_proc {
-            continue;
+    let grants_with = |beneath: &Beneath| {
+        let (mut grants, mut links) = (Vec::new(), Vec::new());
+        for (_, rule) in surface.effective_rules() {
+            let path = rule.path.as_os_str().as_bytes();
+            // `/proc/<pid>` is decided by sandbox membership, which no rule
+            // expresses; with mounts, the command's /proc is not this one.
+            let in_a_process = matches!(surface.proc_place(path), ProcPlace::Pid(..));
+            let own_proc = mounts && rule.path.starts_with("/proc");
+            if rule.mode == Mode::Deny || in_a_process || own_proc {
+                continue;
+            }
+            // Granted before it exists (Claude Code's first `~/.claude.json`):
+            // nothing to grant; the supervisor makes and opens it.
+            if let Some(is_dir) = kind_of(&rule.path) {
+                grant(surface, beneath, &rule.path, rule.mode, is_dir, (&mut grants, &mut links));
+            }
         }
-        // Granted before it exists (Claude Code's first `~/.claude.json`):
-        // nothing to grant; the supervisor makes and opens it.
-        if let Some(is_dir) = kind_of(&rule.path) {
-            grant(surface, &beneath, &rule.path, rule.mode, is_dir, (&mut grants, &mut links));
-        }
+        (grants, links)
+    };
+    let (mut grants, mut links) = grants_with(&Beneath::of(&forced, &[]));
+    let creatable = |grants: &[(PathBuf, Grant, bool)]| -> Vec<PathBuf> {
+        missing_carves
+            .iter()
+            .filter(|c| c.path.parent().is_some_and(|dir| kernel_creates_in(dir, grants, &masks)))
+            .map(|c| c.path.clone())
+            .collect()
+    };
+    let mut missing = creatable(&grants);
+    // Held: the directories above them keep every right but making names,
+    // their subdirectories granted whole, so the kernel refuses to make
+    // the carve-outs and makes names anywhere else. Only where each such
+    // directory exists and can be neither removed nor renamed (the
+    // surface refuses it, for the carve-out beneath): a directory granted
+    // whole, moved to where one is missing or was, would make names there.
+    // Every carve-out or none is held: one left to the supervisor leaves
+    // every create to it ([`Sound::creates`]).
+    let fixed = |c: &PathBuf| {
+        let procs = crate::policy::NoProcesses;
+        c.parent().is_some_and(|p| kind_of(p) == Some(true))
+            && c.ancestors().skip(1).all(|a| {
+                let a = a.as_os_str().as_bytes();
+                let mode = surface.lookup(a).map(|i| surface.rules()[i as usize].mode);
+                mode != Some(Mode::Rw) || !surface.decide(a, SurfaceAccess::Delete, &procs).allowed
+            })
+    };
+    if hold && !missing.is_empty() && missing.iter().all(fixed) {
+        (grants, links) = grants_with(&Beneath::of(&forced, &missing));
+        missing = creatable(&grants);
     }
-    let missing: Vec<PathBuf> = missing_carves
-        .into_iter()
-        .filter(|c| c.path.parent().is_some_and(|dir| kernel_creates_in(dir, &grants, &masks)))
-        .map(|c| c.path)
-        .collect();
     let sound = Sound { creates: missing.is_empty(), aliased: aliased(&forced, &grants) };
     // An entry that does not exist yet is granted later by nothing, unless
     // an existing tree granted whole holds it (`$CLAUDE_CONFIG_DIR/.claude.json`
@@ -389,6 +530,7 @@ pub fn layout(surface: &Surface, mounts: bool) -> Layout {
         (None, None) => None,
     };
     let granted_at_start = granted_later.is_none();
+    let making = Making::of(&grants);
     let mut layout = Layout {
         grants,
         masks,
@@ -401,6 +543,7 @@ pub fn layout(surface: &Surface, mounts: bool) -> Layout {
         granted_at_start,
         granted_later,
         reads_inexact: None,
+        making,
     };
     layout.settle_exactness(|(_, g, _)| matches!(g, Grant::Parent(_)));
     layout
@@ -437,7 +580,10 @@ impl Layout {
                 )
             })
         });
-        self.names_exact = self.reads_exact && self.sound.creates && !writable_carve;
+        // Held carve-outs leave making names in their directories to the
+        // supervisor.
+        let held = self.grants.iter().any(|(_, g, _)| matches!(g, Grant::NoMake(_)));
+        self.names_exact = self.reads_exact && self.sound.creates && !writable_carve && !held;
     }
 }
 
@@ -472,7 +618,9 @@ fn aliased(carves: &[Carve], grants: &[(PathBuf, Grant, bool)]) -> bool {
 /// it builds and runs) is granted with it.
 pub fn isolated(surface: &Surface) -> Layout {
     let rebuilt = layout(surface, false);
-    let mut masked = layout(surface, true);
+    // A tree the root binds whole keeps its carve-outs that do not exist
+    // yet to the supervisor: its creating calls are emulated.
+    let mut masked = laid_out(surface, true, false);
     let bound_whole: Vec<PathBuf> =
         rebuilt.grants.iter().filter(|(_, g, _)| *g == Grant::Parent(Mode::Rw)).map(|(p, _, _)| p.clone()).collect();
     let beneath = |p: &Path| bound_whole.iter().any(|w| p.starts_with(w));
@@ -515,6 +663,19 @@ fn grant(
     is_dir: bool,
     (out, links): (&mut Vec<(PathBuf, Grant, bool)>, &mut Vec<PathBuf>),
 ) {
+    if is_dir && !beneath.narrower(path, mode) && beneath.holds(path, mode) {
+        // Its files are the directory's grant's; its subdirectories are
+        // granted on their own (whole, or held further down).
+        out.push((path.to_path_buf(), Grant::NoMake(mode), true));
+        let Ok(entries) = std::fs::read_dir(path) else { return };
+        for entry in entries.flatten() {
+            let child = entry.path();
+            if entry.file_type().is_ok_and(|t| t.is_dir()) && !is_entry(surface, &child) {
+                grant(surface, beneath, &child, mode, true, (&mut *out, &mut *links));
+            }
+        }
+        return;
+    }
     if !is_dir || !beneath.narrower(path, mode) {
         out.push((path.to_path_buf(), Grant::Tree(mode), is_dir));
         return;
@@ -560,7 +721,7 @@ impl Layout {
     /// (one made after the start under a name only a grant pattern covers)
     /// the kernel refuses to run whatever the surface says.
     pub fn exec_roots(&self) -> Vec<PathBuf> {
-        let runs = |g: &Grant| matches!(g, Grant::Tree(m) if *m != Mode::Deny);
+        let runs = |g: &Grant| matches!(g, Grant::Tree(m) | Grant::NoMake(m) if *m != Mode::Deny);
         self.grants.iter().filter(|(_, g, _)| runs(g)).map(|(p, _, _)| p.clone()).collect()
     }
 
@@ -578,8 +739,10 @@ impl Layout {
                 // name replaces (an editor's or agent's atomic save): the
                 // kernel would then refuse the name the surface grants. A
                 // device's node is the system's, made once (`/dev/null`).
-                Grant::Tree(m) if *dir || self.devices.contains(p) => Some((p.as_path(), *m)),
-                Grant::Tree(_) | Grant::Parent(_) => None,
+                // A held directory grants all but making names, which are
+                // asked of the kernel per call ([`Layout::made_beneath`]).
+                Grant::Tree(m) | Grant::NoMake(m) if *dir || self.devices.contains(p) => Some((p.as_path(), *m)),
+                Grant::Tree(_) | Grant::NoMake(_) | Grant::Parent(_) => None,
             })
             .collect();
         let mut exact = vec![false; surface.rules().len()];
@@ -680,7 +843,7 @@ pub fn build(surface: &Surface) -> Result<Backstop, LandlockError> {
 
 /// Builds the ruleset for `layout`; with `tcp_connect`, TCP connects are
 /// allowed only to those ports (Landlock ABI 4, Linux 6.7).
-pub fn build_with(layout: Layout, tcp_connect: Option<&[u16]>) -> Result<Backstop, LandlockError> {
+pub fn build_with(mut layout: Layout, tcp_connect: Option<&[u16]>) -> Result<Backstop, LandlockError> {
     let version = crate::sys::landlock::abi_version().map_err(LandlockError::Unavailable)?;
     let abi = ABI::from(version);
     let scoped = version >= 6;
@@ -712,9 +875,14 @@ pub fn build_with(layout: Layout, tcp_connect: Option<&[u16]>) -> Result<Backsto
         let access = match grant {
             Grant::Tree(mode) => rights(*mode, abi, *is_dir),
             Grant::Parent(_) => parent_rights(),
+            Grant::NoMake(mode) => rights(*mode, abi, *is_dir) & !making(),
         };
         crate::sys::landlock::add_path_rule(ruleset.as_fd(), access.bits(), fd.as_fd())
             .map_err(|errno| LandlockError::Rule(path.clone(), errno))?;
+        // The object the rule is on, where names are made beneath it.
+        if let Some(object) = layout.making.whole.get_mut(path) {
+            *object = crate::sys::fs::fstat(fd.as_fd()).ok().map(|st| (st.st_dev, st.st_ino));
+        }
     }
     Ok(Backstop { ruleset, abi: version, scoped, layout, own_proc: None })
 }
@@ -723,6 +891,7 @@ pub fn build_with(layout: Layout, tcp_connect: Option<&[u16]>) -> Result<Backsto
 mod tests {
     use super::*;
     use crate::policy::{Origin, Rule};
+    use std::os::unix::ffi::OsStringExt;
 
     fn tree(files: &[&str]) -> (tempfile::TempDir, PathBuf) {
         let dir = tempfile::tempdir().unwrap();
@@ -842,7 +1011,17 @@ mod tests {
         s.add_glob(&root.join("ws/secrets/**"), GlobEffect::Deny, o()).unwrap();
         let l = layout(&s, true);
         let g = sorted_grants(&l);
-        assert_eq!(g, vec![(root.join("etc"), Grant::Tree(Mode::Ro)), (root.join("ws"), Grant::Tree(Mode::Rw))]);
+        // `secrets` does not exist: the workspace keeps every right but
+        // making names, its subdirectories granted whole, so the kernel
+        // cannot make the carve-out wherever a racing path leads.
+        assert_eq!(
+            g,
+            vec![
+                (root.join("etc"), Grant::Tree(Mode::Ro)),
+                (root.join("ws"), Grant::NoMake(Mode::Rw)),
+                (root.join("ws/.git"), Grant::Tree(Mode::Rw)),
+            ]
+        );
         let masks: Vec<(PathBuf, MaskKind)> = l.masks.iter().map(|m| (m.path.clone(), m.kind)).collect();
         assert_eq!(
             masks,
@@ -852,11 +1031,107 @@ mod tests {
                 (root.join("ws/.git/hooks"), MaskKind::ReadOnly),
             ]
         );
-        // `secrets` does not exist: the kernel could make it, so creating
-        // calls are the supervisor's.
-        assert_eq!(l.missing, vec![root.join("ws/secrets")]);
-        assert!(!l.sound.creates() && l.sound.covers(SurfaceAccess::Read));
+        assert!(l.missing.is_empty());
+        assert!(l.sound.creates() && l.sound.covers(SurfaceAccess::Read));
         assert_eq!(l.exact_rules(&s).iter().filter(|e| **e).count(), 2);
+        // Fast mode leaves names to the supervisor there.
+        assert!(l.reads_exact && !l.names_exact);
+        assert_eq!(l.making.held, vec![root.join("ws")]);
+        assert_eq!(l.making.whole.keys().collect::<Vec<_>>(), vec![&root.join("ws/.git")]);
+        // Laid out for an isolated root, the carve-out is left to the
+        // supervisor as before.
+        let unheld = laid_out(&s, true, false);
+        assert_eq!(unheld.missing, vec![root.join("ws/secrets")]);
+        assert!(!unheld.sound.creates());
+    }
+
+    /// A carve-out is held only where every directory above it exists and
+    /// the surface lets none be removed or renamed (a directory granted
+    /// whole moved into its place would make names there): one under a
+    /// directory that does not exist, or a read-only one (which moving its
+    /// directory does not refuse), leaves every create to the supervisor.
+    #[test]
+    fn a_carve_out_is_held_only_under_directories_that_cannot_move() {
+        let (_d, root) = tree(&["ws/a", "ws/config/other"]);
+        for (carve_out, mode) in [("ws/nope/later", Mode::Deny), ("ws/config/prod.yml", Mode::Ro)] {
+            let mut s = Surface::new();
+            rule(&mut s, root.join("ws"), Mode::Rw);
+            rule(&mut s, root.join(carve_out), mode);
+            let l = layout(&s, true);
+            assert!(l.grants.iter().all(|(_, g, _)| !matches!(g, Grant::NoMake(_))), "{carve_out}: {:?}", l.grants);
+            assert_eq!(l.missing, vec![root.join(carve_out)]);
+            assert!(!l.sound.creates());
+        }
+        let mut s = Surface::new();
+        rule(&mut s, root.join("ws"), Mode::Rw);
+        rule(&mut s, root.join("ws/config/prod.yml"), Mode::Deny);
+        let l = layout(&s, true);
+        assert!(l.missing.is_empty() && l.sound.creates());
+        assert_eq!(l.making.held, vec![root.join("ws"), root.join("ws/config")]);
+    }
+
+    /// The kernel itself, under a held ruleset: no name is made in a held
+    /// directory (the missing carve-out least of all, however it is asked
+    /// for), names are made beneath its subdirectories granted whole, and
+    /// [`Making::makes_in`] says so, also of a directory made again under a
+    /// granted name, which the kernel refuses.
+    #[test]
+    fn a_held_tree_refuses_making_names_where_a_carve_out_could_appear() {
+        let (_d, root) = tree(&["ws/a", "ws/sub/b", "ws/sub/deep/c"]);
+        let mut s = Surface::new();
+        rule(&mut s, root.join("ws"), Mode::Rw);
+        s.add_glob(&root.join("ws/secrets/**"), GlobEffect::Deny, Origin::Flag("t".into())).unwrap();
+        rule(&mut s, root.join("ws/.env"), Mode::Deny);
+        let backstop = build_with(layout(&s, true), None).unwrap();
+        let making = backstop.layout.making.clone();
+        let p = |rel: &str| root.join(rel);
+        let bytes = |rel: &str| p(rel).into_os_string().into_vec();
+        assert!(!making.makes_in(&bytes("ws")));
+        assert!(making.makes_in(&bytes("ws/sub")) && making.makes_in(&bytes("ws/sub/deep")));
+        assert!(!making.makes_in(&bytes("ws/nope")) && making.makes_in(b"/elsewhere"));
+        let ruleset = backstop.ruleset;
+        let (ws, sub) = (p("ws"), p("ws/sub"));
+        let tried = std::thread::spawn(move || {
+            use std::os::unix::fs::symlink;
+            // On this thread alone, as the ruleset.
+            crate::sys::process::set_no_new_privs().unwrap();
+            crate::sys::landlock::restrict_self(ruleset.as_fd()).unwrap();
+            // (A rename or link Landlock refuses may say EXDEV.)
+            let refused =
+                |r: std::io::Result<()>| r.is_err_and(|e| matches!(e.raw_os_error(), Some(libc::EACCES | libc::EXDEV)));
+            let made = [
+                ("mkdir secrets", refused(std::fs::create_dir(ws.join("secrets")))),
+                ("create .env", refused(std::fs::write(ws.join(".env"), "k").map(drop))),
+                ("symlink .env", refused(symlink("a", ws.join(".env")))),
+                ("link .env", refused(std::fs::hard_link(ws.join("a"), ws.join(".env")))),
+                ("rename into .env", refused(std::fs::rename(sub.join("b"), ws.join(".env")))),
+                ("mkdir in ws", refused(std::fs::create_dir(ws.join("other")))),
+            ];
+            let allowed = [
+                ("write a", std::fs::write(ws.join("a"), "changed").is_ok()),
+                ("read a", std::fs::read(ws.join("a")).is_ok()),
+                ("create in sub", std::fs::write(sub.join("new"), "n").is_ok()),
+                ("mkdir in deep", std::fs::create_dir(sub.join("deep/d")).is_ok()),
+                ("remove in ws", std::fs::remove_file(ws.join("a")).is_ok()),
+            ];
+            (made, allowed)
+        });
+        let (made, allowed) = tried.join().unwrap();
+        for (what, refused) in made {
+            assert!(refused, "{what}: the kernel made a name in the held directory");
+        }
+        for (what, ok) in allowed {
+            assert!(ok, "{what}: refused under the held ruleset");
+        }
+        assert!(!p("ws/secrets").exists() && !p("ws/.env").exists());
+        // `sub` moved away and made again: not the object granted.
+        std::fs::rename(p("ws/sub"), p("ws/old")).unwrap();
+        std::fs::create_dir(p("ws/sub")).unwrap();
+        assert!(!making.makes_in(&bytes("ws/sub")));
+        // A link named like a granted directory is no way into it.
+        std::fs::remove_dir(p("ws/sub")).unwrap();
+        std::os::unix::fs::symlink(p("ws/old"), p("ws/sub")).unwrap();
+        assert!(!making.makes_in(&bytes("ws/sub")));
     }
 
     /// Under --isolate a read-only tree with a carve-out is rebuilt in the

@@ -326,6 +326,7 @@ pub fn run(args: &Config) -> Result<i32, RunError> {
     let sound = landlock.as_ref().map(sandbox::landlock::Backstop::sound);
     let continuable = landlock.as_ref().map(|b| b.layout.exact_rules(&parts.surface));
     let exec_roots = landlock.as_ref().map(|b| b.layout.exec_roots()).unwrap_or_default();
+    let making = landlock.as_ref().map(|b| b.layout.making.clone()).unwrap_or_default();
     let plan = plan(
         args,
         &parts.surface,
@@ -377,6 +378,7 @@ pub fn run(args: &Config) -> Result<i32, RunError> {
         floor: enforcement.floor(),
         landlock_exact: continuable.unwrap_or_default(),
         exec_roots,
+        making,
         backstop: sound,
         net: network.rule.clone(),
         isolated: args.isolate,
@@ -676,6 +678,12 @@ fn backstop(
         };
         for missing in &layout.missing {
             tracing::debug!("carve-out {} does not exist: creating calls are emulated", missing.display());
+        }
+        for (held, _, _) in layout.grants.iter().filter(|(_, g, _)| matches!(g, sandbox::landlock::Grant::NoMake(_))) {
+            tracing::debug!(
+                "{} holds a carve-out that does not exist: names made in it are the supervisor's, in its subdirectories the kernel's",
+                held.display()
+            );
         }
         let backstop = sandbox::landlock::build_with(layout, network.landlock_ports.as_deref())?;
         if !backstop.scoped {

@@ -71,6 +71,9 @@ pub struct Ground {
     pub exact: Vec<bool>,
     /// Where the backstop lets programs run (with a backstop).
     pub exec_roots: Vec<std::path::PathBuf>,
+    /// Where the kernel makes names in a held tree: a creating call is
+    /// continued only there ([`crate::sandbox::landlock::Making::makes_in`]).
+    pub making: crate::sandbox::landlock::Making,
     /// What IPv4 and IPv6 addresses may be reached.
     pub net: NetRule,
     /// With `--isolate`: paths are resolved from the caller's own root.

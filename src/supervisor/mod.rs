@@ -264,6 +264,9 @@ pub struct Config {
     /// Where the backstop lets programs run
     /// ([`crate::sandbox::landlock::Layout::exec_roots`]); empty for none.
     pub exec_roots: Vec<std::path::PathBuf>,
+    /// Where the kernel makes names in a tree the backstop holds around a
+    /// carve-out that does not exist yet (none without one).
+    pub making: crate::sandbox::landlock::Making,
     /// The backstop's proof that it refuses what the surface refuses, when
     /// there is one (a Landlock ruleset from the same surface, with its
     /// masks; none with `--no-landlock` or a runtime's filter).
@@ -407,6 +410,7 @@ impl Supervisor {
             floor,
             landlock_exact,
             exec_roots,
+            making,
             backstop,
             net,
             isolated,
@@ -434,6 +438,7 @@ impl Supervisor {
             backstop,
             exact: landlock_exact,
             exec_roots,
+            making,
             net,
             isolated,
             signals_interrupt: runtime_filter,

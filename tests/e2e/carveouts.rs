@@ -33,6 +33,62 @@ fn a_carve_out_in_the_workspace_is_refused_and_the_rest_works() {
     assert!(t.ws.join("new").is_dir() && t.ws.join("b").exists() && !t.ws.join("e2").exists());
 }
 
+/// Around a carve-out that does not exist yet the kernel makes names only
+/// in subdirectories granted at the start (`Grant::NoMake`); everywhere
+/// else the supervisor makes them. Everything a build does at the top of
+/// a repository works the same, in full and fast mode: names beside the
+/// carve-out, in a new directory, in a directory the kernel holds, in one
+/// removed and made again under its name (`cargo clean`), through a link
+/// back up, unnamed files, renames; and the carve-out is never made.
+#[test]
+fn names_are_made_everywhere_around_a_carve_out_that_does_not_exist_yet() {
+    let Some(t) = kernel_tree() else { return };
+    for d in ["target/debug", "src"] {
+        std::fs::create_dir_all(t.ws.join(d)).unwrap();
+    }
+    std::os::unix::fs::symlink("..", t.ws.join("src/up")).unwrap();
+    std::fs::write(t.ws.join("Cargo.lock"), "old\n").unwrap();
+    let body = "\
+import os, shutil
+def make(at):
+    with open(at, 'w') as f: f.write('x')
+    os.mkdir(at + '.d'); os.symlink('x', at + '.l'); os.mkfifo(at + '.p')
+    fd = os.open(os.path.dirname(at) or '.', os.O_TMPFILE | os.O_WRONLY, 0o600); os.close(fd)
+for at in ['top', 'target/debug/obj', 'src/up/via-link', 'fresh/inner']:
+    if at == 'fresh/inner': os.mkdir('fresh')
+    attempt(at, lambda: make(at))
+shutil.rmtree('target'); os.makedirs('target/debug')
+attempt('target again', lambda: make('target/debug/again'))
+attempt('truncate existing', lambda: open('Cargo.lock', 'w').write('new'))
+attempt('rename up', lambda: os.rename('target/debug/again', 'moved'))
+attempt('carve-out', lambda: open('.env', 'w'))
+attempt('carve-out dir', lambda: os.mkdir('.env'))
+";
+    for extra in [&[][..], &["--fast"][..]] {
+        let deny = t.ws.join(".env");
+        let mut flags = vec!["--deny", deny.to_str().unwrap()];
+        flags.extend_from_slice(extra);
+        let o = python_attempts(&t, &flags, body);
+        let (out, err) = (stdout(&o), stderr(&o));
+        let expected = "top ok\ntarget/debug/obj ok\nsrc/up/via-link ok\nfresh/inner ok\ntarget again ok\n\
+                        truncate existing ok\nrename up ok\ncarve-out EACCES\ncarve-out dir EACCES\n";
+        assert_eq!(out, expected, "{extra:?}: {err}");
+        for made in ["top", "target/debug/again.d", "via-link.l", "fresh/inner.p", "moved"] {
+            assert!(t.ws.join(made).symlink_metadata().is_ok(), "{extra:?}: {made} was not made");
+        }
+        assert!(!deny.exists());
+        assert_eq!(std::fs::read_to_string(t.ws.join("Cargo.lock")).unwrap(), "new");
+        // Again from a clean tree.
+        for made in ["top", "top.d", "top.l", "top.p", "moved", "via-link", "via-link.d", "via-link.l", "via-link.p"] {
+            let p = t.ws.join(made);
+            let _ = std::fs::remove_dir(&p).or_else(|_| std::fs::remove_file(&p));
+        }
+        std::fs::remove_dir_all(t.ws.join("fresh")).unwrap();
+        std::fs::remove_dir_all(t.ws.join("target")).unwrap();
+        std::fs::create_dir_all(t.ws.join("target/debug")).unwrap();
+    }
+}
+
 #[test]
 fn a_carve_out_covers_names_created_after_start() {
     let Some(t) = kernel_tree() else { return };

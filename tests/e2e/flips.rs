@@ -322,38 +322,55 @@ fn flipped_paths_never_reach_a_carve_out_without_the_backstop() {
     flip_all(CASES, &[&["--no-landlock"]]);
 }
 
-/// A carve-out that does not exist when the session starts is held by no
-/// mask and no Landlock rule, so no create is the kernel's to make then
-/// (`Sound::covers`): every call that makes a name, its path flipped
-/// between a new allowed name and the missing carve-out, never makes it.
-/// Natively each does within a few runs.
+/// A carve-out that does not exist when the session starts cannot be
+/// masked: the ruleset holds it instead, granting the directories above it
+/// everything but making names (their subdirectories whole), so a create
+/// there is the supervisor's and a create in a subdirectory is the
+/// kernel's (`Grant::NoMake`). Every call that makes a name, its path
+/// flipped between a new allowed name (beside the carve-out, in a
+/// subdirectory granted whole, deeper in a held tree) and the missing
+/// carve-out, never makes it. Natively each does within a few runs.
 #[test]
 fn flipped_creates_never_make_a_carve_out_missing_at_start() {
     if !kernel_ok() {
         return;
     }
     let calls = ["open-create", "creat", "mkdir", "mkdirat", "symlink", "symlinkat", "mknod", "mknodat"];
-    let made = |s: &Scene| s.t.ws.join("later").symlink_metadata().is_ok();
+    // (allowed name, carve-out): beside it; in a subdirectory the kernel
+    // makes names in; in a subdirectory of a held directory below the
+    // workspace.
+    let pairs = [("new", "later"), ("sub/new", "later"), ("d/e/new", "d/later")];
+    let scene = || {
+        let s = Scene::new();
+        for d in ["sub", "d", "d/e"] {
+            std::fs::create_dir(s.t.ws.join(d)).unwrap();
+        }
+        s
+    };
     let mut failures = Vec::new();
     for call in calls {
-        let native = (0..30).any(|_| {
-            let s = Scene::new();
-            let mut c = Command::new(s.p("flip_every"));
-            c.args([call, &s.p("new"), &s.p("later"), "3000"]).current_dir(&s.t.ws);
-            c.output().unwrap();
-            made(&s)
-        });
-        if !native {
-            failures.push(format!("{call}: never made the carve-out natively"));
-        }
-        for extra in [&[][..], &["--fast"][..]] {
-            let s = Scene::new();
-            let later = s.p("later");
-            let mut flags = vec!["--deny", later.as_str()];
-            flags.extend_from_slice(extra);
-            let o = s.t.command(&flags, &[&s.p("flip_every"), call, &s.p("new"), &later, "3000"]).output().unwrap();
-            if made(&s) {
-                failures.push(format!("{call} {extra:?}: made the carve-out ({}{})", stdout(&o), stderr(&o)));
+        for (new, later) in pairs {
+            let made = |s: &Scene| s.t.ws.join(later).symlink_metadata().is_ok();
+            let native = (0..30).any(|_| {
+                let s = scene();
+                let mut c = Command::new(s.p("flip_every"));
+                c.args([call, &s.p(new), &s.p(later), "3000"]).current_dir(&s.t.ws);
+                c.output().unwrap();
+                made(&s)
+            });
+            if !native {
+                failures.push(format!("{call} {new}: never made {later} natively"));
+            }
+            for extra in [&[][..], &["--fast"][..]] {
+                let s = scene();
+                let carve_out = s.p(later);
+                let mut flags = vec!["--deny", carve_out.as_str()];
+                flags.extend_from_slice(extra);
+                let o =
+                    s.t.command(&flags, &[&s.p("flip_every"), call, &s.p(new), &carve_out, "3000"]).output().unwrap();
+                if made(&s) {
+                    failures.push(format!("{call} {new} {extra:?}: made {later} ({}{})", stdout(&o), stderr(&o)));
+                }
             }
         }
     }

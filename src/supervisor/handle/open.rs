@@ -137,7 +137,8 @@ impl Call<'_> {
         // caller, and /dev/tty is the caller's terminal), as is an object
         // behind a sandboxed process's /proc/<pid>/fd/N.
         let continued = match &r.target {
-            Target::Missing { .. } if create && exact => cover(access),
+            Target::Missing { .. } if create && exact && self.makes_in_parent(&r.path) => cover(access),
+            Target::Exists { .. } if tmpfile && !(exact && self.cx.ground.making.makes_in(&r.path)) => None,
             Target::Exists { stat, .. } => match stat.st_mode & libc::S_IFMT {
                 libc::S_IFREG | libc::S_IFDIR if exact && !exclusive => cover(access),
                 libc::S_IFREG | libc::S_IFDIR | libc::S_IFLNK => None,
@@ -321,6 +322,16 @@ impl Call<'_> {
         if !exact {
             return false;
         }
+        // A name the kernel would make: only where it makes names (an
+        // unnamed file, O_TMPFILE, in the directory named).
+        let makes = match (access, existing) {
+            (Access::Create, Some(Access::Create)) => self.cx.ground.making.makes_in(&plain.path),
+            (Access::Create, _) => self.makes_in_parent(&plain.path),
+            _ => true,
+        };
+        if !makes {
+            return false;
+        }
         let (resolved, recorded) = match (self.cx.ground.records_allowed, existing) {
             (true, Some(existing)) => {
                 let Some(canonical) = self.cx.ground.resolver.canonical(self.cx.ground.command_root(), &plain.path)
@@ -339,6 +350,17 @@ impl Call<'_> {
         };
         self.allowed_as_written(written, dirfd, plain.base, resolved.as_deref(), (recorded, v.reason));
         true
+    }
+
+    /// Whether the kernel makes a name at `path` (canonical), in its
+    /// directory ([`crate::sandbox::landlock::Making::makes_in`]).
+    fn makes_in_parent(&self, path: &[u8]) -> bool {
+        let dir = match path.iter().rposition(|&b| b == b'/') {
+            Some(0) => &b"/"[..],
+            Some(i) => &path[..i],
+            None => return false,
+        };
+        self.cx.ground.making.makes_in(dir)
     }
 
     /// The absolute path a path with no `.` or `..` names: as written (a
