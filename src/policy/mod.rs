@@ -739,6 +739,20 @@ impl Surface {
                 return Verdict { allowed: false, reason };
             }
         }
+        if verdict.allowed && access == Access::Create {
+            // The place a `dir/**` carve-out names, made during the
+            // session: a directory moved there would bring what it holds
+            // (and its own Landlock rules) under a name the pattern refuses.
+            let place = |g: &GlobRule| {
+                g.effect != GlobEffect::Grant
+                    && !g.settled
+                    && g.base.as_os_str().as_encoded_bytes() == path
+                    && g.subtree().is_some()
+            };
+            if let Some(i) = self.globs.iter().position(place) {
+                return Verdict { allowed: false, reason: Reason::Glob(i as u32) };
+            }
+        }
         verdict
     }
 
@@ -750,8 +764,11 @@ impl Surface {
             p.strip_prefix(path).is_some_and(|r| (r.is_empty() && !strict) || r.first() == Some(&b'/'))
                 || (path == b"/" && p != b"/")
         };
+        // A read-only entry inside a writable tree (`deny_writes`) too:
+        // its mask moves with its directory, and the name it protected is
+        // left for anything to be made at.
         self.effective_rules()
-            .find(|(_, r)| r.mode == Mode::Deny && under(r.path.as_os_str().as_bytes(), true))
+            .find(|(_, r)| r.mode != Mode::Rw && under(r.path.as_os_str().as_bytes(), true))
             .map(|(i, _)| Reason::Rule(i))
             .or_else(|| {
                 self.globs

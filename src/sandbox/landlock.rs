@@ -202,6 +202,11 @@ pub struct Making {
 }
 
 impl Making {
+    /// Whether no tree is held.
+    pub fn is_empty(&self) -> bool {
+        self.held.is_empty()
+    }
+
     fn of(grants: &[(PathBuf, Grant, bool)]) -> Making {
         let held: Vec<PathBuf> =
             grants.iter().filter(|(_, g, _)| matches!(g, Grant::NoMake(_))).map(|(p, _, _)| p.clone()).collect();
@@ -489,12 +494,15 @@ fn laid_out(surface: &Surface, mounts: bool, hold: bool) -> Layout {
     // the carve-outs and makes names anywhere else. Only where each such
     // directory exists and can be neither removed nor renamed (the
     // surface refuses it, for the carve-out beneath): a directory granted
-    // whole, moved to where one is missing or was, would make names there.
-    // Every carve-out or none is held: one left to the supervisor leaves
-    // every create to it ([`Sound::creates`]).
+    // whole, moved to where one is missing or was, would make names there;
+    // nor may the carve-out's own place be made (a directory moved there
+    // would bring its rules). Every carve-out or none is held: one left to
+    // the supervisor leaves every create to it ([`Sound::creates`]).
     let fixed = |c: &PathBuf| {
         let procs = crate::policy::NoProcesses;
-        c.parent().is_some_and(|p| kind_of(p) == Some(true))
+        let place = c.as_os_str().as_bytes();
+        !surface.decide(place, SurfaceAccess::Create, &procs).allowed
+            && c.parent().is_some_and(|p| kind_of(p) == Some(true))
             && c.ancestors().skip(1).all(|a| {
                 let a = a.as_os_str().as_bytes();
                 let mode = surface.lookup(a).map(|i| surface.rules()[i as usize].mode);
@@ -1048,26 +1056,26 @@ mod tests {
     /// A carve-out is held only where every directory above it exists and
     /// the surface lets none be removed or renamed (a directory granted
     /// whole moved into its place would make names there): one under a
-    /// directory that does not exist, or a read-only one (which moving its
-    /// directory does not refuse), leaves every create to the supervisor.
+    /// directory that does not exist leaves every create to the supervisor.
     #[test]
     fn a_carve_out_is_held_only_under_directories_that_cannot_move() {
         let (_d, root) = tree(&["ws/a", "ws/config/other"]);
-        for (carve_out, mode) in [("ws/nope/later", Mode::Deny), ("ws/config/prod.yml", Mode::Ro)] {
-            let mut s = Surface::new();
-            rule(&mut s, root.join("ws"), Mode::Rw);
-            rule(&mut s, root.join(carve_out), mode);
-            let l = layout(&s, true);
-            assert!(l.grants.iter().all(|(_, g, _)| !matches!(g, Grant::NoMake(_))), "{carve_out}: {:?}", l.grants);
-            assert_eq!(l.missing, vec![root.join(carve_out)]);
-            assert!(!l.sound.creates());
-        }
         let mut s = Surface::new();
         rule(&mut s, root.join("ws"), Mode::Rw);
-        rule(&mut s, root.join("ws/config/prod.yml"), Mode::Deny);
+        rule(&mut s, root.join("ws/nope/later"), Mode::Deny);
         let l = layout(&s, true);
-        assert!(l.missing.is_empty() && l.sound.creates());
-        assert_eq!(l.making.held, vec![root.join("ws"), root.join("ws/config")]);
+        assert!(l.grants.iter().all(|(_, g, _)| !matches!(g, Grant::NoMake(_))), "{:?}", l.grants);
+        assert_eq!(l.missing, vec![root.join("ws/nope/later")]);
+        assert!(!l.sound.creates());
+        // Denied or read-only, its directory cannot move (`carve_out_beneath`).
+        for mode in [Mode::Deny, Mode::Ro] {
+            let mut s = Surface::new();
+            rule(&mut s, root.join("ws"), Mode::Rw);
+            rule(&mut s, root.join("ws/config/prod.yml"), mode);
+            let l = layout(&s, true);
+            assert!(l.missing.is_empty() && l.sound.creates(), "{mode:?}");
+            assert_eq!(l.making.held, vec![root.join("ws"), root.join("ws/config")]);
+        }
     }
 
     /// The kernel itself, under a held ruleset: no name is made in a held

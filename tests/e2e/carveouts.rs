@@ -47,6 +47,8 @@ fn names_are_made_everywhere_around_a_carve_out_that_does_not_exist_yet() {
         std::fs::create_dir_all(t.ws.join(d)).unwrap();
     }
     std::os::unix::fs::symlink("..", t.ws.join("src/up")).unwrap();
+    // A dangling link in a subdirectory, to a name beside the carve-out.
+    std::os::unix::fs::symlink("../dangling-target", t.ws.join("src/dangling")).unwrap();
     std::fs::write(t.ws.join("Cargo.lock"), "old\n").unwrap();
     let body = "\
 import os, shutil
@@ -60,6 +62,7 @@ for at in ['top', 'target/debug/obj', 'src/up/via-link', 'fresh/inner']:
 shutil.rmtree('target'); os.makedirs('target/debug')
 attempt('target again', lambda: make('target/debug/again'))
 attempt('truncate existing', lambda: open('Cargo.lock', 'w').write('new'))
+attempt('through a dangling link', lambda: open('src/dangling', 'w').write('d'))
 attempt('rename up', lambda: os.rename('target/debug/again', 'moved'))
 attempt('carve-out', lambda: open('.env', 'w'))
 attempt('carve-out dir', lambda: os.mkdir('.env'))
@@ -71,7 +74,8 @@ attempt('carve-out dir', lambda: os.mkdir('.env'))
         let o = python_attempts(&t, &flags, body);
         let (out, err) = (stdout(&o), stderr(&o));
         let expected = "top ok\ntarget/debug/obj ok\nsrc/up/via-link ok\nfresh/inner ok\ntarget again ok\n\
-                        truncate existing ok\nrename up ok\ncarve-out EACCES\ncarve-out dir EACCES\n";
+                        truncate existing ok\nthrough a dangling link ok\nrename up ok\ncarve-out EACCES\n\
+                        carve-out dir EACCES\n";
         assert_eq!(out, expected, "{extra:?}: {err}");
         for made in ["top", "target/debug/again.d", "via-link.l", "fresh/inner.p", "moved"] {
             assert!(t.ws.join(made).symlink_metadata().is_ok(), "{extra:?}: {made} was not made");
@@ -79,7 +83,19 @@ attempt('carve-out dir', lambda: os.mkdir('.env'))
         assert!(!deny.exists());
         assert_eq!(std::fs::read_to_string(t.ws.join("Cargo.lock")).unwrap(), "new");
         // Again from a clean tree.
-        for made in ["top", "top.d", "top.l", "top.p", "moved", "via-link", "via-link.d", "via-link.l", "via-link.p"] {
+        assert_eq!(std::fs::read_to_string(t.ws.join("dangling-target")).unwrap(), "d");
+        for made in [
+            "top",
+            "top.d",
+            "top.l",
+            "top.p",
+            "moved",
+            "via-link",
+            "via-link.d",
+            "via-link.l",
+            "via-link.p",
+            "dangling-target",
+        ] {
             let p = t.ws.join(made);
             let _ = std::fs::remove_dir(&p).or_else(|_| std::fs::remove_file(&p));
         }
@@ -161,16 +177,19 @@ fn moving_a_directory_that_holds_a_carve_out_is_refused() {
     std::fs::write(
         &policy,
         format!(
-            "cwd = {:?}\ndeny = [\"a/protected\", \"secrets/**\"]\ndeny_writes = [\".git/hooks\"]\n",
+            "cwd = {:?}\ndeny = [\"a/protected\", \"secrets/**\"]\ndeny_writes = [\".git/hooks\", \"config/prod.yml\"]\n",
             t.ws.display()
         ),
     )
     .unwrap();
-    let script = "mv a b; cat b/protected/key; mv secrets s2; cat s2/token; mv .git .g2; rm -r a; echo done";
+    std::fs::create_dir(t.ws.join("config")).unwrap();
+    std::fs::write(t.ws.join("config/prod.yml"), "kept\n").unwrap();
+    let script =
+        "mv a b; cat b/protected/key; mv secrets s2; cat s2/token; mv .git .g2; rm -r a; mv config c2; echo done";
     // Natively, the moves carry the files out of the carve-outs' names.
     let native = std::process::Command::new("/bin/sh").args(["-c", script]).current_dir(&t.ws).output().unwrap();
     assert!(stdout(&native).contains("top-secret-marker"), "the attack works natively");
-    for (from, to) in [("b", "a"), ("s2", "secrets"), (".g2", ".git")] {
+    for (from, to) in [("b", "a"), ("s2", "secrets"), (".g2", ".git"), ("c2", "config")] {
         std::fs::rename(t.ws.join(from), t.ws.join(to)).unwrap();
     }
     for mode in [&[][..], &["--fast"][..]] {
@@ -178,10 +197,18 @@ fn moving_a_directory_that_holds_a_carve_out_is_refused() {
         args.extend(mode);
         let o = t.command(&args, &["/bin/sh", "-c", script]).output().unwrap();
         assert_eq!(stdout(&o), "done\n", "{mode:?}: {}", stderr(&o));
-        assert!(stderr(&o).matches("Permission denied").count() >= 4, "{mode:?}: {}", stderr(&o));
-        for kept in ["a/protected/key", "secrets/token", ".git/hooks/pre-commit.sample"] {
+        assert!(stderr(&o).matches("Permission denied").count() >= 5, "{mode:?}: {}", stderr(&o));
+        for kept in ["a/protected/key", "secrets/token", ".git/hooks/pre-commit.sample", "config/prod.yml"] {
             assert!(t.ws.join(kept).exists(), "{mode:?}: {kept} moved or removed");
         }
+        // A read-only entry given as a flag (as a settled pattern's match
+        // is kept): its directory stays too.
+        let ro = t.ws.join("config/prod.yml");
+        let mut args = vec!["--ro", ro.to_str().unwrap()];
+        args.extend(mode);
+        let o = t.command(&args, &["/bin/sh", "-c", "mv config c2; rm -r config; echo done"]).output().unwrap();
+        assert_eq!(stdout(&o), "done\n", "{mode:?}: {}", stderr(&o));
+        assert!(ro.exists() && !t.ws.join("c2").exists(), "{mode:?}: config moved or removed: {}", stderr(&o));
     }
 }
 

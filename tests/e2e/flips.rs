@@ -377,6 +377,47 @@ fn flipped_creates_never_make_a_carve_out_missing_at_start() {
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
+/// A `dir/**` carve-out that does not exist at the start names a place
+/// the command may not make: a directory granted whole, moved there, would
+/// bring its Landlock rules (the right to make names) under the pattern,
+/// and a create continued in another subdirectory, its path flipped into
+/// the place, would make a name there. Natively the move and a flip make
+/// `secrets/key`; under interpose the move is refused, and so is every
+/// flipped create.
+#[test]
+fn a_directory_moved_into_a_missing_pattern_place_makes_nothing_there() {
+    if !kernel_ok() {
+        return;
+    }
+    let scene = || {
+        let s = Scene::new();
+        for d in ["w", "w2"] {
+            std::fs::create_dir(s.t.ws.join(d)).unwrap();
+        }
+        s
+    };
+    let script = "mv w secrets; mkdir secrets; ./flip_every open-create w2/x secrets/key 3000 >/dev/null; \
+                  ./flip_every mkdir w2/y secrets/dir 3000 >/dev/null; ls secrets 2>&1";
+    let native = (0..10).any(|_| {
+        let s = scene();
+        Command::new("/bin/sh").args(["-c", script]).current_dir(&s.t.ws).output().unwrap();
+        s.t.ws.join("secrets/key").exists()
+    });
+    assert!(native, "natively the move and a flip make secrets/key");
+    for extra in [&[][..], &["--fast"][..]] {
+        let s = scene();
+        let policy = s.t.outside.join("p.toml");
+        std::fs::write(&policy, format!("cwd = {:?}\ndeny = [\"secrets/**\"]\n", s.t.ws.display())).unwrap();
+        let mut flags = vec!["--policy", policy.to_str().unwrap()];
+        flags.extend_from_slice(extra);
+        let o = s.t.command(&flags, &["/bin/sh", "-c", script]).output().unwrap();
+        let err = stderr(&o);
+        assert!(!s.t.ws.join("secrets").exists(), "{extra:?}: secrets was made: {}{err}", stdout(&o));
+        assert!(s.t.ws.join("w").is_dir(), "{extra:?}: w moved");
+        assert!(err.matches("Permission denied").count() >= 2, "{extra:?}: {err}");
+    }
+}
+
 /// Fast mode leaves `stat`-like metadata to Landlock, which does not hold
 /// it (its stated residual risk): every other call must hold.
 #[test]

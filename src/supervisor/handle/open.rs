@@ -326,6 +326,12 @@ impl Call<'_> {
         // unnamed file, O_TMPFILE, in the directory named).
         let makes = match (access, existing) {
             (Access::Create, Some(Access::Create)) => self.cx.ground.making.makes_in(&plain.path),
+            // An open that creates follows a symlink at the name, and
+            // would make the name where it leads: that one takes the full
+            // route (only in a held tree, where it matters).
+            (Access::Create, Some(_)) if !self.cx.ground.making.is_empty() => {
+                self.makes_in_parent(&plain.path) && !is_link(&plain.path)
+            }
             (Access::Create, _) => self.makes_in_parent(&plain.path),
             _ => true,
         };
@@ -603,4 +609,11 @@ pub(super) fn peer_ready(fd: std::os::fd::BorrowedFd<'_>) -> bool {
     use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
     let mut fds = [PollFd::new(fd, PollFlags::POLLIN)];
     poll(&mut fds, PollTimeout::ZERO).is_ok_and(|n| n > 0)
+}
+
+/// Whether `path` (absolute) names a symlink now.
+fn is_link(path: &[u8]) -> bool {
+    std::ffi::CString::new(path).is_ok_and(|p| {
+        fs::fstatat(Dir::Cwd, &p, libc::AT_SYMLINK_NOFOLLOW).is_ok_and(|st| st.st_mode & libc::S_IFMT == libc::S_IFLNK)
+    })
 }
