@@ -70,7 +70,7 @@ pub enum Grant {
     /// `MAKE_*` rights, which Landlock adds up along a path), so that the
     /// kernel refuses to make the carve-out wherever a racing path leads;
     /// its subdirectories are granted whole on their own, and the kernel
-    /// makes names there ([`Layout::made_beneath`]).
+    /// makes names there ([`Making`]).
     NoMake(Mode),
 }
 
@@ -590,8 +590,7 @@ impl Layout {
         });
         // Held carve-outs leave making names in their directories to the
         // supervisor.
-        let held = self.grants.iter().any(|(_, g, _)| matches!(g, Grant::NoMake(_)));
-        self.names_exact = self.reads_exact && self.sound.creates && !writable_carve && !held;
+        self.names_exact = self.reads_exact && self.sound.creates && !writable_carve && self.making.is_empty();
     }
 }
 
@@ -748,7 +747,7 @@ impl Layout {
                 // kernel would then refuse the name the surface grants. A
                 // device's node is the system's, made once (`/dev/null`).
                 // A held directory grants all but making names, which are
-                // asked of the kernel per call ([`Layout::made_beneath`]).
+                // asked of the kernel per call ([`Making::makes_in`]).
                 Grant::Tree(m) | Grant::NoMake(m) if *dir || self.devices.contains(p) => Some((p.as_path(), *m)),
                 Grant::Tree(_) | Grant::NoMake(_) | Grant::Parent(_) => None,
             })
