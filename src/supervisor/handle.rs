@@ -167,6 +167,11 @@ pub fn handle(cx: &Context<'_>, notif: &seccomp::Notif) -> Outcome {
         Err(Stop::Fail(e)) => Some(Answer::Fail(e)),
         Err(Stop::Gone | Stop::Held) => None,
     };
+    // Numbers read of a task whose identity the call took are kept with it
+    // (every `/proc/self` a program's start reads asks for them).
+    if let (true, Some(&ids)) = (call.as_caller, call.own_ids.get()) {
+        identity::keep_own_ids(notif.pid, cx.memory.generation(), ids);
+    }
     Outcome { answer, checks: call.checks, argv: call.argv, execs: call.execs, held: call.held }
 }
 
@@ -282,6 +287,15 @@ impl Call<'_> {
         }
         self.act_as_caller()?;
         self.as_caller = true;
+        // What is kept with the identity just taken is this task's: its
+        // numbers need no read of its status file.
+        let (tgid, own_ids) = identity::kept_numbers(self.notif.pid, self.cx.memory.generation());
+        if let Some(t) = tgid {
+            let _ = self.tgid.set(t);
+        }
+        if let Some(ids) = own_ids {
+            let _ = self.own_ids.set(ids);
+        }
         Ok(())
     }
 
@@ -559,6 +573,14 @@ impl Call<'_> {
         let no_base = PathArg { bytes: Vec::new(), base: None };
         let caller = self.caller(&no_base, None);
         self.cx.ground.resolver.proc_entry(&self.lookup(&caller), path)
+    }
+
+    /// The text of a procfs `self` or `thread-self` link at the canonical
+    /// `path`, as the caller reads it.
+    fn self_link_text(&self, path: &[u8]) -> Option<Vec<u8>> {
+        let no_base = PathArg { bytes: Vec::new(), base: None };
+        let caller = self.caller(&no_base, None);
+        self.cx.ground.resolver.self_link_text(&self.lookup(&caller), path)
     }
 
     /// Runs `f`, which acts on an object in procfs for the caller: with the

@@ -156,6 +156,9 @@ struct Known {
     task: OwnedFd,
     /// The task's process id, where the pidfd gave it with the identity.
     tgid: Option<u32>,
+    /// The task's process and thread ids as its own PID namespace numbers
+    /// them, once read (what `/proc/self` names in the command's procfs).
+    own_ids: Option<(u32, u32)>,
     /// For the trail: the task's process id and name, once read.
     name: Option<(u32, String)>,
     /// A notification of this task was found pending while the pidfd was
@@ -231,6 +234,30 @@ pub fn process_name(
         }
     });
     Some(name)
+}
+
+/// Thread `tid`'s process id (in the supervisor's PID namespace) and its
+/// process and thread ids in its own, where they are kept with its
+/// identity. Only for the task [`act_as`] has just taken the identity of
+/// for the call being handled: it found that task alive under the number
+/// then, so the numbers are its own (a task's numbers are fixed for its
+/// life; only a later holder of the number could have others).
+pub fn kept_numbers(tid: u32, generation: u64) -> (Option<u32>, Option<(u32, u32)>) {
+    KNOWN.with_borrow(|known| match known.get(&tid).filter(|k| k.generation == generation) {
+        Some(k) => (k.tgid, k.own_ids),
+        None => (None, None),
+    })
+}
+
+/// Keeps thread `tid`'s ids in its own PID namespace with its identity,
+/// read while [`act_as`] had taken that identity for the call being
+/// handled (as [`kept_numbers`]).
+pub fn keep_own_ids(tid: u32, generation: u64, ids: (u32, u32)) {
+    KNOWN.with_borrow_mut(|known| {
+        if let Some(k) = known.get_mut(&tid).filter(|k| k.generation == generation) {
+            k.own_ids = Some(ids);
+        }
+    });
 }
 
 /// How many threads a worker keeps the identity of (each with a pidfd).
@@ -372,8 +399,8 @@ pub fn act_as(tid: u32, generation: u64, (groups, session): (bool, &SessionGroup
                 if k.generation != generation {
                     match read_task(tid, &k.task, session) {
                         Ok((identity, tgid)) => {
-                            (k.identity, k.generation, k.tgid, k.name, k.confirmed) =
-                                (identity, generation, tgid, None, false)
+                            (k.identity, k.generation, k.tgid, k.own_ids, k.name, k.confirmed) =
+                                (identity, generation, tgid, None, None, false)
                         }
                         Err(e) => {
                             known.remove(&tid);
@@ -396,8 +423,15 @@ pub fn act_as(tid: u32, generation: u64, (groups, session): (bool, &SessionGroup
             let ((identity, tgid), task) = read(tid, session)?;
             if let Some(task) = task {
                 KNOWN.with_borrow_mut(|known| {
-                    let known_now =
-                        Known { identity: identity.clone(), generation, task, tgid, name: None, confirmed: false };
+                    let known_now = Known {
+                        identity: identity.clone(),
+                        generation,
+                        task,
+                        tgid,
+                        own_ids: None,
+                        name: None,
+                        confirmed: false,
+                    };
                     known.insert(tid, known_now)
                 });
             }
@@ -573,7 +607,7 @@ mod tests {
         let tid = nix::unistd::gettid().as_raw() as u32;
         let task = process::pidfd_open_thread(tid as libc::pid_t).unwrap();
         let identity = Identity::of(tid).unwrap();
-        let k = Known { identity, generation: 3, task, tgid: None, name: None, confirmed: true };
+        let k = Known { identity, generation: 3, task, tgid: None, own_ids: None, name: None, confirmed: true };
         assert!(k.confirmed_in(3));
         // An exec (or a change of credentials) since: the number may be
         // another thread's of the same process now, and the notification

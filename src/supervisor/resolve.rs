@@ -209,11 +209,20 @@ impl Caller<'_> {
     }
 
     /// The caller's process and thread ids as its own PID namespace numbers
-    /// them (the last of `NStgid` and `NSpid` in `/proc/<tid>/status`).
+    /// them (the last of `NStgid` and `NSpid` in `/proc/<tid>/status`). One
+    /// read of the status gives its process id too: the file is made afresh
+    /// at every read (its memory figures walk the caller's mappings), and a
+    /// path in `/proc/self` asks for both.
     pub fn ids_in_own_namespace(&self) -> (u32, u32) {
         *self.own_ids.get_or_init(|| {
-            let last = |field| proc_status_field(self.tid, field)?.split_whitespace().last()?.parse().ok();
-            (last("NStgid:").unwrap_or_else(|| self.tgid()), last("NSpid:").unwrap_or(self.tid))
+            let status = crate::sys::procfs::Status::of(self.tid);
+            let number = |field, last: bool| {
+                let value = status.as_ref()?.field(field)?;
+                let n = if last { value.split_whitespace().last()? } else { value };
+                n.parse().ok()
+            };
+            let tgid = *self.tgid.get_or_init(|| number("Tgid:", false).unwrap_or(self.tid));
+            (number("NStgid:", true).unwrap_or(tgid), number("NSpid:", true).unwrap_or(self.tid))
         })
     }
 }
@@ -454,6 +463,16 @@ impl Resolver {
             }
             let fd = base.try_clone_to_owned().map_err(|_| Errno::EMFILE)?;
             return self.finish_existing(at, req, fd);
+        }
+        // Every object in procfs is walked (`found`, `absent` and `missing`
+        // send it there): an absolute path written into a procfs mount
+        // starts there, without the lookups that could only fail on the
+        // way (`/proc/self` names no one for the supervisor, which is not
+        // in the command's PID namespace: four failed `openat2`s on every
+        // start of a Rust or Node program, which reads `/proc/self/maps`
+        // and `/proc/self/exe`).
+        if absolute && !anchored && at.surface.proc_relative(req.path).is_some() {
+            return self.walk(at, req);
         }
         let cpath = CString::new(req.path).map_err(|_| Errno::EINVAL)?;
         let nofollow = if req.follow { 0 } else { libc::O_NOFOLLOW as u64 };
@@ -705,7 +724,12 @@ impl Resolver {
             // that procfs numbers it, and `/proc/<pid>` is entered only for
             // a process of the sandbox.
             let proc_root = surface.proc_mount_of(&cur.path).filter(|(_, r)| r.iter().all(|&c| c == b'/'));
-            if let Some((mount, _)) = proc_root {
+            // `self` and `thread-self` last and not followed (`lstat`,
+            // `readlink`, `O_NOFOLLOW`) are the links themselves, looked
+            // up as any name (`readlink` answers their text for the
+            // caller, [`Resolver::self_link_text`]).
+            let the_link = last && !req.follow && !must_dir && (name == b"self" || name == b"thread-self");
+            if let Some((mount, _)) = proc_root.filter(|_| !the_link) {
                 let (tgid, tid) = match procs.numbers_as_the_command(mount) {
                     true => caller.ids_in_own_namespace(),
                     false => (caller.tgid(), caller.tid),
@@ -855,6 +879,25 @@ pub enum ProcEntry {
 }
 
 impl Resolver {
+    /// What `readlink` of the canonical `path` reads for the caller where
+    /// it is a procfs's `self` or `thread-self` link, whose target the
+    /// kernel makes for whoever reads it (for the supervisor, outside the
+    /// command's PID namespace, nothing): the caller's numbers as that
+    /// procfs numbers them.
+    pub fn self_link_text(&self, at: &Lookup<'_>, path: &[u8]) -> Option<Vec<u8>> {
+        let Lookup { surface, procs, caller } = *at;
+        let (mount, rest) = surface.proc_mount_of(path)?;
+        let (tgid, tid) = match procs.numbers_as_the_command(mount) {
+            true => caller.ids_in_own_namespace(),
+            false => (caller.tgid(), caller.tid),
+        };
+        match rest {
+            b"/self" => Some(tgid.to_string().into_bytes()),
+            b"/thread-self" => Some(format!("{tgid}/task/{tid}").into_bytes()),
+            _ => None,
+        }
+    }
+
     /// Whose `/proc` the canonical `path` lies in, for the caller.
     pub fn proc_entry(&self, at: &Lookup<'_>, path: &[u8]) -> ProcEntry {
         let Lookup { surface, procs, caller } = *at;

@@ -36,6 +36,51 @@ fn own_proc_entries_and_devices_work() {
     assert_eq!(stdout(&o), format!("1\ncat\n4\n{ws}\ncpuinfo\npiped\n"), "{}", stderr(&o));
 }
 
+/// `/proc/self` and `/proc/thread-self` name each caller, asked again and
+/// again (the numbers are kept with the caller's identity after the first
+/// read), from many processes, from threads of one, and after an exec.
+#[test]
+fn proc_self_names_each_caller_however_often_it_asks() {
+    let Some(t) = kernel_tree() else { return };
+    let script = r#"
+import os, sys, threading
+def check(what):
+    for _ in range(3):
+        pid = int(open('/proc/self/stat').read().split()[0])
+        tid = int(open('/proc/thread-self/stat').read().split()[0])
+        link = os.readlink('/proc/self')
+        if (pid, tid, link) != (os.getpid(), threading.get_native_id(), str(os.getpid())):
+            print(what, 'saw', pid, tid, link, 'as', os.getpid(), threading.get_native_id()); sys.exit(1)
+if len(sys.argv) > 1:
+    check('exec'); sys.exit(0)
+check('main')
+for _ in range(40):
+    child = os.fork()
+    if child == 0:
+        check('child'); os._exit(0)
+    _, status = os.waitpid(child, 0)
+    assert status == 0, 'a child saw another'
+errors = []
+def threaded():
+    try: check('thread')
+    except SystemExit: errors.append(1)
+threads = [threading.Thread(target=threaded) for _ in range(8)]
+for th in threads: th.start()
+for th in threads: th.join()
+assert not errors, 'a thread saw another'
+child = os.fork()
+if child == 0:
+    check('before exec'); os.execv(sys.executable, [sys.executable, sys.argv[0], 'again'])
+_, status = os.waitpid(child, 0)
+assert status == 0, 'an exec saw another'
+print('own numbers')
+"#;
+    std::fs::write(t.ws.join("numbers.py"), script).unwrap();
+    let o = t.command(&[], &["/usr/bin/python3", "numbers.py"]).output().unwrap();
+    assert_eq!(stdout(&o), "own numbers\n", "{}", stderr(&o));
+    assert!(o.status.success());
+}
+
 #[test]
 fn private_tmpdir_is_writable_and_removed_afterwards() {
     let Some(t) = kernel_tree() else { return };
