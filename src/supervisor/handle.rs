@@ -147,6 +147,7 @@ pub fn handle(cx: &Context<'_>, notif: &seccomp::Notif) -> Outcome {
         approved: false,
         held: None,
         as_caller: false,
+        ids_kept: false,
     };
     // Everything below runs with the caller's own credentials: never grant
     // through the supervisor what the caller could not do itself. An open
@@ -168,9 +169,15 @@ pub fn handle(cx: &Context<'_>, notif: &seccomp::Notif) -> Outcome {
         Err(Stop::Gone | Stop::Held) => None,
     };
     // Numbers read of a task whose identity the call took are kept with it
-    // (every `/proc/self` a program's start reads asks for them).
-    if let (true, Some(&ids)) = (call.as_caller, call.own_ids.get()) {
-        identity::keep_own_ids(notif.pid, cx.memory.generation(), ids);
+    // (every `/proc/self` a program's start reads asks for them), once the
+    // call is found still pending after they were read: the caller was
+    // then alive throughout, so the numbers and the entry kept for its
+    // thread number (taken in this call) are its own, whatever a retaking
+    // of the identity within the call replaced.
+    if let (true, Some(&ids), false) = (call.as_caller, call.own_ids.get(), call.ids_kept) {
+        if cx.still_pending(notif.id) {
+            identity::keep_own_ids(notif.pid, cx.memory.generation(), ids);
+        }
     }
     Outcome { answer, checks: call.checks, argv: call.argv, execs: call.execs, held: call.held }
 }
@@ -275,6 +282,9 @@ struct Call<'a> {
     joined: Option<Resolved>,
     /// The worker has taken the caller's credentials ([`Call::take_identity`]).
     as_caller: bool,
+    /// The caller's numbers in its own PID namespace came from what is
+    /// kept with its identity.
+    ids_kept: bool,
 }
 
 impl Call<'_> {
@@ -294,7 +304,7 @@ impl Call<'_> {
             let _ = self.tgid.set(t);
         }
         if let Some(ids) = own_ids {
-            let _ = self.own_ids.set(ids);
+            self.ids_kept = self.own_ids.set(ids).is_ok();
         }
         Ok(())
     }

@@ -718,6 +718,10 @@ impl Resolver {
                 // is read back, never worked out from the text.
                 self.fd_path(fd.as_fd(), &mut cur.path)?;
                 cur.fd = fd;
+                // What was taken of the directory left describes it, not
+                // its parent (a path ending in `..` is answered with the
+                // parent's own).
+                cur_stat = None;
                 continue;
             }
             // At the root of a procfs: `self` is the caller, numbered as
@@ -734,6 +738,10 @@ impl Resolver {
                     true => caller.ids_in_own_namespace(),
                     false => (caller.tgid(), caller.tid),
                 };
+                if (name == b"self" || name == b"thread-self") && no_symlinks {
+                    // Both are symlinks, which the caller forbade.
+                    return Err(Errno::ELOOP.into());
+                }
                 if name == b"self" {
                     name = fs::decimal(tgid.into(), &mut name_buf).to_bytes().to_vec();
                 } else if name == b"thread-self" {

@@ -38,7 +38,8 @@ fn own_proc_entries_and_devices_work() {
 
 /// `/proc/self` and `/proc/thread-self` name each caller, asked again and
 /// again (the numbers are kept with the caller's identity after the first
-/// read), from many processes, from threads of one, and after an exec.
+/// read), from many processes, from threads of one, and after an exec; as
+/// the last name, not followed, they are the links themselves.
 #[test]
 fn proc_self_names_each_caller_however_often_it_asks() {
     let Some(t) = kernel_tree() else { return };
@@ -54,6 +55,18 @@ def check(what):
 if len(sys.argv) > 1:
     check('exec'); sys.exit(0)
 check('main')
+import ctypes, errno, stat
+# The links themselves, as natively: lstat, O_NOFOLLOW, and a caller that
+# forbids symlinks (openat2 RESOLVE_NO_SYMLINKS) is refused at them.
+assert stat.S_ISLNK(os.lstat('/proc/self').st_mode) and stat.S_ISLNK(os.lstat('/proc/thread-self').st_mode)
+try: os.open('/proc/self', os.O_RDONLY | os.O_NOFOLLOW | os.O_DIRECTORY); print('opened a link as a directory')
+except NotADirectoryError: pass
+libc = ctypes.CDLL(None, use_errno=True)
+libc.syscall.restype = ctypes.c_long
+for p in [b'/proc/self/maps', b'/proc/thread-self/stat']:
+    how = (ctypes.c_uint64 * 3)(os.O_RDONLY, 0, 0x04)
+    r = libc.syscall(437, -100, p, how, 24)
+    assert r == -1 and ctypes.get_errno() == errno.ELOOP, (p, r, ctypes.get_errno())
 for _ in range(40):
     child = os.fork()
     if child == 0:

@@ -120,6 +120,34 @@ fn proc_does_not_lead_out() {
     assert!(out.ends_with("Name:\tinterpose\n"), "pid 1 is the namespace's init: {out}");
 }
 
+/// A path through procfs that climbs back out of a directory outside the
+/// surface with `..` is described where it ends, as the kernel would: the
+/// walk that takes procfs paths once answered with the last directory it
+/// entered (the denied one: its mode, inode and times).
+#[test]
+fn a_path_climbing_out_of_a_denied_directory_describes_where_it_ends() {
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    let Some(t) = kernel_tree() else { return };
+    let denied = t.outside.join("secretdir");
+    std::fs::create_dir(&denied).unwrap();
+    std::fs::set_permissions(&denied, std::fs::Permissions::from_mode(0o700)).unwrap();
+    let top = t.outside.parent().unwrap();
+    let inodes = |p: &std::path::Path| std::fs::metadata(p).unwrap().ino();
+    let (top_ino, denied_ino, out_ino) = (inodes(top), inodes(&denied), inodes(&t.outside));
+    let out = t.outside.display();
+    let script = format!(
+        "import os\n\
+         for p in ['/proc/..{out}/secretdir/../..', '/proc/self/root{out}/secretdir/../..', \
+                   '/proc/thread-self/root{out}/secretdir/../..', '{out}/secretdir']:\n\
+         \x20   try: print(os.stat(p).st_ino)\n\
+         \x20   except PermissionError: print('EACCES')\n"
+    );
+    let o = t.command(&[], &["/usr/bin/python3", "-c", &script]).output().unwrap();
+    let got = stdout(&o);
+    assert!(!got.contains(&denied_ino.to_string()) && !got.contains(&out_ino.to_string()), "{got}");
+    assert_eq!(got, format!("{top_ino}\n{top_ino}\n{top_ino}\nEACCES\n"), "{}", stderr(&o));
+}
+
 #[test]
 fn dirfd_relative_escapes_are_refused() {
     if !kernel_ok() {

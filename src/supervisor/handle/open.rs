@@ -185,7 +185,9 @@ impl Call<'_> {
             Target::Exists { stat, fd } => {
                 let kind = stat.st_mode & libc::S_IFMT;
                 if kind == libc::S_IFLNK {
-                    return Err(Errno::ELOOP.into());
+                    // A link not followed: a directory was asked for first.
+                    let e = if flags & libc::O_DIRECTORY != 0 { Errno::ENOTDIR } else { Errno::ELOOP };
+                    return Err(e.into());
                 }
                 // The pseudo-terminal multiplexer: opened here, so that the
                 // terminal it makes is known to be the command's (its slave
