@@ -186,6 +186,16 @@ int main(int argc, char **argv) {
     R("connect a missing socket, out", connect(us, (struct sockaddr *)&sun, sizeof sun));
     close(us);
 
+    /* O_CREAT of a name written with a trailing slash is EISDIR once the
+     * directories on the way are found, whatever is at the name, and makes
+     * nothing (a missing one was made a file, a file said ENOTDIR). */
+    R("O_CREAT of missing new/", open("slashed/", O_CREAT | O_WRONLY, 0644));
+    R("slashed made", access("slashed", F_OK));
+    R("O_CREAT of file f/", open("f/", O_CREAT | O_WRONLY, 0644));
+    R("O_CREAT|O_EXCL of dir/", open("dir/", O_CREAT | O_EXCL | O_WRONLY, 0644));
+    R("O_CREAT under a missing dir", open("no-dir/x/", O_CREAT | O_WRONLY, 0644));
+    R("O_CREAT|O_EXCL of /proc/self/", open("/proc/self/", O_CREAT | O_EXCL | O_WRONLY, 0644));
+
     /* Searching the directories above the surface is what every lookup
      * does (autoconf's `test -x /`). */
     R("access / X_OK", access("/", X_OK));

@@ -61,6 +61,18 @@ impl Call<'_> {
         self.take_identity()?;
         let arg = self.based(written, at.dirfd, anchored)?;
         self.still_valid()?;
+        // O_CREAT of a name written with a trailing slash: the kernel looks
+        // up the directories on the way, then says EISDIR whatever is at
+        // the name, creating nothing (a missing `new/` was made a file, a
+        // file `f/` said ENOTDIR). Said where the directory's metadata may
+        // be known; the rest goes on to be refused.
+        if create && arg.bytes.ends_with(b"/") && resolve == 0 {
+            if let Named::Entry(p) = self.parent(&arg, Access::Create)? {
+                if self.cx.ground.surface.decide(&p.path, Access::Stat, &self.cx.ground.procs).allowed {
+                    return Err(Errno::EISDIR.into());
+                }
+            }
+        }
 
         let r = self.resolve(&arg, follow, false, resolve, create);
         let missing = matches!(r, Ok(Resolved { target: Target::Missing { .. }, .. }));
