@@ -734,14 +734,14 @@ impl Resolver {
             // caller, [`Resolver::self_link_text`]).
             let the_link = last && !req.follow && !must_dir && (name == b"self" || name == b"thread-self");
             if let Some((mount, _)) = proc_root.filter(|_| !the_link) {
-                let (tgid, tid) = match procs.numbers_as_the_command(mount) {
-                    true => caller.ids_in_own_namespace(),
-                    false => (caller.tgid(), caller.tid),
-                };
                 if (name == b"self" || name == b"thread-self") && no_symlinks {
                     // Both are symlinks, which the caller forbade.
                     return Err(Errno::ELOOP.into());
                 }
+                let (tgid, tid) = match procs.numbers_as_the_command(mount) {
+                    true => caller.ids_in_own_namespace(),
+                    false => (caller.tgid(), caller.tid),
+                };
                 if name == b"self" {
                     name = fs::decimal(tgid.into(), &mut name_buf).to_bytes().to_vec();
                 } else if name == b"thread-self" {
@@ -894,16 +894,15 @@ impl Resolver {
     /// procfs numbers them.
     pub fn self_link_text(&self, at: &Lookup<'_>, path: &[u8]) -> Option<Vec<u8>> {
         let Lookup { surface, procs, caller } = *at;
-        let (mount, rest) = surface.proc_mount_of(path)?;
+        let (mount, rest) = surface.proc_mount_of(path).filter(|(_, r)| *r == b"/self" || *r == b"/thread-self")?;
         let (tgid, tid) = match procs.numbers_as_the_command(mount) {
             true => caller.ids_in_own_namespace(),
             false => (caller.tgid(), caller.tid),
         };
-        match rest {
-            b"/self" => Some(tgid.to_string().into_bytes()),
-            b"/thread-self" => Some(format!("{tgid}/task/{tid}").into_bytes()),
-            _ => None,
-        }
+        Some(match rest {
+            b"/self" => tgid.to_string().into_bytes(),
+            _ => format!("{tgid}/task/{tid}").into_bytes(),
+        })
     }
 
     /// Whose `/proc` the canonical `path` lies in, for the caller.
