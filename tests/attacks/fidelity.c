@@ -195,6 +195,14 @@ int main(int argc, char **argv) {
     R("O_CREAT|O_EXCL of dir/", open("dir/", O_CREAT | O_EXCL | O_WRONLY, 0644));
     R("O_CREAT under a missing dir", open("no-dir/x/", O_CREAT | O_WRONLY, 0644));
     R("O_CREAT|O_EXCL of /proc/self/", open("/proc/self/", O_CREAT | O_EXCL | O_WRONLY, 0644));
+    /* With RESOLVE_* flags too (the kernel's own create of the name says
+     * EISDIR for the trailing slash; O_EXCL of a directory must not say
+     * EEXIST first). */
+    struct { uint64_t flags, mode, resolve; } beneath = {O_CREAT | O_WRONLY, 0644, 0x08 /* RESOLVE_BENEATH */};
+    R("openat2 BENEATH O_CREAT new/", syscall(SYS_openat2, AT_FDCWD, "slashed2/", &beneath, sizeof beneath));
+    R("slashed2 made", access("slashed2", F_OK));
+    beneath.flags |= O_EXCL;
+    R("openat2 BENEATH O_EXCL dir/", syscall(SYS_openat2, AT_FDCWD, "dir/", &beneath, sizeof beneath));
 
     /* Searching the directories above the surface is what every lookup
      * does (autoconf's `test -x /`). */

@@ -104,6 +104,7 @@ impl Call<'_> {
         if let Ok(Resolved { target: Target::Exists { stat, .. }, path, .. }) = &r {
             let is_dir = stat.st_mode & libc::S_IFMT == libc::S_IFDIR;
             let lookup_error = match () {
+                _ if create && arg.bytes.ends_with(b"/") => Some(Errno::EISDIR),
                 _ if exclusive => Some(Errno::EEXIST),
                 _ if is_dir && !o_path && !tmpfile && (writes || create) => Some(Errno::EISDIR),
                 _ => None,
@@ -179,6 +180,11 @@ impl Call<'_> {
             Target::Missing { fd: parent, name } => {
                 if !create {
                     return Err(Errno::ENOENT.into());
+                }
+                // A name written with a trailing slash is never made a file
+                // (under RESOLVE_* flags the parent is not looked up first).
+                if arg.bytes.ends_with(b"/") {
+                    return Err(Errno::EISDIR.into());
                 }
                 // O_NOFOLLOW: if a symlink appeared at the name since the
                 // check, fail instead of creating wherever it points.
