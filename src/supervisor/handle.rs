@@ -580,17 +580,21 @@ impl Call<'_> {
 
     /// Whose `/proc` the canonical `path` lies in, for this caller.
     fn proc_entry(&self, path: &[u8]) -> ProcEntry {
+        self.with_lookup(|at| self.cx.ground.resolver.proc_entry(at, path))
+    }
+
+    /// Runs `f` with a lookup for the caller that starts from no directory
+    /// of its own (for a canonical path).
+    fn with_lookup<T>(&self, f: impl FnOnce(&Lookup<'_>) -> T) -> T {
         let no_base = PathArg { bytes: Vec::new(), base: None };
         let caller = self.caller(&no_base, None);
-        self.cx.ground.resolver.proc_entry(&self.lookup(&caller), path)
+        f(&self.lookup(&caller))
     }
 
     /// The text of a procfs `self` or `thread-self` link at the canonical
     /// `path`, as the caller reads it.
     fn self_link_text(&self, path: &[u8]) -> Option<Vec<u8>> {
-        let no_base = PathArg { bytes: Vec::new(), base: None };
-        let caller = self.caller(&no_base, None);
-        self.cx.ground.resolver.self_link_text(&self.lookup(&caller), path)
+        self.with_lookup(|at| self.cx.ground.resolver.self_link_text(at, path))
     }
 
     /// Runs `f`, which acts on an object in procfs for the caller: with the

@@ -225,6 +225,15 @@ impl Caller<'_> {
             (number("NStgid:", true).unwrap_or(tgid), number("NSpid:", true).unwrap_or(self.tid))
         })
     }
+
+    /// The caller's process and thread ids as the procfs mounted at `mount`
+    /// numbers them: the command's own numbers in its PID namespace's.
+    fn numbers_in(&self, procs: &dyn Processes, mount: &std::path::Path) -> (u32, u32) {
+        match procs.numbers_as_the_command(mount) {
+            true => self.ids_in_own_namespace(),
+            false => (self.tgid(), self.tid),
+        }
+    }
 }
 
 /// A field of `/proc/<tid>/status`, trimmed.
@@ -732,16 +741,14 @@ impl Resolver {
             // `readlink`, `O_NOFOLLOW`) are the links themselves, looked
             // up as any name (`readlink` answers their text for the
             // caller, [`Resolver::self_link_text`]).
-            let the_link = last && !req.follow && !must_dir && (name == b"self" || name == b"thread-self");
+            let self_link = name == b"self" || name == b"thread-self";
+            let the_link = last && !req.follow && !must_dir && self_link;
             if let Some((mount, _)) = proc_root.filter(|_| !the_link) {
-                if (name == b"self" || name == b"thread-self") && no_symlinks {
+                if self_link && no_symlinks {
                     // Both are symlinks, which the caller forbade.
                     return Err(Errno::ELOOP.into());
                 }
-                let (tgid, tid) = match procs.numbers_as_the_command(mount) {
-                    true => caller.ids_in_own_namespace(),
-                    false => (caller.tgid(), caller.tid),
-                };
+                let (tgid, tid) = caller.numbers_in(procs, mount);
                 if name == b"self" {
                     name = fs::decimal(tgid.into(), &mut name_buf).to_bytes().to_vec();
                 } else if name == b"thread-self" {
@@ -895,10 +902,7 @@ impl Resolver {
     pub fn self_link_text(&self, at: &Lookup<'_>, path: &[u8]) -> Option<Vec<u8>> {
         let Lookup { surface, procs, caller } = *at;
         let (mount, rest) = surface.proc_mount_of(path).filter(|(_, r)| *r == b"/self" || *r == b"/thread-self")?;
-        let (tgid, tid) = match procs.numbers_as_the_command(mount) {
-            true => caller.ids_in_own_namespace(),
-            false => (caller.tgid(), caller.tid),
-        };
+        let (tgid, tid) = caller.numbers_in(procs, mount);
         Some(match rest {
             b"/self" => tgid.to_string().into_bytes(),
             _ => format!("{tgid}/task/{tid}").into_bytes(),
@@ -913,7 +917,7 @@ impl Resolver {
             ProcPlace::Shared | ProcPlace::Pid(_, None) => return ProcEntry::Shared,
             ProcPlace::Pid(mount, Some(pid)) => (mount, pid),
         };
-        let own = if procs.numbers_as_the_command(mount) { caller.ids_in_own_namespace().0 } else { caller.tgid() };
+        let (own, _) = caller.numbers_in(procs, mount);
         if pid == own {
             ProcEntry::Own
         } else {

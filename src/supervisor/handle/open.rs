@@ -66,7 +66,8 @@ impl Call<'_> {
         // the name, creating nothing (a missing `new/` was made a file, a
         // file `f/` said ENOTDIR). Said where the directory's metadata may
         // be known; the rest goes on to be refused.
-        if create && arg.bytes.ends_with(b"/") && resolve == 0 {
+        let slashed = create && arg.bytes.ends_with(b"/");
+        if slashed && resolve == 0 {
             if let Named::Entry(p) = self.parent(&arg, Access::Create)? {
                 if self.cx.ground.surface.decide(&p.path, Access::Stat, &self.cx.ground.procs).allowed {
                     return Err(Errno::EISDIR.into());
@@ -104,7 +105,7 @@ impl Call<'_> {
         if let Ok(Resolved { target: Target::Exists { stat, .. }, path, .. }) = &r {
             let is_dir = stat.st_mode & libc::S_IFMT == libc::S_IFDIR;
             let lookup_error = match () {
-                _ if create && arg.bytes.ends_with(b"/") => Some(Errno::EISDIR),
+                _ if slashed => Some(Errno::EISDIR),
                 _ if exclusive => Some(Errno::EEXIST),
                 _ if is_dir && !o_path && !tmpfile && (writes || create) => Some(Errno::EISDIR),
                 _ => None,
@@ -183,7 +184,7 @@ impl Call<'_> {
                 }
                 // A name written with a trailing slash is never made a file
                 // (under RESOLVE_* flags the parent is not looked up first).
-                if arg.bytes.ends_with(b"/") {
+                if slashed {
                     return Err(Errno::EISDIR.into());
                 }
                 // O_NOFOLLOW: if a symlink appeared at the name since the
