@@ -2,14 +2,17 @@
 //! path, compared component by component, decides it.
 //!
 //! Every node (every prefix of an entry) is found by a hash of its whole
-//! prefix, so a lookup need not walk the path one component at a time:
-//! the prefixes of a path that are nodes form a contiguous range from the
-//! root, and the longest is found by a binary search over the depth, then
-//! checked byte by byte against the node's stored path. Each node carries
-//! the value of its nearest entry, so that node answers the lookup. The
-//! hash is keyed per trie (a path cannot be made to collide on purpose);
-//! a collision only costs time: when the check fails, the path is walked
-//! component by component, every step checked.
+//! prefix written canonically (`/a/b`, no `//`, no `.`), so a lookup need
+//! not walk the path one component at a time: one pass over the path a
+//! word at a time finds where its components end and hashes the words on
+//! the way; the prefixes of a path that are nodes form a contiguous range
+//! from the root, and the longest is found by a binary search over the
+//! depth, then checked byte by byte against the node's stored path. Each
+//! node carries the value of its nearest entry, so that node answers the
+//! lookup. The hash is keyed per trie (a path cannot be made to collide on
+//! purpose); a collision only costs time: when the check fails, the path
+//! is walked component by component, every step checked, as is a path not
+//! written canonically.
 
 /// Index of a node in [`Trie::nodes`].
 type NodeId = u32;
@@ -33,32 +36,180 @@ struct Node {
     value: u32,
     /// The value of the nearest entry at or above this node, or [`NONE`].
     best: u32,
-    /// The next node whose prefix hashes to the same key.
-    next: NodeId,
 }
 
-/// The index's hasher: keys are already well-mixed 64-bit hashes.
-#[derive(Default, Clone, Copy)]
-struct Passthrough(u64);
+/// The index: an open-addressed table of every node but the root under
+/// the key of its path. A slot holds the key's top 32 bits (the tag) and
+/// the node; the key's low bits choose where its probe starts. Nodes whose
+/// keys share a tag lie along the same probe, in the order they were made.
+#[derive(Debug, Clone, Default)]
+struct Index {
+    slots: Vec<u64>,
+    len: usize,
+}
 
-impl std::hash::Hasher for Passthrough {
-    fn finish(&self) -> u64 {
-        self.0
+/// A slot that holds no node.
+const EMPTY: u64 = u64::MAX;
+
+impl Index {
+    /// The slots along `key`'s probe that carry its tag, first to last.
+    fn matches(&self, key: u64) -> impl Iterator<Item = NodeId> + '_ {
+        let mask = self.slots.len().wrapping_sub(1);
+        let tag = key >> 32;
+        let mut at = key as usize;
+        std::iter::from_fn(move || loop {
+            let slot = *self.slots.get(at & mask)?;
+            if slot == EMPTY {
+                return None;
+            }
+            at = (at & mask) + 1;
+            if slot >> 32 == tag {
+                return Some(slot as NodeId);
+            }
+        })
     }
-    fn write(&mut self, _: &[u8]) {
-        unreachable!("only u64 keys are hashed")
+
+    /// The first node along `key`'s probe that carries its tag.
+    fn first(&self, key: u64) -> Option<NodeId> {
+        self.matches(key).next()
     }
-    fn write_u64(&mut self, n: u64) {
-        self.0 = n;
+
+    fn put(&mut self, key: u64, node: NodeId) {
+        let mask = self.slots.len() - 1;
+        let mut at = key as usize & mask;
+        while self.slots[at] != EMPTY {
+            at = (at + 1) & mask;
+        }
+        self.slots[at] = key & !0xffff_ffff | u64::from(node);
+        self.len += 1;
     }
 }
 
-type Index = std::collections::HashMap<u64, NodeId, std::hash::BuildHasherDefault<Passthrough>>;
+/// The non-empty components of a `/`-separated path; `.` is skipped.
+///
+/// Paths given to the trie are canonical, so `..` never appears; if it does it
+/// is kept as a name, which matches no entry and so cannot widen access.
+pub fn components(path: &[u8]) -> impl Iterator<Item = &[u8]> {
+    path.split(|&c| c == b'/').filter(|c| !c.is_empty() && *c != b".")
+}
+
+const K: u64 = 0x9e37_79b9_7f4a_7c15;
+
+/// The running hash of a path extended by its next 8 bytes: one
+/// multiplication on the chain from one word to the next.
+fn mix(h: u64, word: u64) -> u64 {
+    (h.rotate_left(23) ^ word).wrapping_mul(K)
+}
+
+/// The table key of a prefix `len` bytes long whose running hash over its
+/// whole words is `h` and whose last `len % 8` bytes are `tail` (the low
+/// bytes, little-endian): keyed by length, then an avalanche (the table
+/// uses the top bits as tags and the low bits as where to probe).
+fn key_of(h: u64, tail: u64, len: usize) -> u64 {
+    let h = mix(h, tail) ^ len as u64;
+    let h = (h ^ (h >> 33)).wrapping_mul(0xc4ce_b9fe_1a85_ec53);
+    h ^ (h >> 33)
+}
+
+/// The word of `path` at `at`, little-endian.
+fn word(path: &[u8], at: usize) -> u64 {
+    u64::from_le_bytes(path[at..at + 8].try_into().expect("8 bytes"))
+}
+
+/// The last `len % 8` bytes of `path[..len]` as the low bytes of a word.
+fn tail(path: &[u8], len: usize) -> u64 {
+    let r = len % 8;
+    if r == 0 {
+        0
+    } else if len >= 8 {
+        // Read in place, overlapping the word before: a copy to a buffer
+        // stalls the load that follows it.
+        word(path, len - 8) >> (8 * (8 - r))
+    } else {
+        let mut b = [0u8; 8];
+        b[..r].copy_from_slice(&path[len - r..len]);
+        u64::from_le_bytes(b)
+    }
+}
+
+/// Bit 7 of each byte of `w` that is a `/`.
+fn slashes(w: u64) -> u64 {
+    const LOW: u64 = 0x7f7f_7f7f_7f7f_7f7f;
+    let x = w ^ 0x2f2f_2f2f_2f2f_2f2f;
+    !(((x & LOW) + LOW) | x | LOW)
+}
+
+/// The key of every prefix of a canonical path, made a byte at a time:
+/// for paths that are not written canonically (the walk) and for entries.
+#[derive(Clone, Copy)]
+struct Stream {
+    h: u64,
+    tail: [u8; 8],
+    len: usize,
+}
+
+impl Stream {
+    fn new(seed: u64) -> Self {
+        Self { h: seed, tail: [0; 8], len: 0 }
+    }
+
+    fn push(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.tail[self.len % 8] = b;
+            self.len += 1;
+            if self.len % 8 == 0 {
+                self.h = mix(self.h, u64::from_le_bytes(self.tail));
+                self.tail = [0; 8];
+            }
+        }
+    }
+
+    /// Extended by one component: `/name`.
+    fn then(mut self, name: &[u8]) -> Self {
+        self.push(b"/");
+        self.push(name);
+        self
+    }
+
+    fn key(&self) -> u64 {
+        key_of(self.h, u64::from_le_bytes(self.tail), self.len)
+    }
+}
+
+/// Where the components of a path end, and the running hash there.
+struct Ends {
+    ends: [u32; DEPTH + 1],
+    hashes: [u64; DEPTH + 1],
+    n: usize,
+}
+
+impl Ends {
+    /// Notes a `/` at `base + i` for every byte `i` whose bit 7 is set in
+    /// `bits`; `None` past the depth the search handles.
+    fn mark(&mut self, mut bits: u64, base: usize, h: u64) -> Option<()> {
+        let mut n = self.n;
+        while bits != 0 {
+            if n == DEPTH + 1 {
+                return None;
+            }
+            self.ends[n] = (base + bits.trailing_zeros() as usize / 8) as u32;
+            self.hashes[n] = h;
+            n += 1;
+            bits &= bits - 1;
+        }
+        self.n = n;
+        Some(())
+    }
+}
+
+fn some(v: u32) -> Option<u32> {
+    (v != NONE).then_some(v)
+}
 
 /// Maps absolute paths to `u32` values (rule indices) by longest prefix.
 ///
 /// `/a/b` is a prefix of `/a/b` and `/a/b/c`, never of `/a/bc`. A lookup
-/// costs one pass over the path, about log2(depth) hash probes and one
+/// costs one pass over the path, about log2(depth) probes and one
 /// comparison with a stored path, whatever the number of entries. Lookups
 /// do not allocate.
 #[derive(Debug, Clone)]
@@ -75,69 +226,12 @@ impl Default for Trie {
         use std::hash::BuildHasher;
         let seed = std::collections::hash_map::RandomState::new().hash_one(0x1e7e_u64);
         Self {
-            nodes: vec![Node { parent: NONE, depth: 0, path: (0, 0), value: NONE, best: NONE, next: NONE }],
+            nodes: vec![Node { parent: NONE, depth: 0, path: (0, 0), value: NONE, best: NONE }],
             paths: Vec::new(),
             index: Index::default(),
             seed,
         }
     }
-}
-
-/// The non-empty components of a `/`-separated path; `.` is skipped.
-///
-/// Paths given to the trie are canonical, so `..` never appears; if it does it
-/// is kept as a name, which matches no entry and so cannot widen access.
-pub fn components(path: &[u8]) -> impl Iterator<Item = &[u8]> {
-    path.split(|&c| c == b'/').filter(|c| !c.is_empty() && *c != b".")
-}
-
-const K: u64 = 0x9e37_79b9_7f4a_7c15;
-
-/// The hash of one component: 8 bytes at a time, seeded with its length
-/// (so `ab` then `c` differs from `a` then `bc`). Components are hashed
-/// independently, so the processor overlaps them.
-fn name_hash(name: &[u8]) -> u64 {
-    let mut h = (name.len() as u64).wrapping_mul(K);
-    let mut chunks = name.chunks_exact(8);
-    for c in &mut chunks {
-        h = (h.rotate_left(23) ^ u64::from_le_bytes(c.try_into().expect("8 bytes"))).wrapping_mul(K);
-    }
-    let rest = chunks.remainder();
-    let n = rest.len();
-    // The tail read in place (a copy to a buffer stalls the load that
-    // follows it): the last 8 bytes, overlapping, or two overlapping
-    // halves, or three bytes. Overlap only makes collisions possible,
-    // which cost time, never a wrong answer.
-    let tail = if n == 0 {
-        return h;
-    } else if name.len() >= 8 {
-        u64::from_le_bytes(name[name.len() - 8..].try_into().expect("8 bytes"))
-    } else if n >= 4 {
-        let lo = u32::from_le_bytes(rest[..4].try_into().expect("4 bytes"));
-        let hi = u32::from_le_bytes(rest[n - 4..].try_into().expect("4 bytes"));
-        u64::from(lo) | u64::from(hi) << 32
-    } else {
-        u64::from(rest[0]) | u64::from(rest[n / 2]) << 8 | u64::from(rest[n - 1]) << 16
-    };
-    (h.rotate_left(23) ^ tail).wrapping_mul(K)
-}
-
-/// The running hash `h` of a prefix extended by one component: one
-/// multiplication on the chain from one component to the next.
-fn extend(h: u64, name: &[u8]) -> u64 {
-    (h.rotate_left(29) ^ name_hash(name)).wrapping_mul(0xff51_afd7_ed55_8ccd)
-}
-
-/// The table key of a prefix whose running hash is `h`: a final avalanche
-/// (the table uses the top bits as tags and the low bits as the bucket).
-fn key_of(h: u64) -> u64 {
-    let h = h ^ (h >> 33);
-    let h = h.wrapping_mul(0xc4ce_b9fe_1a85_ec53);
-    h ^ (h >> 33)
-}
-
-fn some(v: u32) -> Option<u32> {
-    (v != NONE).then_some(v)
 }
 
 impl Trie {
@@ -150,60 +244,50 @@ impl Trie {
         &self.paths[node.path.0 as usize..(node.path.0 + node.path.1) as usize]
     }
 
-    /// The child of `parent` named `name`, whose prefix key is `key`.
+    /// The key of `node`'s path, computed again (to grow the index).
+    fn key_of_node(&self, node: &Node) -> u64 {
+        let mut s = Stream::new(self.seed);
+        s.push(b"/");
+        s.push(self.path_of(node));
+        s.key()
+    }
+
+    /// The child of `parent` named `name`, whose path's key is `key`.
     fn child(&self, parent: NodeId, key: u64, name: &[u8]) -> Option<NodeId> {
-        let mut at = *self.index.get(&key)?;
         let plen = self.nodes[parent as usize].path.1 as usize;
-        while at != NONE {
+        // The parent's path, a `/` (none under the root), the name.
+        let expect = if plen == 0 { name.len() } else { plen + 1 + name.len() };
+        self.index.matches(key).find(|&at| {
             let node = &self.nodes[at as usize];
             let path = self.path_of(node);
-            if node.parent == parent && path.len() >= name.len() && &path[path.len() - name.len()..] == name {
-                // The parent's path, a `/` (none under the root), the name.
-                let expect = if plen == 0 { name.len() } else { plen + 1 + name.len() };
-                if path.len() == expect {
-                    return Some(at);
-                }
-            }
-            at = node.next;
-        }
-        None
+            node.parent == parent && path.len() == expect && path.ends_with(name)
+        })
     }
 
-    /// The node whose prefix key is `key`, unchecked: the binary search
-    /// trusts the hash (and touches only the index), the final answer does
-    /// not.
-    fn probe(&self, key: u64) -> Option<NodeId> {
-        self.index.get(&key).copied()
-    }
-
-    /// Whether `node`'s path is exactly the first `depth` components of `path`.
-    fn is_prefix(&self, node: NodeId, path: &[u8], depth: usize) -> bool {
-        let mut stored = self.path_of(&self.nodes[node as usize]);
-        for (i, name) in components(path).take(depth).enumerate() {
-            if i > 0 {
-                match stored.split_first() {
-                    Some((b'/', rest)) => stored = rest,
-                    _ => return false,
-                }
-            }
-            match stored.strip_prefix(name) {
-                Some(rest) => stored = rest,
-                None => return false,
-            }
+    /// Makes room in the index for one more node, at most half full.
+    fn reserve(&mut self) {
+        if (self.index.len + 1) * 2 <= self.index.slots.len() {
+            return;
         }
-        stored.is_empty()
+        let size = (self.index.slots.len() * 2).max(16);
+        let keys: Vec<u64> = self.nodes[1..].iter().map(|n| self.key_of_node(n)).collect();
+        self.index = Index { slots: vec![EMPTY; size], len: 0 };
+        for (i, key) in keys.into_iter().enumerate() {
+            self.index.put(key, i as NodeId + 1);
+        }
     }
 
     /// Sets the value of the entry for `path`, replacing an earlier one.
     pub fn insert(&mut self, path: &[u8], value: u32) {
         let mut at: NodeId = 0;
-        let mut h = self.seed;
+        let mut s = Stream::new(self.seed);
         for name in components(path) {
-            h = extend(h, name);
-            let key = key_of(h);
+            s = s.then(name);
+            let key = s.key();
             at = match self.child(at, key, name) {
                 Some(id) => id,
                 None => {
+                    self.reserve();
                     let id = self.nodes.len() as NodeId;
                     let parent = &self.nodes[at as usize];
                     let (depth, best, (off, len)) = (parent.depth + 1, parent.best, parent.path);
@@ -214,8 +298,8 @@ impl Trie {
                     }
                     self.paths.extend_from_slice(name);
                     let path = (start, self.paths.len() as u32 - start);
-                    let next = self.index.insert(key, id).unwrap_or(NONE);
-                    self.nodes.push(Node { parent: at, depth, path, value: NONE, best, next });
+                    self.index.put(key, id);
+                    self.nodes.push(Node { parent: at, depth, path, value: NONE, best });
                     id
                 }
             };
@@ -231,57 +315,67 @@ impl Trie {
         }
     }
 
-    /// Gives back what the trie's vectors and index reserved beyond what
-    /// they hold (once it is built: the supervisor's surface).
+    /// Gives back what the trie's vectors reserved beyond what they hold
+    /// (once it is built: the supervisor's surface).
     pub fn shrink(&mut self) {
         self.nodes.shrink_to_fit();
         self.paths.shrink_to_fit();
-        self.index.shrink_to_fit();
     }
 
     /// Heap bytes the trie holds (nodes, paths and the index), for the
     /// memory-per-entry figure of `interpose bench`.
     pub fn heap_bytes(&self) -> usize {
-        // hashbrown: one control byte per bucket plus the (key, value) slot.
-        let slot = std::mem::size_of::<(u64, NodeId)>() + 1;
-        self.nodes.capacity() * std::mem::size_of::<Node>() + self.paths.capacity() + self.index.capacity() * slot
+        self.nodes.capacity() * std::mem::size_of::<Node>()
+            + self.paths.capacity()
+            + self.index.slots.capacity() * std::mem::size_of::<u64>()
     }
 
     /// The deepest node whose path is a prefix of `path`, by a binary
-    /// search over the depth; `None` when a hash collision misled it (the
-    /// caller then walks).
+    /// search over the depth; `None` when the path is not written
+    /// canonically (a `//`, a `.`), is deeper than the search handles, or
+    /// a hash collision misled it (the caller then walks).
     fn deepest(&self, path: &[u8]) -> Option<NodeId> {
-        let mut hashes = [0u64; DEPTH];
-        let mut ends = [0u32; DEPTH];
-        let (mut n, mut h, mut start) = (0, self.seed, 0usize);
-        // Whether the components lie one `/` apart (no `//`, no `.`): the
-        // first `k` of them are then `path[first..ends[k - 1]]` as stored.
-        let (mut first, mut contiguous) = (None, true);
-        let seps = path.iter().enumerate().filter(|(_, &c)| c == b'/').map(|(i, _)| i);
-        for sep in seps.chain(std::iter::once(path.len())) {
-            let name = &path[start..sep];
-            if name.is_empty() || name == b"." {
-                contiguous &= first.is_none() || (name.is_empty() && sep == path.len());
-                start = sep + 1;
-                continue;
-            }
-            if n == DEPTH {
+        if path.first() != Some(&b'/') {
+            return None;
+        }
+        // One pass over the path a word at a time: where each component
+        // ends, and the running hash of the words before that end.
+        let mut at = Ends { ends: [0; DEPTH + 1], hashes: [0; DEPTH + 1], n: 0 };
+        let mut h = self.seed;
+        let whole = path.len() / 8;
+        for i in 0..whole {
+            let w = word(path, i * 8);
+            at.mark(slashes(w), i * 8, h)?;
+            h = mix(h, w);
+        }
+        let r = path.len() % 8;
+        if r > 0 {
+            // The last bytes, read as the high bytes of the word before.
+            let w = tail(path, path.len()) << (8 * (8 - r));
+            at.mark(slashes(w) >> (8 * (8 - r)), whole * 8, h)?;
+        }
+        // `ends[0]` is the leading `/`; each later one ends a component,
+        // and so does the path's end unless it ends with a `/`.
+        if at.ends[at.n - 1] as usize != path.len() - 1 {
+            at.mark(0x80, path.len(), h)?;
+        }
+        let (ends, hashes, n) = (&at.ends, &at.hashes, at.n);
+        let comps = n - 1;
+        // Written canonically: no empty component, no `.`.
+        for k in 1..n {
+            let (a, b) = (ends[k - 1] as usize, ends[k] as usize);
+            if b - a == 1 || (b - a == 2 && path[a + 1] == b'.') {
                 return None;
             }
-            match first {
-                None => first = Some(start),
-                Some(_) => contiguous &= start == ends[n - 1] as usize + 1,
-            }
-            h = extend(h, name);
-            hashes[n] = h;
-            ends[n] = sep as u32;
-            n += 1;
-            start = sep + 1;
         }
-        let (mut lo, mut hi, mut node) = (0usize, n, 0 as NodeId);
+        let key = |k: usize| {
+            let len = ends[k] as usize;
+            key_of(hashes[k], tail(path, len), len)
+        };
+        let (mut lo, mut hi, mut node) = (0usize, comps, 0 as NodeId);
         while lo < hi {
             let mid = (lo + hi).div_ceil(2);
-            match self.probe(key_of(hashes[mid - 1])) {
+            match self.index.first(key(mid)) {
                 Some(id) => (lo, node) = (mid, id),
                 None => hi = mid - 1,
             }
@@ -290,21 +384,17 @@ impl Trie {
             return Some(0);
         }
         let n = &self.nodes[node as usize];
-        let checked = match first {
-            Some(first) if contiguous => self.path_of(n) == &path[first..ends[lo - 1] as usize],
-            _ => self.is_prefix(node, path, lo),
-        };
-        (checked && n.depth as usize == lo).then_some(node)
+        (n.depth as usize == lo && self.path_of(n) == &path[1..ends[lo] as usize]).then_some(node)
     }
 
     /// The deepest node whose path is a prefix of `path`, one checked
     /// component at a time.
     fn walk(&self, path: &[u8]) -> (NodeId, bool) {
         let mut at: NodeId = 0;
-        let mut h = self.seed;
+        let mut s = Stream::new(self.seed);
         for name in components(path) {
-            h = extend(h, name);
-            match self.child(at, key_of(h), name) {
+            s = s.then(name);
+            match self.child(at, s.key(), name) {
                 Some(id) => at = id,
                 None => return (at, false),
             }
@@ -385,7 +475,8 @@ mod tests {
 
     #[test]
     fn colliding_edges_are_told_apart() {
-        // Force every edge into one chain: lookups still compare names.
+        // Two hundred siblings, each with a child of the same name: every
+        // step compares the parent and the name, not the hash alone.
         let mut t = Trie::new();
         let names: Vec<String> = (0..200).map(|i| format!("n{i}")).collect();
         for (i, n) in names.iter().enumerate() {
@@ -395,22 +486,23 @@ mod tests {
             assert_eq!(t.lookup(format!("/{n}/x/y").as_bytes()), Some(i as u32));
             assert_eq!(t.lookup(format!("/{n}/y").as_bytes()), None);
         }
-        // A node planted under another prefix's key and depth, whatever
-        // the hash does: the binary search is misled, the check is not.
-        let mut h = t.seed;
-        for name in [&b"n0"[..], b"x"] {
-            h = extend(h, name);
-        }
-        let key = key_of(h);
-        let first = t.index[&key];
+        // A node planted under another prefix's key and depth, first on
+        // its probe, whatever the hash does: the binary search is misled,
+        // the check is not.
+        let key = Stream::new(t.seed).then(b"n0").then(b"x").key();
+        let first = t.index.first(key).expect("the entry's node");
         let mut other = t.nodes[first as usize].clone();
-        other.next = first;
         other.value = 77;
         other.best = 77;
         other.path = (t.paths.len() as u32, 7);
         t.paths.extend_from_slice(b"zzz/zzz");
         t.nodes.push(other);
-        t.index.insert(key, (t.nodes.len() - 1) as NodeId);
+        let planted = (t.nodes.len() - 1) as NodeId;
+        t.reserve();
+        let slot = t.index.slots.iter().position(|&s| s != EMPTY && s as NodeId == first).expect("its slot");
+        t.index.slots[slot] = key & !0xffff_ffff | u64::from(planted);
+        t.index.put(key, first);
+        assert_eq!(t.index.first(key), Some(planted));
         assert_eq!(t.lookup(b"/n0/x"), Some(0), "found behind a colliding node");
         assert_eq!(t.lookup(b"/n0/x/deeper"), Some(0));
         assert!(t.reaches(b"/n0/x"));
@@ -458,6 +550,53 @@ mod tests {
         }
         for p in &paths {
             assert_eq!(t.lookup(p.as_bytes()), reference(p), "{p}");
+        }
+    }
+
+    #[test]
+    fn the_word_at_a_time_search_and_the_walk_agree_at_every_length() {
+        // Components of 1 to 19 bytes end at every offset within a word,
+        // paths reach past 8 and 16 words; the search must find what the
+        // walk finds (and find it itself: a wrong key would send it to the
+        // root, not to the walk), written canonically or not.
+        let mut rng = 0x2545_f491_4f6c_dd1d_u64;
+        let mut next = move |n: u64| {
+            rng ^= rng << 13;
+            rng ^= rng >> 7;
+            rng ^= rng << 17;
+            rng % n
+        };
+        let name = |next: &mut dyn FnMut(u64) -> u64| -> String {
+            let len = 1 + next(19) as usize;
+            (0..len).map(|_| (b'a' + next(3) as u8) as char).collect()
+        };
+        let mut t = Trie::new();
+        let mut entries = Vec::new();
+        for i in 0..300 {
+            let depth = 1 + next(12) as usize;
+            let path: String = (0..depth).map(|_| format!("/{}", name(&mut next))).collect();
+            t.insert(path.as_bytes(), i);
+            entries.push(path);
+        }
+        for e in &entries {
+            for extra in 0..4 {
+                let mut path = e.clone();
+                for _ in 0..extra {
+                    path = format!("{path}/{}", name(&mut next));
+                }
+                let cut = next(path.len() as u64 + 1) as usize;
+                for p in [path.clone(), path[..cut].to_string()] {
+                    if !p.starts_with('/') || p.ends_with("/.") {
+                        continue;
+                    }
+                    let (walked, whole) = t.walk(p.as_bytes());
+                    assert_eq!(t.deepest(p.as_bytes()), Some(walked), "{p}");
+                    assert_eq!(t.reaches(p.as_bytes()), whole, "{p}");
+                    let messy = format!("/{}/.", p.replace('/', "//"));
+                    assert_eq!(t.deepest(messy.as_bytes()), None, "{messy}");
+                    assert_eq!(t.lookup(messy.as_bytes()), t.lookup(p.as_bytes()), "{messy}");
+                }
+            }
         }
     }
 }
