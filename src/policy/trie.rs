@@ -74,6 +74,8 @@ impl Index {
         self.matches(key).next()
     }
 
+    /// Puts `node` under `key`, in the first empty slot along its probe
+    /// (there is one: [`Trie::reserve`] keeps the table at most half full).
     fn put(&mut self, key: u64, node: NodeId) {
         let mask = self.slots.len() - 1;
         let mut at = key as usize & mask;
