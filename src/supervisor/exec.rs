@@ -6,16 +6,18 @@
 //! whatever the surface does not let run, wherever that lookup leads
 //! ([`super::cover::Cover::backstop`]). Without one (`--no-landlock`, a
 //! container's runtime filter) the supervisor seizes the calling thread
-//! before it answers (`PTRACE_SEIZE` with `PTRACE_O_TRACEEXEC`, then
-//! `PTRACE_INTERRUPT`), so that the thread stops either right after the
-//! kernel has loaded the new program, before its first instruction
-//! (`PTRACE_EVENT_EXEC`), or, if the exec failed, on its way back. At the
-//! exec stop every file the kernel mapped to run (the program or a
-//! script's interpreter, and the ELF interpreter) is decided as an exec on
-//! its real location; one the surface does not let run kills the process
-//! (`SIGKILL`) before it runs, and the refusal is recorded. Then the thread
-//! is let go (`PTRACE_DETACH`). A script the kernel swapped in is read by
-//! its interpreter through a trapped open, decided as any other.
+//! before it answers (`PTRACE_SEIZE` with `PTRACE_O_TRACEEXEC`) and
+//! interrupts it (`PTRACE_INTERRUPT`: before the answer where the thread
+//! waits for it killably, after where any signal would end that wait), so
+//! that the thread stops either right after the kernel has loaded the new
+//! program, before its first instruction (`PTRACE_EVENT_EXEC`), or, if the
+//! exec failed, on its way back. At the exec stop every file the kernel
+//! mapped to run (the program or a script's interpreter, and the ELF
+//! interpreter) is decided as an exec on its real location; one the
+//! surface does not let run kills the process (`SIGKILL`) before it runs,
+//! and the refusal is recorded. Then the thread is let go
+//! (`PTRACE_DETACH`). A script the kernel swapped in is read by its
+//! interpreter through a trapped open, decided as any other.
 
 use super::handle::{Check, Why};
 use super::{NotifResp, Supervisor};
@@ -43,11 +45,26 @@ impl Supervisor {
             let resp = NotifResp { id, val: 0, error: -(e as i32), flags: 0 };
             let _ = seccomp::send(self.listener.as_fd(), resp);
         };
+        // The thread is made to stop after the exec, or on its way back from
+        // one that failed, by an interrupt. Where its wait for the answer
+        // is killable only, the interrupt is sent before the answer, and
+        // waits for the thread's way back. Where any signal ends that wait
+        // (a runtime's filter), an interrupt sent before the answer would
+        // end it too: the call, never answered, would be made again, a new
+        // notification, seized and interrupted again, over and over (runc's
+        // exec of a container's program went round hundreds of times). It
+        // is sent once the exec is answered: the exec stop comes first all
+        // the same (the seizing asked for it), and after a failed exec the
+        // thread stops at its next chance.
+        let interrupt_first = !self.ground.signals_interrupt;
         // The worker's own credentials are the caller's: seizing needs the
         // supervisor's (CAP_SYS_PTRACE it keeps; the rest for a caller that
-        // changed its own).
-        let seize =
-            || super::identity::as_supervisor(|| ptrace::seize(tid, options).and_then(|()| ptrace::interrupt(tid)));
+        // changed its own). Interrupting a tracee needs none.
+        let seize = || {
+            super::identity::as_supervisor(|| {
+                ptrace::seize(tid, options).and_then(|()| if interrupt_first { ptrace::interrupt(tid) } else { Ok(()) })
+            })
+        };
         let mut seized = seize();
         // A runtime's caller waits interruptibly: a signal (Go preempts its
         // threads with SIGURG) ends the wait, and the exec is made again, a
@@ -78,6 +95,10 @@ impl Supervisor {
             // The caller was interrupted or killed meanwhile: it runs on
             // (or not) without executing anything.
             tracing::debug!("answering an exec failed: {e}");
+        }
+        if !interrupt_first {
+            // Gone meanwhile: the wait below says so.
+            let _ = ptrace::interrupt(tid);
         }
         loop {
             match ptrace::wait_own_tracee() {

@@ -394,6 +394,45 @@ fn an_exec_signalled_while_it_is_checked_runs_in_a_container_as_natively() {
     assert!(failed <= 2, "{out}\n{}", agent.log());
 }
 
+/// A container's exec is decided and answered once. The agent seizes the
+/// calling thread to check what the exec loads; it used to interrupt the
+/// thread before answering, and under a runtime's filter (its wait for the
+/// answer ends at any signal) that ended the wait: the exec, never
+/// answered, was made again, seized and interrupted again, hundreds of
+/// times for runc's exec of the container's program (each round a decision
+/// in the trail; 10-20 ms of every container start). A signal may still
+/// end a wait before its answer (Go's runtime preempts runc's threads with
+/// SIGURG), and that exec is decided again: a few rounds in four
+/// containers, never the old code's hundreds (its fewest: one round in a
+/// third of the starts).
+#[test]
+fn a_containers_exec_is_decided_once() {
+    if !runtime_ok() {
+        return;
+    }
+    let agent = Agent::start();
+    let mut rounds = Vec::new();
+    for i in 0..4 {
+        let id = format!("interpose-once-{i}");
+        let b = bundle(&agent, &id, "ro.toml", "echo exec-once");
+        let o = runc(b.path(), &id).wait_with_output().unwrap();
+        assert!(stdout(&o).contains("exec-once"), "{}{}\n{}", stdout(&o), stderr(&o), agent.log());
+        wait_until("the trail ended", 10, || agent.trail(&id).contains("\"type\":\"anchor\""));
+        let trail = agent.trail(&id);
+        let execs = trail
+            .lines()
+            .filter(|l| {
+                l.contains("\"type\":\"decision\"")
+                    && l.contains("\"syscall\":\"execve\"")
+                    && l.contains("\"path\":\"/bin/sh\"")
+            })
+            .count();
+        assert!(execs >= 1, "{trail}");
+        rounds.push(execs);
+    }
+    assert!(rounds.iter().sum::<usize>() <= 8, "rounds per container: {rounds:?}\n{}", agent.log());
+}
+
 /// Creates by absolute path resolve in the container's root: a name under
 /// the container's `/tmp` lands in the container's `/tmp` even when the
 /// host's has no such name, and creates in a bind-mounted workspace land
