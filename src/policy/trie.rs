@@ -385,8 +385,9 @@ impl Trie {
         if node == 0 {
             return Some(0);
         }
-        let n = &self.nodes[node as usize];
-        (n.depth as usize == lo && self.path_of(n) == &path[1..ends[lo] as usize]).then_some(node)
+        // Node paths are unique and canonical: the same text is the same
+        // prefix, at the same depth.
+        (self.path_of(&self.nodes[node as usize]) == &path[1..ends[lo] as usize]).then_some(node)
     }
 
     /// The deepest node whose path is a prefix of `path`, one checked
