@@ -155,7 +155,13 @@ fn edit_config(bundle: &Path, edit: impl FnOnce(&mut serde_json::Value)) {
 /// Starts `runc run` of the bundle (its own state directory, so parallel
 /// tests never share one).
 fn runc(bundle: &Path, id: &str) -> Child {
+    runc_with(bundle, id, &[])
+}
+
+/// [`runc`] with more variables in its environment.
+fn runc_with(bundle: &Path, id: &str, env: &[(&str, &str)]) -> Child {
     Command::new("/usr/sbin/runc")
+        .envs(env.iter().copied())
         .arg("--root")
         .arg(bundle.join("state"))
         .args(["run", "--bundle"])
@@ -400,11 +406,17 @@ fn an_exec_signalled_while_it_is_checked_runs_in_a_container_as_natively() {
 /// answer ends at any signal) that ended the wait: the exec, never
 /// answered, was made again, seized and interrupted again, hundreds of
 /// times for runc's exec of the container's program (each round a decision
-/// in the trail; 10-20 ms of every container start). A signal may still
-/// end a wait before its answer (Go's runtime preempts runc's threads with
-/// SIGURG), and that exec is decided again: a few rounds in four
-/// containers, never the old code's hundreds (its fewest: one round in a
-/// third of the starts).
+/// in the trail; 10-20 ms of every container start).
+///
+/// A signal of the runtime's own may still end a wait before its answer,
+/// and that exec is then decided again. runc forwards every signal it gets
+/// to the container, Go's preemption signals to itself included (not here:
+/// its `GODEBUG` turns them off); and runc's init makes the exec with a raw
+/// system call, so once its goroutine has run 10 ms (on a loaded machine)
+/// Go's monitor sends it SIGURG at every tick, each ending the wait. On
+/// two busy CPUs that made up to 9 rounds for one container (on a quiet
+/// machine, one each); the old code made 26 to 2,327 rounds per container
+/// in three runs of the test build, never fewer than 26.
 #[test]
 fn a_containers_exec_is_decided_once() {
     if !runtime_ok() {
@@ -415,7 +427,7 @@ fn a_containers_exec_is_decided_once() {
     for i in 0..4 {
         let id = format!("interpose-once-{i}");
         let b = bundle(&agent, &id, "ro.toml", "echo exec-once");
-        let o = runc(b.path(), &id).wait_with_output().unwrap();
+        let o = runc_with(b.path(), &id, &[("GODEBUG", "asyncpreemptoff=1")]).wait_with_output().unwrap();
         assert!(stdout(&o).contains("exec-once"), "{}{}\n{}", stdout(&o), stderr(&o), agent.log());
         wait_until("the trail ended", 10, || agent.trail(&id).contains("\"type\":\"anchor\""));
         let trail = agent.trail(&id);
@@ -430,7 +442,7 @@ fn a_containers_exec_is_decided_once() {
         assert!(execs >= 1, "{trail}");
         rounds.push(execs);
     }
-    assert!(rounds.iter().sum::<usize>() <= 8, "rounds per container: {rounds:?}\n{}", agent.log());
+    assert!(rounds.iter().all(|&r| r <= 20), "rounds per container: {rounds:?}\n{}", agent.log());
 }
 
 /// Creates by absolute path resolve in the container's root: a name under
