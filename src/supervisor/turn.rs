@@ -12,6 +12,15 @@
 //! stall every other call: a waiting worker takes the turn over when the
 //! holder has been busy with one call for longer than [`STALL`], and the old
 //! holder, once done, waits like the rest.
+//!
+//! Waiting workers look at the holder every [`LOOK_EVERY`] only while the
+//! sandbox makes calls. Once they have seen the holder idle, with no call
+//! since, [`IDLE_LOOKS`] times in a row, they sleep until the holder's next
+//! call wakes them, so that a sandbox that waits (an agent waiting on its
+//! model, a shell waiting on its user) does not wake the supervisor a
+//! hundred times a second. Only the first call after such a pause pays a
+//! wake-up; a takeover still comes within [`STALL`] plus [`LOOK_EVERY`] of
+//! the call that stalls.
 
 use std::sync::{Condvar, Mutex, PoisonError};
 use std::time::{Duration, Instant};
@@ -22,6 +31,10 @@ pub const STALL: Duration = Duration::from_millis(5);
 
 /// How often a waiting worker looks whether the holder is stuck.
 const LOOK_EVERY: Duration = Duration::from_millis(10);
+
+/// How many looks in a row that find the holder idle, with no call since
+/// the look before, make a waiting worker sleep until the next call.
+const IDLE_LOOKS: u32 = 5;
 
 /// [`STALL`] and [`LOOK_EVERY`]; in a debug build (the tests') both
 /// `INTERPOSE_TEST_STALL_US` microseconds where it is set, so that a test
@@ -50,6 +63,11 @@ struct State {
     busy_since: Option<Instant>,
     /// Workers waiting for the turn.
     waiting: usize,
+    /// Of those, the ones asleep until the holder's next call.
+    sleeping: usize,
+    /// Calls the holders received (what tells a waiting worker that the
+    /// holder was not idle all along between two looks).
+    calls: u64,
     /// The listener hung up: nobody takes the turn any more.
     closed: bool,
 }
@@ -86,6 +104,9 @@ impl Turn {
         let (stall, look_every) = timing();
         let mut s = self.lock();
         s.waiting += 1;
+        // Looks in a row that found the holder idle with no call since the
+        // one before, and the count of calls at the last look.
+        let (mut idle_looks, mut seen) = (0, s.calls);
         loop {
             if s.closed {
                 s.waiting -= 1;
@@ -99,15 +120,34 @@ impl Turn {
                 s.waiting -= 1;
                 return Some((Tenure(s.tenure), s.waiting == 0));
             }
+            let idle = s.busy_since.is_none() && s.calls == seen;
+            idle_looks = if idle { idle_looks + 1 } else { 0 };
+            seen = s.calls;
+            if idle_looks > IDLE_LOOKS {
+                // Until the holder's next call, a release or the end (each
+                // notifies): nothing can stall before a call arrives.
+                s.sleeping += 1;
+                s = self.freed.wait(s).unwrap_or_else(PoisonError::into_inner);
+                s.sleeping -= 1;
+                idle_looks = 0;
+                continue;
+            }
             s = self.freed.wait_timeout(s, look_every).unwrap_or_else(PoisonError::into_inner).0;
         }
     }
 
-    /// The holder received a call at `since` and is handling it.
+    /// The holder received a call at `since` and is handling it: workers
+    /// asleep until a call are woken to watch it.
     pub fn busy(&self, t: Tenure, since: Instant) {
         let mut s = self.lock();
+        s.calls += 1;
         if s.tenure == t.0 {
             s.busy_since = Some(since);
+        }
+        let sleeping = s.sleeping > 0;
+        drop(s);
+        if sleeping {
+            self.freed.notify_all();
         }
     }
 
@@ -178,5 +218,46 @@ mod tests {
         turn.close();
         assert!(waiter.join().unwrap().is_none());
         assert!(turn.take().is_none());
+    }
+
+    /// A waiting worker stops looking while the holder idles, and the
+    /// holder's next call wakes it to watch that call: a call that stalls
+    /// after a pause is still taken over.
+    #[test]
+    fn waiters_sleep_while_the_holder_idles_and_still_take_over_a_stalled_call() {
+        let (stall, look_every) = timing();
+        let turn = std::sync::Arc::new(Turn::default());
+        let (first, _) = turn.take().unwrap();
+        let other = std::sync::Arc::clone(&turn);
+        let waiter = std::thread::spawn(move || other.take().unwrap().0);
+        // Idle for longer than the looks that put the waiter to sleep.
+        let asleep = || turn.lock().sleeping == 1;
+        let deadline = Instant::now() + look_every * (IDLE_LOOKS + 1) * 20 + Duration::from_secs(2);
+        while !asleep() {
+            assert!(Instant::now() < deadline, "the waiter kept looking at an idle holder");
+            std::thread::sleep(look_every);
+        }
+        // Calls keep it awake while they come: a quick one wakes it, and it
+        // goes on looking until the holder has idled again.
+        turn.busy(first, Instant::now());
+        assert!(turn.done(first));
+        let deadline = Instant::now() + Duration::from_secs(2);
+        while asleep() {
+            assert!(Instant::now() < deadline, "a call did not wake the sleeping waiter");
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        assert!(!waiter.is_finished());
+        // Idle again, asleep again; then a call that stalls is taken over.
+        let deadline = Instant::now() + look_every * (IDLE_LOOKS + 1) * 20 + Duration::from_secs(2);
+        while !asleep() {
+            assert!(Instant::now() < deadline, "the waiter kept looking at an idle holder");
+            std::thread::sleep(look_every);
+        }
+        let stalled_at = Instant::now();
+        turn.busy(first, stalled_at);
+        let second = waiter.join().unwrap();
+        assert_ne!(second, first);
+        assert!(stalled_at.elapsed() >= stall, "taken over before the call stalled");
+        assert!(!turn.done(first), "the old holder lost the turn");
     }
 }

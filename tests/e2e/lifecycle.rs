@@ -1,7 +1,7 @@
 //! Exit statuses, signals and the audit trail.
 
 use crate::common::*;
-use std::process::Command;
+use std::process::{Command, Stdio};
 
 #[test]
 fn exit_statuses_follow_the_shell_convention() {
@@ -673,4 +673,45 @@ fn the_namespace_keeper_holds_nothing_of_the_callers_and_ends_with_interpose() {
     run.stdin.as_mut().unwrap().write_all(b"done\n").unwrap();
     assert!(run.wait().unwrap().success());
     wait_until("the keeper outlived interpose", 10, || keeper_of(me).is_none());
+}
+
+/// A command that waits (an agent waiting on its model, a shell on its
+/// user) does not wake the supervisor: its workers sleep until the next
+/// call instead of looking a hundred times a second whether a call has
+/// stalled.
+#[test]
+fn an_idle_command_leaves_the_supervisor_asleep() {
+    let Some(t) = kernel_tree() else { return };
+    let mut child =
+        t.command(&[], &["/bin/sh", "-c", "echo started; exec sleep 30"]).stdout(Stdio::piped()).spawn().unwrap();
+    let mut line = String::new();
+    std::io::BufRead::read_line(&mut std::io::BufReader::new(child.stdout.take().unwrap()), &mut line).unwrap();
+    assert_eq!(line, "started\n");
+    let threads = format!("/proc/{}/task", child.id());
+    // Every thread's voluntary context switches, by thread id.
+    let switches = || -> std::collections::BTreeMap<String, u64> {
+        std::fs::read_dir(&threads)
+            .unwrap()
+            .flatten()
+            .filter_map(|task| {
+                let status = std::fs::read_to_string(task.path().join("status")).ok()?;
+                let n = status.lines().find_map(|l| l.strip_prefix("voluntary_ctxt_switches:"))?.trim().parse().ok()?;
+                Some((task.file_name().to_string_lossy().into_owned(), n))
+            })
+            .collect()
+    };
+    // Let the command reach its sleep and the workers settle.
+    std::thread::sleep(std::time::Duration::from_secs(1));
+    let before = switches();
+    std::thread::sleep(std::time::Duration::from_secs(2));
+    let after = switches();
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert!(before.len() >= 2, "the supervisor's threads: {before:?}");
+    let woken: u64 = after.iter().map(|(tid, n)| n - before.get(tid).copied().unwrap_or(0)).sum();
+    // Looking every 10 ms made about 200 in these two seconds.
+    assert!(
+        woken <= 10,
+        "the supervisor's threads woke {woken} times in 2 s of an idle command: {before:?} -> {after:?}"
+    );
 }
