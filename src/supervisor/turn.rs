@@ -229,7 +229,8 @@ mod tests {
         let turn = std::sync::Arc::new(Turn::default());
         let (first, _) = turn.take().unwrap();
         let other = std::sync::Arc::clone(&turn);
-        let waiter = std::thread::spawn(move || other.take().unwrap().0);
+        let (tx, took) = std::sync::mpsc::channel();
+        std::thread::spawn(move || tx.send(other.take().unwrap().0));
         // Idle for longer than the looks that put the waiter to sleep.
         let asleep = || turn.lock().sleeping == 1;
         let deadline = Instant::now() + look_every * (IDLE_LOOKS + 1) * 20 + Duration::from_secs(2);
@@ -237,16 +238,17 @@ mod tests {
             assert!(Instant::now() < deadline, "the waiter kept looking at an idle holder");
             std::thread::sleep(look_every);
         }
-        // Calls keep it awake while they come: a quick one wakes it, and it
-        // goes on looking until the holder has idled again.
-        turn.busy(first, Instant::now());
-        assert!(turn.done(first));
+        // A call wakes it (it looks again while the holder is busy, never
+        // asleep then); this one is told as starting an hour from now, so
+        // that a slow machine never has it taken over.
+        turn.busy(first, Instant::now() + Duration::from_secs(3600));
         let deadline = Instant::now() + Duration::from_secs(2);
         while asleep() {
             assert!(Instant::now() < deadline, "a call did not wake the sleeping waiter");
-            std::thread::sleep(Duration::from_millis(1));
+            std::thread::sleep(Duration::from_micros(100));
         }
-        assert!(!waiter.is_finished());
+        assert!(turn.done(first));
+        assert!(took.try_recv().is_err(), "a call that did not stall was taken over");
         // Idle again, asleep again; then a call that stalls is taken over.
         let deadline = Instant::now() + look_every * (IDLE_LOOKS + 1) * 20 + Duration::from_secs(2);
         while !asleep() {
@@ -255,7 +257,7 @@ mod tests {
         }
         let stalled_at = Instant::now();
         turn.busy(first, stalled_at);
-        let second = waiter.join().unwrap();
+        let second = took.recv_timeout(Duration::from_secs(10)).expect("the stalled call was never taken over");
         assert_ne!(second, first);
         assert!(stalled_at.elapsed() >= stall, "taken over before the call stalled");
         assert!(!turn.done(first), "the old holder lost the turn");
