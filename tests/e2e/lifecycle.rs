@@ -1,7 +1,7 @@
 //! Exit statuses, signals and the audit trail.
 
 use crate::common::*;
-use std::process::{Command, Stdio};
+use std::process::Command;
 
 #[test]
 fn exit_statuses_follow_the_shell_convention() {
@@ -682,11 +682,16 @@ fn the_namespace_keeper_holds_nothing_of_the_callers_and_ends_with_interpose() {
 #[test]
 fn an_idle_command_leaves_the_supervisor_asleep() {
     let Some(t) = kernel_tree() else { return };
-    let mut child =
-        t.command(&[], &["/bin/sh", "-c", "echo started; exec sleep 30"]).stdout(Stdio::piped()).spawn().unwrap();
-    let mut line = String::new();
-    std::io::BufRead::read_line(&mut std::io::BufReader::new(child.stdout.take().unwrap()), &mut line).unwrap();
-    assert_eq!(line, "started\n");
+    let mut child = t.command(&[], &["/bin/sleep", "30"]).spawn().unwrap();
+    // Until the command sleeps (in clock_nanosleep, 230), its start-up's
+    // calls all made.
+    let sleeping = || {
+        descendants(child.id()).into_iter().any(|p| {
+            std::fs::read_to_string(format!("/proc/{p}/comm")).is_ok_and(|c| c == "sleep\n")
+                && std::fs::read_to_string(format!("/proc/{p}/syscall")).is_ok_and(|s| s.starts_with("230 "))
+        })
+    };
+    wait_until("the command never reached its sleep", 30, sleeping);
     let threads = format!("/proc/{}/task", child.id());
     // Every thread's voluntary context switches, by thread id.
     let switches = || -> std::collections::BTreeMap<String, u64> {
@@ -700,8 +705,8 @@ fn an_idle_command_leaves_the_supervisor_asleep() {
             })
             .collect()
     };
-    // Let the command reach its sleep and the workers settle.
-    std::thread::sleep(std::time::Duration::from_secs(1));
+    // Let the workers settle (a waiting one sleeps after 50 ms of looks).
+    std::thread::sleep(std::time::Duration::from_millis(500));
     let before = switches();
     std::thread::sleep(std::time::Duration::from_secs(2));
     let after = switches();
