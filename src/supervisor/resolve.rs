@@ -673,18 +673,18 @@ impl Resolver {
         let in_root = req.resolve & fs::RESOLVE_IN_ROOT != 0;
         let no_symlinks = req.resolve & fs::RESOLVE_NO_SYMLINKS != 0;
         let no_magic = req.resolve & fs::RESOLVE_NO_MAGICLINKS != 0;
-        let dup = |fd: BorrowedFd<'_>| fd.try_clone_to_owned().map_err(|_| ResolveError::Errno(Errno::EMFILE));
-
-        let root = Cursor { fd: dup(caller.root.unwrap_or(self.root.as_fd()))?, path: b"/".to_vec() };
+        // Where the walk starts and where an absolute link returns it to,
+        // borrowed: only the cursor that moves holds a descriptor of its own.
+        let root = Base { fd: caller.root.unwrap_or(self.root.as_fd()), path: b"/".to_vec() };
         let anchor = match caller.base {
             Some(b) => {
                 let mut p = Vec::new();
                 self.fd_path(b, &mut p)?;
-                Cursor { fd: dup(b)?, path: p }
+                Base { fd: b, path: p }
             }
-            None => root.clone_with(dup)?,
+            None => root.clone(),
         };
-        let top = if in_root || beneath { anchor.clone_with(dup)? } else { root.clone_with(dup)? };
+        let top = if in_root || beneath { anchor.clone() } else { root };
         // The fstat of what `cur` holds, once a step has taken it.
         let mut cur_stat: Option<libc::stat> = None;
         // The device and inode of the top, once a `..` needs them.
@@ -693,9 +693,9 @@ impl Resolver {
             if beneath {
                 return Err(Errno::EXDEV.into());
             }
-            top.clone_with(dup)?
+            top.cursor()?
         } else {
-            anchor.clone_with(dup)?
+            anchor.cursor()?
         };
 
         let mut queue: std::collections::VecDeque<Vec<u8>> =
@@ -713,7 +713,7 @@ impl Resolver {
             if name == b".." {
                 // At the top by identity, not by name: the caller's root
                 // may be read back under another name than `/`.
-                let top_id = *top_id.get_or_init(|| fs::fstat(top.fd.as_fd()).map(|st| (st.st_dev, st.st_ino)).ok());
+                let top_id = *top_id.get_or_init(|| fs::fstat(top.fd).map(|st| (st.st_dev, st.st_ino)).ok());
                 let at_top = cur.path == top.path
                     || fs::fstat(cur.fd.as_fd()).is_ok_and(|st| Some((st.st_dev, st.st_ino)) == top_id);
                 if at_top {
@@ -838,7 +838,7 @@ impl Resolver {
                     if beneath {
                         return Err(Errno::EXDEV.into());
                     }
-                    cur = top.clone_with(dup)?;
+                    cur = top.cursor()?;
                     cur_stat = None;
                 }
                 continue;
@@ -926,17 +926,26 @@ impl Resolver {
     }
 }
 
+/// Where a walk is: a handle of its own on the directory it has reached,
+/// and that directory's path.
 struct Cursor {
     fd: OwnedFd,
     path: Vec<u8>,
 }
 
-impl Cursor {
-    fn clone_with(
-        &self,
-        dup: impl Fn(BorrowedFd<'_>) -> Result<OwnedFd, ResolveError>,
-    ) -> Result<Cursor, ResolveError> {
-        Ok(Cursor { fd: dup(self.fd.as_fd())?, path: self.path.clone() })
+/// A directory a walk starts from or goes back to (the caller's root, the
+/// directory of a relative path), borrowed for the walk, and its path.
+#[derive(Clone)]
+struct Base<'a> {
+    fd: BorrowedFd<'a>,
+    path: Vec<u8>,
+}
+
+impl Base<'_> {
+    /// A cursor at this directory, on a handle of its own.
+    fn cursor(&self) -> Result<Cursor, ResolveError> {
+        let fd = self.fd.try_clone_to_owned().map_err(|_| ResolveError::Errno(Errno::EMFILE))?;
+        Ok(Cursor { fd, path: self.path.clone() })
     }
 }
 
