@@ -676,15 +676,17 @@ impl Resolver {
         // Where the walk starts and where an absolute link returns it to,
         // borrowed: only the cursor that moves holds a descriptor of its own.
         let root = Base { fd: caller.root.unwrap_or(self.root.as_fd()), path: b"/".to_vec() };
+        let start;
         let anchor = match caller.base {
             Some(b) => {
                 let mut p = Vec::new();
                 self.fd_path(b, &mut p)?;
-                Base { fd: b, path: p }
+                start = Base { fd: b, path: p };
+                &start
             }
-            None => root.clone(),
+            None => &root,
         };
-        let top = if in_root || beneath { anchor.clone() } else { root };
+        let top = if in_root || beneath { anchor } else { &root };
         // The fstat of what `cur` holds, once a step has taken it.
         let mut cur_stat: Option<libc::stat> = None;
         // The device and inode of the top, once a `..` needs them.
@@ -935,7 +937,6 @@ struct Cursor {
 
 /// A directory a walk starts from or goes back to (the caller's root, the
 /// directory of a relative path), borrowed for the walk, and its path.
-#[derive(Clone)]
 struct Base<'a> {
     fd: BorrowedFd<'a>,
     path: Vec<u8>,
