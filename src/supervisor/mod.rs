@@ -674,6 +674,10 @@ impl Supervisor {
             self.refused.lock().unwrap_or_else(std::sync::PoisonError::into_inner).count(c, &self.repeat_hasher);
         }
         let mut checks = outcome.checks;
+        // The time to the answer: once it is sent, the caller may run on
+        // this worker's CPU (a synchronous wake-up) until its next call, and
+        // an exec's whole start would be counted as the supervisor's.
+        let mut answered = None;
         match outcome.answer {
             Some(Answer::Later(retry)) => self.answer_later(notif.id, retry),
             Some(Answer::VerifiedExec(v)) => {
@@ -682,10 +686,14 @@ impl Supervisor {
                     checks.push(refused);
                 }
             }
-            Some(answer) => self.answer(notif.id, answer),
+            Some(answer) => {
+                answered = Some(started.elapsed());
+                self.answer(notif.id, answer);
+            }
             None => {}
         }
-        self.record(notif, checks, outcome.argv, context, who, (started, received_ns));
+        let handling = answered.unwrap_or_else(|| started.elapsed());
+        self.record(notif, checks, outcome.argv, context, who, (handling, received_ns));
     }
 
     /// `--ask`: holds `notif`, which asks `ask`, for a question (joining
@@ -1093,7 +1101,7 @@ impl Supervisor {
         argv: Option<(Vec<Vec<u8>>, bool)>,
         context: Option<audit::DenialContext>,
         who: Option<(u32, String)>,
-        (started, received_ns): (std::time::Instant, u64),
+        (handling, received_ns): (std::time::Duration, u64),
     ) {
         for c in &checks {
             match c.decision {
@@ -1104,7 +1112,7 @@ impl Supervisor {
             };
         }
         let Some(sink) = &self.audit else { return };
-        let handling_ns = started.elapsed().as_nanos() as u64;
+        let handling_ns = handling.as_nanos() as u64;
         let Some((pid, comm)) = who else { return };
         for c in checks {
             if self.audit_level == AuditLevel::Deny && !c.decision.refuses() {
