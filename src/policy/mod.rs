@@ -392,6 +392,13 @@ pub trait Processes {
     fn numbers_as_the_command(&self, _mount: &Path) -> bool {
         false
     }
+
+    /// The process and thread ids the procfs at `mount` gives the task the
+    /// supervisor numbers `tid`, where they can be asked of its namespace
+    /// at once; `None` to read them elsewhere.
+    fn numbers_of(&self, _mount: &Path, _tid: u32) -> Option<(u32, u32)> {
+        None
+    }
 }
 
 /// Nobody is inside the sandbox when nothing runs (`why`, `replay`, the

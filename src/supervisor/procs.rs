@@ -57,6 +57,9 @@ struct NamespaceProc {
     root: OwnedFd,
     /// For a container: what its processes share, beyond being listed.
     like: Option<Registration>,
+    /// The PID namespace it numbers processes by (its init's, `1` in it),
+    /// where it could be opened.
+    numbering: Option<OwnedFd>,
 }
 
 /// What every process of a container shares with its first one, recorded
@@ -107,7 +110,18 @@ impl Membership {
     /// command's view; `root` is a handle on it. For a container, `like` is
     /// what its processes share ([`Registration`]).
     pub fn command_namespace(&self, mount: PathBuf, root: OwnedFd, like: Option<Registration>) {
-        let _ = self.namespace.set(NamespaceProc { mount, root, like });
+        // Under `run`'s filter no process of the command can make a PID
+        // namespace, so this one is every caller's own; a container's
+        // processes may (its runtime's profile decides), so theirs are read
+        // from their status. A namespace link opens only with ptrace access
+        // to its process.
+        let numbering = like.is_none().then(|| {
+            super::identity::as_supervisor(|| {
+                fs::openat(Dir::Fd(root.as_fd()), c"1/ns/pid", libc::O_RDONLY | libc::O_CLOEXEC, 0)
+            })
+        });
+        let numbering = numbering.and_then(Result::ok);
+        let _ = self.namespace.set(NamespaceProc { mount, root, like, numbering });
     }
 }
 
@@ -128,6 +142,13 @@ impl Processes for Membership {
 
     fn numbers_as_the_command(&self, mount: &Path) -> bool {
         self.namespace.get().is_some_and(|ns| ns.mount == mount)
+    }
+
+    fn numbers_of(&self, mount: &Path, tid: u32) -> Option<(u32, u32)> {
+        let ns = self.namespace.get().filter(|ns| ns.mount == mount)?;
+        let numbering = ns.numbering.as_ref()?.as_fd();
+        let number = |group| crate::sys::process::number_in_namespace(numbering, tid, group).ok();
+        Some((number(true)?, number(false)?))
     }
 }
 

@@ -229,9 +229,13 @@ impl Caller<'_> {
     /// The caller's process and thread ids as the procfs mounted at `mount`
     /// numbers them: the command's own numbers in its PID namespace's.
     fn numbers_in(&self, procs: &dyn Processes, mount: &std::path::Path) -> (u32, u32) {
-        match procs.numbers_as_the_command(mount) {
-            true => self.ids_in_own_namespace(),
-            false => (self.tgid(), self.tid),
+        match (procs.numbers_as_the_command(mount), self.own_ids.get()) {
+            (true, Some(&ids)) => ids,
+            // Asked of the namespace that procfs numbers by (every caller's
+            // own, [`crate::supervisor::procs::Membership::command_namespace`]),
+            // where the status file would be rendered whole for two numbers.
+            (true, None) => procs.numbers_of(mount, self.tid).unwrap_or_else(|| self.ids_in_own_namespace()),
+            (false, _) => (self.tgid(), self.tid),
         }
     }
 }
