@@ -214,28 +214,32 @@ impl Caller<'_> {
     /// at every read (its memory figures walk the caller's mappings), and a
     /// path in `/proc/self` asks for both.
     pub fn ids_in_own_namespace(&self) -> (u32, u32) {
-        *self.own_ids.get_or_init(|| {
-            let status = crate::sys::procfs::Status::of(self.tid);
-            let number = |field, last: bool| {
-                let value = status.as_ref()?.field(field)?;
-                let n = if last { value.split_whitespace().last()? } else { value };
-                n.parse().ok()
-            };
-            let tgid = *self.tgid.get_or_init(|| number("Tgid:", false).unwrap_or(self.tid));
-            (number("NStgid:", true).unwrap_or(tgid), number("NSpid:", true).unwrap_or(self.tid))
-        })
+        *self.own_ids.get_or_init(|| self.status_ids())
+    }
+
+    /// Both, and the process id, from one read of the status.
+    fn status_ids(&self) -> (u32, u32) {
+        let status = crate::sys::procfs::Status::of(self.tid);
+        let number = |field, last: bool| {
+            let value = status.as_ref()?.field(field)?;
+            let n = if last { value.split_whitespace().last()? } else { value };
+            n.parse().ok()
+        };
+        let tgid = *self.tgid.get_or_init(|| number("Tgid:", false).unwrap_or(self.tid));
+        (number("NStgid:", true).unwrap_or(tgid), number("NSpid:", true).unwrap_or(self.tid))
     }
 
     /// The caller's process and thread ids as the procfs mounted at `mount`
     /// numbers them: the command's own numbers in its PID namespace's.
     fn numbers_in(&self, procs: &dyn Processes, mount: &std::path::Path) -> (u32, u32) {
-        match (procs.numbers_as_the_command(mount), self.own_ids.get()) {
-            (true, Some(&ids)) => ids,
+        match procs.numbers_as_the_command(mount) {
             // Asked of the namespace that procfs numbers by (every caller's
             // own, [`crate::supervisor::procs::Membership::command_namespace`]),
             // where the status file would be rendered whole for two numbers.
-            (true, None) => procs.numbers_of(mount, self.tid).unwrap_or_else(|| self.ids_in_own_namespace()),
-            (false, _) => (self.tgid(), self.tid),
+            true => {
+                *self.own_ids.get_or_init(|| procs.numbers_of(mount, self.tid).unwrap_or_else(|| self.status_ids()))
+            }
+            false => (self.tgid(), self.tid),
         }
     }
 }
