@@ -703,9 +703,9 @@ impl Resolver {
             if beneath {
                 return Err(Errno::EXDEV.into());
             }
-            top.cursor()?
+            top.cursor()
         } else {
-            anchor.cursor()?
+            anchor.cursor()
         };
 
         let mut queue: std::collections::VecDeque<Vec<u8>> =
@@ -736,7 +736,7 @@ impl Resolver {
                 // The real parent, wherever the directory is now: its name
                 // is read back, never worked out from the text.
                 self.fd_path(fd.as_fd(), &mut cur.path)?;
-                cur.fd = fd;
+                cur.fd = Handle::Owned(fd);
                 // What was taken of the directory left describes it, not
                 // its parent (a path ending in `..` is answered with the
                 // parent's own).
@@ -779,7 +779,8 @@ impl Resolver {
                 }
             }
             let cname = CString::new(name.clone()).map_err(|_| Errno::EINVAL)?;
-            let lookup = || fs::openat(Dir::Fd(cur.fd.as_fd()), &cname, libc::O_PATH | libc::O_NOFOLLOW, 0);
+            let lookup =
+                |flags| fs::openat(Dir::Fd(cur.fd.as_fd()), &cname, libc::O_PATH | libc::O_NOFOLLOW | flags, 0);
             // In procfs, the caller's own /proc/<pid> may belong to root
             // (after it changed its credentials), which never stops a
             // process from reading its own: the supervisor looks there
@@ -787,20 +788,36 @@ impl Resolver {
             // looked up with the caller's credentials alone, as the kernel
             // would for it.
             let proc_entry = self.proc_entry(at, &cur.path);
-            let looked_up = match proc_entry {
-                ProcEntry::Other => super::identity::without_ptrace(lookup),
-                ProcEntry::Own | ProcEntry::Shared => super::identity::retry_as_supervisor(lookup),
-                ProcEntry::NotProc => lookup(),
+            let look_up = |flags| match proc_entry {
+                ProcEntry::Other => super::identity::without_ptrace(|| lookup(flags)),
+                ProcEntry::Own | ProcEntry::Shared => super::identity::retry_as_supervisor(|| lookup(flags)),
+                ProcEntry::NotProc => lookup(flags),
+            };
+            // A name the walk goes on through is asked for as a directory
+            // first, which needs no fstat after; a link or anything else
+            // (ENOTDIR then) is looked up again as any name.
+            let through = !last || must_dir;
+            let (looked_up, a_dir) = match through.then(|| look_up(libc::O_DIRECTORY)) {
+                Some(Ok(fd)) => (Ok(fd), true),
+                Some(Err(Errno::ENOTDIR)) | None => (look_up(0), false),
+                Some(Err(e)) => (Err(e), false),
             };
             let fd = match looked_up {
                 Ok(fd) => fd,
                 Err(Errno::ENOENT) if last => {
                     let mut path = cur.path.clone();
                     push_component(&mut path, &name);
-                    return Ok(Resolved { target: Target::Missing { fd: cur.fd, name: cname }, path, straight: false });
+                    let fd = cur.fd.into_owned()?;
+                    return Ok(Resolved { target: Target::Missing { fd, name: cname }, path, straight: false });
                 }
                 Err(e) => return Err(e.into()),
             };
+            if a_dir {
+                push_component(&mut cur.path, &name);
+                cur.fd = Handle::Owned(fd);
+                cur_stat = None;
+                continue;
+            }
             let st = fs::fstat(fd.as_fd())?;
             let is_link = st.st_mode & libc::S_IFMT == libc::S_IFLNK;
             if is_link && (!last || req.follow || must_dir) {
@@ -828,7 +845,7 @@ impl Resolver {
                         }
                         return Ok(Resolved { target: Target::Anonymous { fd: obj }, path, straight: false });
                     }
-                    cur = Cursor { fd: obj, path };
+                    cur = Cursor { fd: Handle::Owned(obj), path };
                     cur_stat = None;
                     continue;
                 }
@@ -848,7 +865,7 @@ impl Resolver {
                     if beneath {
                         return Err(Errno::EXDEV.into());
                     }
-                    cur = top.cursor()?;
+                    cur = top.cursor();
                     cur_stat = None;
                 }
                 continue;
@@ -858,14 +875,14 @@ impl Resolver {
                 return Err(Errno::ENOTDIR.into());
             }
             push_component(&mut cur.path, &name);
-            cur.fd = fd;
+            cur.fd = Handle::Owned(fd);
             cur_stat = Some(st);
         }
         let stat = match cur_stat {
             Some(st) => st,
             None => fs::fstat(cur.fd.as_fd())?,
         };
-        Ok(Resolved { target: Target::Exists { fd: cur.fd, stat }, path: cur.path, straight: false })
+        Ok(Resolved { target: Target::Exists { fd: cur.fd.into_owned()?, stat }, path: cur.path, straight: false })
     }
 }
 
@@ -938,9 +955,34 @@ impl Resolver {
 
 /// Where a walk is: a handle of its own on the directory it has reached,
 /// and that directory's path.
-struct Cursor {
-    fd: OwnedFd,
+struct Cursor<'a> {
+    fd: Handle<'a>,
     path: Vec<u8>,
+}
+
+/// The directory a cursor is at: the base it started from, borrowed, until
+/// its first step gives it a handle of its own.
+enum Handle<'a> {
+    Borrowed(BorrowedFd<'a>),
+    Owned(OwnedFd),
+}
+
+impl Handle<'_> {
+    fn as_fd(&self) -> BorrowedFd<'_> {
+        match self {
+            Handle::Borrowed(fd) => *fd,
+            Handle::Owned(fd) => fd.as_fd(),
+        }
+    }
+
+    /// A handle of its own, for a walk that ends where it is: a duplicate
+    /// of a base that never moved.
+    fn into_owned(self) -> Result<OwnedFd, ResolveError> {
+        match self {
+            Handle::Borrowed(fd) => fd.try_clone_to_owned().map_err(|_| ResolveError::Errno(Errno::EMFILE)),
+            Handle::Owned(fd) => Ok(fd),
+        }
+    }
 }
 
 /// A directory a walk starts from or goes back to (the caller's root, the
@@ -950,11 +992,10 @@ struct Base<'a> {
     path: Vec<u8>,
 }
 
-impl Base<'_> {
-    /// A cursor at this directory, on a handle of its own.
-    fn cursor(&self) -> Result<Cursor, ResolveError> {
-        let fd = self.fd.try_clone_to_owned().map_err(|_| ResolveError::Errno(Errno::EMFILE))?;
-        Ok(Cursor { fd, path: self.path.clone() })
+impl<'a> Base<'a> {
+    /// A cursor at this directory, on its handle until it moves.
+    fn cursor(&self) -> Cursor<'a> {
+        Cursor { fd: Handle::Borrowed(self.fd), path: self.path.clone() }
     }
 }
 
