@@ -399,6 +399,13 @@ pub trait Processes {
     fn numbers_of(&self, _mount: &Path, _tid: u32) -> Option<(u32, u32)> {
         None
     }
+
+    /// Whether every caller's own numbers are those the procfs at `mount`
+    /// gives it: no caller is in a PID namespace below the one it numbers
+    /// by, so a caller found at its own number there is itself.
+    fn numbers_every_caller(&self, _mount: &Path) -> bool {
+        false
+    }
 }
 
 /// Nobody is inside the sandbox when nothing runs (`why`, `replay`, the

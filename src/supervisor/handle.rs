@@ -692,7 +692,8 @@ impl Call<'_> {
     /// what enforcement would refuse and goes on, except for carve-outs).
     fn decide(&mut self, arg: &PathArg, path: &[u8], access: Access) -> Result<(), Stop> {
         let name = AccessKind::from(access);
-        let v = self.cx.ground.surface.decide(path, access, &self.cx.ground.procs);
+        let procs = CallerInside { procs: &self.cx.ground.procs, own: self.own_ids.get().copied() };
+        let v = self.cx.ground.surface.decide(path, access, &procs);
         self.decided_by = Some(v.reason);
         let why = Why::Verdict(v.reason);
         // Learning allows what a wider surface could allow; carve-outs (host
@@ -950,6 +951,35 @@ fn own_descriptor_path(path: &[u8]) -> bool {
 /// Runs `f` with this worker's path buffer: one `PATH_MAX` buffer a thread,
 /// not one zeroed (and, on the heap, allocated and freed) a call; a nested
 /// use gets a fresh one.
+/// The sandbox's processes as a call sees them: its caller, at its own
+/// numbers in a procfs that numbers every caller as it numbers itself, is
+/// inside without a lookup (its call came through the sandbox's filter).
+/// Elsewhere (a container's processes may sit in a namespace of their own
+/// below their procfs's) each number is looked up.
+struct CallerInside<'a> {
+    procs: &'a dyn crate::policy::Processes,
+    own: Option<(u32, u32)>,
+}
+
+impl crate::policy::Processes for CallerInside<'_> {
+    fn is_inside(&self, mount: &std::path::Path, pid: u32) -> bool {
+        let own = self.own.is_some_and(|(tgid, tid)| pid == tgid || pid == tid);
+        (own && self.procs.numbers_every_caller(mount)) || self.procs.is_inside(mount, pid)
+    }
+
+    fn numbers_as_the_command(&self, mount: &std::path::Path) -> bool {
+        self.procs.numbers_as_the_command(mount)
+    }
+
+    fn numbers_of(&self, mount: &std::path::Path, tid: u32) -> Option<(u32, u32)> {
+        self.procs.numbers_of(mount, tid)
+    }
+
+    fn numbers_every_caller(&self, mount: &std::path::Path) -> bool {
+        self.procs.numbers_every_caller(mount)
+    }
+}
+
 fn with_path_buf<R>(f: impl FnOnce(&mut [u8; mem::PATH_MAX]) -> R) -> R {
     thread_local! {
         static BUF: std::cell::RefCell<Box<[u8; mem::PATH_MAX]>> = std::cell::RefCell::new(Box::new([0; mem::PATH_MAX]));

@@ -144,6 +144,10 @@ impl Processes for Membership {
         self.namespace.get().is_some_and(|ns| ns.mount == mount)
     }
 
+    fn numbers_every_caller(&self, mount: &Path) -> bool {
+        self.namespace.get().is_some_and(|ns| ns.mount == mount && ns.numbering.is_some())
+    }
+
     fn numbers_of(&self, mount: &Path, tid: u32) -> Option<(u32, u32)> {
         let ns = self.namespace.get().filter(|ns| ns.mount == mount)?;
         let numbering = ns.numbering.as_ref()?.as_fd();
