@@ -948,9 +948,6 @@ fn own_descriptor_path(path: &[u8]) -> bool {
         .any(|n| !n.is_empty() && n.iter().all(u8::is_ascii_digit))
 }
 
-/// Runs `f` with this worker's path buffer: one `PATH_MAX` buffer a thread,
-/// not one zeroed (and, on the heap, allocated and freed) a call; a nested
-/// use gets a fresh one.
 /// The sandbox's processes as a call sees them: its caller, at its own
 /// numbers in a procfs that numbers every caller as it numbers itself, is
 /// inside without a lookup (its call came through the sandbox's filter).
@@ -980,6 +977,9 @@ impl crate::policy::Processes for CallerInside<'_> {
     }
 }
 
+/// Runs `f` with this worker's path buffer: one `PATH_MAX` buffer a thread,
+/// not one zeroed (and, on the heap, allocated and freed) a call; a nested
+/// use gets a fresh one.
 fn with_path_buf<R>(f: impl FnOnce(&mut [u8; mem::PATH_MAX]) -> R) -> R {
     thread_local! {
         static BUF: std::cell::RefCell<Box<[u8; mem::PATH_MAX]>> = std::cell::RefCell::new(Box::new([0; mem::PATH_MAX]));
